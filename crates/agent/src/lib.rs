@@ -1,0 +1,42 @@
+//! The run-time: robots and origin servers on per-core workers.
+//!
+//! [`run`] binds every origin-server address, starts one thread per worker
+//! (each a single-threaded tokio runtime), and acts as the coordinator:
+//! workers send a [`Snapshot`](cacheoff_stats::Snapshot) at every interval
+//! boundary; the coordinator merges them, hands each merged interval to the
+//! caller's [`Sink`], and returns the [`Summary`].
+//!
+//! Inside a worker: `robot` paces requests open-loop from the plan and runs
+//! transactions; `server` answers them; `world` picks objects. Workers share
+//! only the read-only `Shared` data; each owns its stats.
+
+mod coord;
+mod robot;
+mod server;
+mod shared;
+mod timer;
+mod worker;
+mod world;
+
+pub use coord::{run, RunConfig, RunOutcome, Sink, StopHandle};
+
+use std::net::SocketAddr;
+
+/// Why a run could not start or continue.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("cannot listen on origin server address {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot start worker {worker}: {source}")]
+    Worker {
+        worker: usize,
+        source: std::io::Error,
+    },
+    #[error("the run may need {needed} open files but the limit is {limit}: raise it (ulimit -n) or use fewer robots or --max-conns")]
+    FdLimit { needed: u64, limit: u64 },
+    #[error("worker {0} stopped unexpectedly")]
+    WorkerDied(usize),
+}

@@ -1,0 +1,654 @@
+//! Robots: open-loop request pacing, connection management and the client
+//! side of a transaction.
+//!
+//! Each robot owns its idle connections and a bounded backlog of due
+//! requests. A *driver* task holds one connection slot and runs
+//! transactions back to back while the robot has work; the number of
+//! drivers plus idle connections never exceeds the robot's `max_conns`.
+//! Latency is measured from each request's intended start, so a robot that
+//! could not send on time still reports the wait (open-loop, as in wrk2).
+
+use crate::shared::Shared;
+use crate::timer::PreciseTimer;
+use crate::worker::WorkerCtx;
+use cacheoff_base::rng::{stream, Rng, SimRng, Stream};
+use cacheoff_http::body::BodyCheck;
+use cacheoff_http::chunked::ChunkedDecoder;
+use cacheoff_http::echo::echo_of;
+use cacheoff_http::request::{write_request, RequestSpec};
+use cacheoff_http::response::parse_response;
+use cacheoff_http::Framing;
+use cacheoff_stats::{ErrorKind, Outcome, XactRecord};
+use cacheoff_workload::ObjectInfo;
+use std::cell::{Cell, RefCell};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+
+/// A robot closes its idle connections after this long, before servers'
+/// idle timeouts (15 s in PolyMix) can race with a new request.
+const ROBOT_IDLE_LIMIT: Duration = Duration::from_secs(10);
+const READ_CHUNK: usize = 16 * 1024;
+/// Requests due sooner than this are waited for by yielding to other tasks
+/// rather than by sleeping.
+const SPIN_WINDOW: Duration = Duration::from_micros(50);
+
+/// Where a connection goes: the proxy, or an origin server by index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Proxy,
+    Server(u32),
+}
+
+pub struct Robot {
+    ip: Ipv4Addr,
+    rng: RefCell<SimRng>,
+    idle: RefCell<Vec<Conn>>,
+    drivers: Cell<u32>,
+    backlog: RefCell<VecDeque<Planned>>,
+}
+
+impl Robot {
+    pub fn new(shared: &Shared, id: u32) -> Robot {
+        Robot {
+            ip: shared.robot_ip(id),
+            rng: RefCell::new(stream(shared.wl.seed, Stream::Robot(id))),
+            idle: RefCell::new(Vec::new()),
+            drivers: Cell::new(0),
+            backlog: RefCell::new(VecDeque::new()),
+        }
+    }
+
+    fn open(&self) -> u32 {
+        self.drivers.get() + self.idle.borrow().len() as u32
+    }
+
+    /// Takes a fresh idle connection to `target`, closing stale ones.
+    fn take_idle(&self, target: Target) -> Option<Conn> {
+        let mut idle = self.idle.borrow_mut();
+        idle.retain(|c| c.idle_since.elapsed() < ROBOT_IDLE_LIMIT);
+        let i = idle.iter().position(|c| c.target == target)?;
+        Some(idle.swap_remove(i))
+    }
+}
+
+/// A request planned for an intended time.
+struct Planned {
+    info: ObjectInfo,
+    seq: u64,
+    intended: Instant,
+    offered_hit: bool,
+}
+
+struct Conn {
+    stream: TcpStream,
+    target: Target,
+    uses: u32,
+    limit: u32,
+    idle_since: Instant,
+    /// Request, then response head (and the body bytes read with it).
+    buf: Vec<u8>,
+    /// Body reads; allocated zeroed once, on first use.
+    scratch: Vec<u8>,
+    ctx: Rc<WorkerCtx>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.ctx.open_conns.set(self.ctx.open_conns.get() - 1);
+    }
+}
+
+/// Starts every robot of this worker: open-loop from the plan, or
+/// closed-loop (best effort) when the workload has no rate.
+pub async fn start_robots(ctx: Rc<WorkerCtx>, robots: Vec<Rc<Robot>>) {
+    match ctx.shared.wl.robot_rate() {
+        Some(rate) => pace(ctx, robots, rate).await,
+        None => {
+            for r in &robots {
+                for _ in 0..ctx.shared.wl.robots.max_conns {
+                    tokio::task::spawn_local(closed_loop(ctx.clone(), r.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// Open-loop pacer: a Poisson stream per robot, thinned by the schedule's
+/// load factor (exact for time-varying rates).
+async fn pace(ctx: Rc<WorkerCtx>, robots: Vec<Rc<Robot>>, rate: f64) {
+    let shared = ctx.shared.clone();
+    let schedule = &shared.schedule;
+    let max_load = shared
+        .wl
+        .phases
+        .iter()
+        .map(|p| p.load_begin.max(p.load_end))
+        .fold(0.0, f64::max);
+    let cand_rate = rate * max_load;
+    if cand_rate <= 0.0 || robots.is_empty() {
+        return;
+    }
+    let total_ns = (schedule.total_s() * 1e9) as u64;
+    let gap_ns = |rng: &mut SimRng| -> u64 {
+        let u: f64 = rng.gen();
+        (-(1.0 - u).ln() / cand_rate * 1e9) as u64
+    };
+    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::with_capacity(robots.len());
+    for (i, r) in robots.iter().enumerate() {
+        let t = gap_ns(&mut r.rng.borrow_mut());
+        heap.push(Reverse((t, i)));
+    }
+    let start = shared.start;
+    // Tokio's 1 ms timer is the fallback if a timerfd cannot be had.
+    let mut timer = PreciseTimer::new().ok();
+    while let Some(&Reverse((t, _))) = heap.peek() {
+        if t >= total_ns || ctx.stopping.get() {
+            break;
+        }
+        let due = start + Duration::from_nanos(t);
+        let now = Instant::now();
+        if due > now && due - now <= SPIN_WINDOW {
+            // Imminent: let other tasks run and look again, instead of a
+            // sleep/wake-up cycle of the whole thread.
+            tokio::task::yield_now().await;
+            continue;
+        }
+        if due > now {
+            match timer.as_mut() {
+                Some(t) => {
+                    if t.sleep_until(due).await.is_err() {
+                        timer = None;
+                    }
+                }
+                None => tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await,
+            }
+            if ctx.stopping.get() {
+                break;
+            }
+        }
+        let now_ns = Instant::now().saturating_duration_since(start).as_nanos() as u64;
+        while let Some(&Reverse((t, i))) = heap.peek() {
+            if t > now_ns || t >= total_ns {
+                break;
+            }
+            heap.pop();
+            let robot = &robots[i];
+            let accept = {
+                let load = schedule.load_at(t as f64 / 1e9);
+                let mut rng = robot.rng.borrow_mut();
+                let next = t + gap_ns(&mut rng).max(1);
+                heap.push(Reverse((next, i)));
+                load >= max_load || rng.gen::<f64>() * max_load < load
+            };
+            if accept {
+                let p = plan(&ctx, robot, start + Duration::from_nanos(t));
+                dispatch(&ctx, robot, p);
+            }
+        }
+    }
+}
+
+/// Best effort: one request after another on one connection slot.
+async fn closed_loop(ctx: Rc<WorkerCtx>, robot: Rc<Robot>) {
+    let end = ctx.shared.start + Duration::from_secs_f64(ctx.shared.schedule.total_s());
+    tokio::time::sleep_until(tokio::time::Instant::from_std(ctx.shared.start)).await;
+    robot.drivers.set(robot.drivers.get() + 1);
+    let mut conn = None;
+    while !ctx.stopping.get() && Instant::now() < end {
+        let p = plan(&ctx, &robot, Instant::now());
+        ctx.in_flight.set(ctx.in_flight.get() + 1);
+        conn = run_one(&ctx, &robot, conn, p).await;
+        ctx.xact_done();
+    }
+    robot.drivers.set(robot.drivers.get() - 1);
+}
+
+/// Chooses the object of a request due at `intended`.
+fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
+    let wl = &ctx.shared.wl;
+    let pick = {
+        let mut rng = robot.rng.borrow_mut();
+        ctx.world
+            .borrow_mut()
+            .pick(&mut *rng, wl.popularity.recurrence)
+    };
+    let info = ctx.shared.objects.get(pick.oid);
+    let offered_hit = pick.repeat && info.cachable && ctx.world.borrow().is_fetched(pick.seq);
+    Planned {
+        info,
+        seq: pick.seq,
+        intended,
+        offered_hit,
+    }
+}
+
+fn target_of(ctx: &WorkerCtx, p: &Planned) -> Target {
+    if ctx.shared.proxy.is_some() {
+        Target::Proxy
+    } else {
+        Target::Server(p.info.server)
+    }
+}
+
+/// Hands a due request to an idle connection, a new connection, or the
+/// backlog.
+fn dispatch(ctx: &Rc<WorkerCtx>, robot: &Rc<Robot>, p: Planned) {
+    let target = target_of(ctx, &p);
+    let max = ctx.shared.wl.robots.max_conns;
+    let conn = robot.take_idle(target);
+    let can_start = conn.is_some() || robot.open() < max || {
+        // At the limit with only idle connections to other servers: close
+        // one, as a browser would.
+        let mut idle = robot.idle.borrow_mut();
+        idle.pop().is_some()
+    };
+    if can_start {
+        ctx.in_flight.set(ctx.in_flight.get() + 1);
+        tokio::task::spawn_local(drive(ctx.clone(), robot.clone(), conn, p));
+    } else if robot.backlog.borrow().len() < ctx.shared.wl.robots.backlog as usize {
+        robot.backlog.borrow_mut().push_back(p);
+    } else {
+        ctx.error(ErrorKind::BacklogOverflow);
+    }
+}
+
+/// Runs transactions on one connection slot until the robot's backlog is
+/// empty.
+async fn drive(ctx: Rc<WorkerCtx>, robot: Rc<Robot>, conn: Option<Conn>, first: Planned) {
+    robot.drivers.set(robot.drivers.get() + 1);
+    let mut conn = conn;
+    let mut next = Some(first);
+    while let Some(p) = next.take() {
+        conn = run_one(&ctx, &robot, conn, p).await;
+        // After the schedule ends, waiting requests are not sent.
+        let queued = if ctx.stopping.get() {
+            None
+        } else {
+            robot.backlog.borrow_mut().pop_front()
+        };
+        if queued.is_some() {
+            // Count the next one before releasing this one, so a drain
+            // never sees zero while work remains.
+            ctx.in_flight.set(ctx.in_flight.get() + 1);
+        }
+        ctx.xact_done();
+        next = queued;
+    }
+    if let Some(mut c) = conn {
+        c.idle_since = Instant::now();
+        robot.idle.borrow_mut().push(c);
+    }
+    robot.drivers.set(robot.drivers.get() - 1);
+}
+
+/// One transaction on `conn` (or a new connection); returns the connection
+/// if it may be reused.
+async fn run_one(
+    ctx: &Rc<WorkerCtx>,
+    robot: &Rc<Robot>,
+    conn: Option<Conn>,
+    p: Planned,
+) -> Option<Conn> {
+    let target = target_of(ctx, &p);
+    let conn = match conn {
+        Some(c) if c.target == target => Some(c),
+        other => {
+            // Swap with a matching idle connection if there is one;
+            // otherwise close ours and open another.
+            match robot.take_idle(target) {
+                Some(m) => {
+                    if let Some(mut o) = other {
+                        o.idle_since = Instant::now();
+                        robot.idle.borrow_mut().push(o);
+                    }
+                    Some(m)
+                }
+                None => None,
+            }
+        }
+    };
+    let (reused, mut conn) = match conn {
+        Some(c) => (true, c),
+        None => match connect(ctx, robot, target).await {
+            Ok(c) => (false, c),
+            Err(kind) => {
+                ctx.error(kind);
+                return None;
+            }
+        },
+    };
+    let result = exchange(ctx, &mut conn, &p).await;
+    match result {
+        // A reused connection the peer had already closed: retry once on a
+        // fresh one, as browsers do for idempotent requests.
+        Err(Failure::StaleConn) if reused => {
+            drop(conn);
+            let mut fresh = match connect(ctx, robot, target).await {
+                Ok(c) => c,
+                Err(kind) => {
+                    ctx.error(kind);
+                    return None;
+                }
+            };
+            let r = exchange(ctx, &mut fresh, &p).await;
+            finish(ctx, fresh, &p, r)
+        }
+        r => finish(ctx, conn, &p, r),
+    }
+}
+
+fn finish(ctx: &WorkerCtx, mut conn: Conn, p: &Planned, r: Result<Reply, Failure>) -> Option<Conn> {
+    match r {
+        Ok(reply) => {
+            if p.info.cachable {
+                ctx.world.borrow_mut().mark_fetched(p.seq);
+            }
+            ctx.stats.borrow_mut().record_xact(&XactRecord {
+                outcome: reply.outcome,
+                bytes: reply.bytes,
+                basic: true,
+                offered_hit: p.offered_hit,
+                rt_corrected_us: us_since(p.intended, reply.done),
+                rt_uncorrected_us: us_since(reply.sent, reply.done),
+            });
+            conn.uses += 1;
+            (reply.keep_alive && conn.uses < conn.limit).then_some(conn)
+        }
+        Err(Failure::Error(kind)) => {
+            ctx.error(kind);
+            None
+        }
+        Err(Failure::StaleConn) => {
+            ctx.error(ErrorKind::PrematureClose);
+            None
+        }
+    }
+}
+
+fn us_since(from: Instant, to: Instant) -> u64 {
+    to.saturating_duration_since(from).as_micros() as u64
+}
+
+async fn connect(ctx: &Rc<WorkerCtx>, robot: &Robot, target: Target) -> Result<Conn, ErrorKind> {
+    let shared = &ctx.shared;
+    let addr: SocketAddr = match target {
+        Target::Proxy => shared.proxy.expect("proxy target only with a proxy"),
+        Target::Server(i) => shared.servers[i as usize],
+    };
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4(),
+        SocketAddr::V6(_) => TcpSocket::new_v6(),
+    }
+    .map_err(|_| ErrorKind::ConnectFailed)?;
+    if addr.is_ipv4() {
+        // Each robot sends from its own address; the port is chosen at
+        // connect time, per destination, instead of reserving one per bind.
+        set_bind_address_no_port(&socket);
+        socket
+            .bind(SocketAddr::new(robot.ip.into(), 0))
+            .map_err(|_| ErrorKind::ConnectFailed)?;
+    }
+    let stream =
+        match tokio::time::timeout(shared.wl.timeouts.connect.0, socket.connect(addr)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(_)) => return Err(ErrorKind::ConnectFailed),
+            Err(_) => return Err(ErrorKind::ConnectTimeout),
+        };
+    let _ = stream.set_nodelay(true);
+    let limit = {
+        let d = &shared.wl.robots.conn_reuse;
+        (d.sample(&mut *robot.rng.borrow_mut()) as u32).max(1)
+    };
+    let mut s = ctx.stats.borrow_mut();
+    s.c.conns_opened += 1;
+    ctx.open_conns.set(ctx.open_conns.get() + 1);
+    Ok(Conn {
+        stream,
+        target,
+        uses: 0,
+        limit,
+        idle_since: Instant::now(),
+        buf: Vec::with_capacity(READ_CHUNK),
+        scratch: Vec::new(),
+        ctx: ctx.clone(),
+    })
+}
+
+fn set_bind_address_no_port(socket: &TcpSocket) {
+    use std::os::fd::AsRawFd;
+    let one: libc::c_int = 1;
+    // SAFETY: valid socket descriptor and option value; failure only loses
+    // the optimisation.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+struct Reply {
+    outcome: Outcome,
+    bytes: u64,
+    keep_alive: bool,
+    sent: Instant,
+    done: Instant,
+}
+
+enum Failure {
+    Error(ErrorKind),
+    /// The connection was closed before any response byte arrived.
+    StaleConn,
+}
+
+impl From<ErrorKind> for Failure {
+    fn from(k: ErrorKind) -> Self {
+        Failure::Error(k)
+    }
+}
+
+fn io_kind(e: &io::Error) -> ErrorKind {
+    match e.kind() {
+        io::ErrorKind::UnexpectedEof => ErrorKind::PrematureClose,
+        _ => ErrorKind::ConnReset,
+    }
+}
+
+/// Sends the request and reads and checks the reply, within the
+/// transaction timeout.
+async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply, Failure> {
+    let shared = &ctx.shared;
+    let xact = ctx.next_xact();
+    conn.buf.clear();
+    let host = &shared.server_hosts[p.info.server as usize];
+    let mut path = [0u8; 26];
+    let path = object_path(&mut path, p.info.oid);
+    write_request(
+        &mut conn.buf,
+        &RequestSpec {
+            method: "GET",
+            host,
+            path,
+            absolute: shared.proxy.is_some(),
+            xact,
+            keep_alive: true,
+        },
+    );
+    let sent = Instant::now();
+    ctx.stats
+        .borrow_mut()
+        .record_send(us_since(p.intended, sent));
+    let deadline = tokio::time::Instant::from_std(sent + shared.wl.timeouts.xact.0);
+    match tokio::time::timeout_at(deadline, read_reply(conn, p, xact)).await {
+        Ok(Ok((outcome, bytes, keep_alive))) => Ok(Reply {
+            outcome,
+            bytes,
+            keep_alive,
+            sent,
+            done: Instant::now(),
+        }),
+        Ok(Err(f)) => Err(f),
+        Err(_) => Err(Failure::Error(ErrorKind::XactTimeout)),
+    }
+}
+
+/// Writes `/cacheoff/<16 hex digits>` into `buf`.
+pub fn object_path(buf: &mut [u8; 26], oid: u64) -> &str {
+    buf[..10].copy_from_slice(b"/cacheoff/");
+    let mut v = Vec::with_capacity(16);
+    cacheoff_http::echo::write_hex16(&mut v, oid);
+    buf[10..].copy_from_slice(&v);
+    std::str::from_utf8(buf).expect("ascii")
+}
+
+async fn read_reply(
+    conn: &mut Conn,
+    p: &Planned,
+    xact: u64,
+) -> Result<(Outcome, u64, bool), Failure> {
+    conn.stream
+        .write_all(&conn.buf)
+        .await
+        .map_err(|e| Failure::Error(io_kind(&e)))?;
+    conn.buf.clear();
+    // Head.
+    let head = loop {
+        if conn.buf.capacity() - conn.buf.len() < 1024 {
+            conn.buf.reserve(READ_CHUNK);
+        }
+        let n = conn
+            .stream
+            .read_buf(&mut conn.buf)
+            .await
+            .map_err(|e| Failure::Error(io_kind(&e)))?;
+        if n == 0 {
+            return Err(if conn.buf.is_empty() {
+                Failure::StaleConn
+            } else {
+                Failure::Error(ErrorKind::PrematureClose)
+            });
+        }
+        match parse_response(&conn.buf, false, false) {
+            Ok(Some(h)) => break h,
+            Ok(None) => continue,
+            Err(_) => return Err(ErrorKind::BadResponse.into()),
+        }
+    };
+    if head.status != 200 {
+        return Err(ErrorKind::HttpStatus.into());
+    }
+    let outcome = match head.echo {
+        None => return Err(ErrorKind::ForeignSource.into()),
+        Some(e) if e == echo_of(xact) => Outcome::Miss,
+        Some(_) => Outcome::Hit,
+    };
+    let size = p.info.size;
+    let mut check = BodyCheck::new(p.info.body_seed, size);
+    let start = head.head_len;
+    match head.framing {
+        Framing::Length(n) => {
+            if n != size {
+                return Err(ErrorKind::LengthMismatch.into());
+            }
+            let have = conn.buf.len() - start;
+            if have as u64 > n {
+                // Bytes after the body: the connection is not trustworthy.
+                check.feed(&conn.buf[start..start + n as usize]);
+                return finish_body(&check, outcome, false);
+            }
+            check.feed(&conn.buf[start..]);
+            read_body_len(conn, &mut check, n).await?;
+        }
+        Framing::Chunked => {
+            let mut dec = ChunkedDecoder::default();
+            let rest = conn.buf.split_off(start);
+            dec.decode(&rest, |d| check.feed(d))
+                .map_err(|_| Failure::Error(ErrorKind::BadResponse))?;
+            while !dec.is_done() {
+                if check.received() > size {
+                    return Err(ErrorKind::LengthMismatch.into());
+                }
+                conn.buf.clear();
+                conn.buf.reserve(READ_CHUNK);
+                let n = conn
+                    .stream
+                    .read_buf(&mut conn.buf)
+                    .await
+                    .map_err(|e| Failure::Error(io_kind(&e)))?;
+                if n == 0 {
+                    return Err(ErrorKind::PrematureClose.into());
+                }
+                dec.decode(&conn.buf, |d| check.feed(d))
+                    .map_err(|_| Failure::Error(ErrorKind::BadResponse))?;
+            }
+        }
+        Framing::UntilClose => {
+            check.feed(&conn.buf[start..]);
+            loop {
+                conn.buf.clear();
+                conn.buf.reserve(READ_CHUNK);
+                let n = conn
+                    .stream
+                    .read_buf(&mut conn.buf)
+                    .await
+                    .map_err(|e| Failure::Error(io_kind(&e)))?;
+                if n == 0 {
+                    break;
+                }
+                check.feed(&conn.buf);
+                if check.received() > size {
+                    return Err(ErrorKind::LengthMismatch.into());
+                }
+            }
+        }
+        Framing::Empty => {}
+    }
+    finish_body(
+        &check,
+        outcome,
+        head.keep_alive && head.framing != Framing::UntilClose,
+    )
+}
+
+async fn read_body_len(conn: &mut Conn, check: &mut BodyCheck, n: u64) -> Result<(), Failure> {
+    if conn.scratch.is_empty() {
+        conn.scratch = vec![0; READ_CHUNK];
+    }
+    while check.received() < n {
+        // Never read past the body: the next bytes belong to no one.
+        let want = ((n - check.received()) as usize).min(READ_CHUNK);
+        let got = conn
+            .stream
+            .read(&mut conn.scratch[..want])
+            .await
+            .map_err(|e| Failure::Error(io_kind(&e)))?;
+        if got == 0 {
+            return Err(ErrorKind::PrematureClose.into());
+        }
+        check.feed(&conn.scratch[..got]);
+    }
+    Ok(())
+}
+
+fn finish_body(
+    check: &BodyCheck,
+    outcome: Outcome,
+    keep_alive: bool,
+) -> Result<(Outcome, u64, bool), Failure> {
+    if !check.intact() {
+        return Err(ErrorKind::BodyMismatch.into());
+    }
+    if !check.ok() {
+        return Err(ErrorKind::LengthMismatch.into());
+    }
+    Ok((outcome, check.received(), keep_alive))
+}

@@ -1,0 +1,187 @@
+//! Origin servers: answer each request from the object id in its URL.
+//!
+//! A response is fully determined by the object: size, cachability, dates
+//! and body bytes; only the transaction echo and `Date` vary.
+
+use crate::robot::object_path;
+use crate::worker::WorkerCtx;
+use cacheoff_base::rng::{stream, SimRng, Stream};
+use cacheoff_http::body;
+use cacheoff_http::echo::{echo_of, parse_hex};
+use cacheoff_http::request::{parse_request, RequestHead};
+use cacheoff_http::response::{write_response_head, ResponseSpec};
+use cacheoff_http::Method;
+use cacheoff_stats::ErrorKind;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Bodies up to this size go out in one write together with the head.
+const ONE_WRITE: u64 = 256 * 1024;
+
+pub async fn serve(ctx: Rc<WorkerCtx>, idx: u32, listener: TcpListener) {
+    let rng = Rc::new(std::cell::RefCell::new(stream(
+        ctx.shared.wl.seed,
+        Stream::Server(idx),
+    )));
+    loop {
+        match listener.accept().await {
+            Ok((s, _)) => {
+                let _ = s.set_nodelay(true);
+                tokio::task::spawn_local(connection(ctx.clone(), idx, s, rng.clone()));
+            }
+            // Out of descriptors or similar: back off instead of spinning.
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+async fn connection(
+    ctx: Rc<WorkerCtx>,
+    idx: u32,
+    mut s: TcpStream,
+    rng: Rc<std::cell::RefCell<SimRng>>,
+) {
+    let cfg = &ctx.shared.wl.servers;
+    let limit = cfg
+        .conn_reuse
+        .map(|d| (d.sample(&mut *rng.borrow_mut()) as u64).max(1))
+        .unwrap_or(u64::MAX);
+    let mut inbuf: Vec<u8> = Vec::with_capacity(4096);
+    let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut served = 0u64;
+    loop {
+        let head = match read_head(&mut s, &mut inbuf, cfg.idle_timeout.0).await {
+            Ok(Some(h)) => h,
+            Ok(None) => return,
+            Err(()) => {
+                ctx.error(ErrorKind::OriginBadRequest);
+                let _ = s
+                    .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                    .await;
+                return;
+            }
+        };
+        // Skip a request body (POST), which we do not look at.
+        let body_len = head.content_length.unwrap_or(0) as usize;
+        inbuf.drain(..head.head_len);
+        if skip_body(&mut s, &mut inbuf, body_len).await.is_err() {
+            return;
+        }
+        if !cfg.think_time.is_zero() {
+            let secs = cfg.think_time.sample(&mut *rng.borrow_mut());
+            tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+        }
+        let Some(info) = object_of(&ctx, &head, idx) else {
+            ctx.error(ErrorKind::OriginBadRequest);
+            let _ = s
+                .write_all(
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                )
+                .await;
+            return;
+        };
+        served += 1;
+        let keep_alive = head.keep_alive && served < limit;
+        out.clear();
+        ctx.with_date(|date| {
+            write_response_head(
+                &mut out,
+                &ResponseSpec {
+                    status: 200,
+                    content_length: info.size,
+                    cachable: info.cachable,
+                    date,
+                    last_modified: Some(&ctx.shared.last_modified),
+                    expires: Some(&ctx.shared.expires),
+                    echo: head.xact.map(echo_of),
+                    keep_alive,
+                },
+            )
+        });
+        let send_body = head.method != Method::Head;
+        let ok = if !send_body {
+            s.write_all(&out).await.is_ok()
+        } else if info.size <= ONE_WRITE {
+            body::append(&mut out, info.body_seed, 0, info.size);
+            s.write_all(&out).await.is_ok()
+        } else {
+            write_large(&mut s, &out, info.body_seed, info.size).await
+        };
+        if !ok || !keep_alive {
+            return;
+        }
+    }
+}
+
+async fn write_large(s: &mut TcpStream, head: &[u8], seed: u64, size: u64) -> bool {
+    if s.write_all(head).await.is_err() {
+        return false;
+    }
+    let mut off = 0;
+    while off < size {
+        let piece = body::slice(seed, off, (size - off).min(64 * 1024) as usize);
+        if s.write_all(piece).await.is_err() {
+            return false;
+        }
+        off += piece.len() as u64;
+    }
+    true
+}
+
+/// Maps `/cacheoff/<hex oid>` to its object, which must live on this server.
+fn object_of(
+    ctx: &WorkerCtx,
+    head: &RequestHead,
+    idx: u32,
+) -> Option<cacheoff_workload::ObjectInfo> {
+    let hex = head.path().strip_prefix("/cacheoff/")?;
+    let oid = parse_hex(hex.as_bytes())?;
+    let info = ctx.shared.objects.get(oid);
+    // Reject ids whose canonical path differs (e.g. extra characters).
+    let mut buf = [0u8; 26];
+    (info.server == idx && object_path(&mut buf, oid) == head.path()).then_some(info)
+}
+
+/// Reads one request head; `Ok(None)` on a clean close or idle timeout.
+async fn read_head(
+    s: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    idle: Duration,
+) -> Result<Option<RequestHead>, ()> {
+    loop {
+        if !buf.is_empty() {
+            match parse_request(buf, false) {
+                Ok(Some(h)) => return Ok(Some(h)),
+                Ok(None) => {}
+                Err(_) => return Err(()),
+            }
+        }
+        if buf.capacity() - buf.len() < 1024 {
+            buf.reserve(4096);
+        }
+        match tokio::time::timeout(idle, s.read_buf(buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Ok(None),
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+async fn skip_body(s: &mut TcpStream, buf: &mut Vec<u8>, mut len: usize) -> Result<(), ()> {
+    let have = buf.len().min(len);
+    buf.drain(..have);
+    len -= have;
+    let mut scratch = [0u8; 4096];
+    while len > 0 {
+        let n = s
+            .read(&mut scratch[..len.min(4096)])
+            .await
+            .map_err(|_| ())?;
+        if n == 0 {
+            return Err(());
+        }
+        len -= n;
+    }
+    Ok(())
+}

@@ -1,0 +1,178 @@
+//! One worker: a thread with a single-threaded runtime running a share of
+//! the robots and origin servers.
+//!
+//! Ownership: everything in [`WorkerCtx`] belongs to this thread; interior
+//! mutability is `Cell`/`RefCell` and is never held across an `.await`.
+
+use crate::coord::WorkerMsg;
+use crate::robot::{self, Robot};
+use crate::server;
+use crate::shared::Shared;
+use crate::world::World;
+use cacheoff_stats::{ErrorKind, Snapshot};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{watch, Notify};
+
+pub struct WorkerCtx {
+    pub id: u32,
+    pub shared: Arc<Shared>,
+    pub stats: RefCell<Snapshot>,
+    pub world: RefCell<World>,
+    xact_seq: Cell<u64>,
+    /// Transactions started and not yet finished (for draining).
+    pub in_flight: Cell<u64>,
+    pub drained: Notify,
+    /// Robot-side connections currently open.
+    pub open_conns: Cell<u64>,
+    /// Set when robots must stop sending.
+    pub stopping: Cell<bool>,
+    date_cache: RefCell<(u64, String)>,
+}
+
+impl WorkerCtx {
+    /// A run-unique transaction id: worker in the top bits.
+    pub fn next_xact(&self) -> u64 {
+        let s = self.xact_seq.get() + 1;
+        self.xact_seq.set(s);
+        u64::from(self.id) << 48 | s
+    }
+
+    pub fn error(&self, kind: ErrorKind) {
+        self.stats.borrow_mut().record_error(kind);
+    }
+
+    pub fn xact_done(&self) {
+        let n = self.in_flight.get() - 1;
+        self.in_flight.set(n);
+        if n == 0 {
+            self.drained.notify_waiters();
+        }
+    }
+
+    /// The current `Date` header value, formatted once per second.
+    pub fn with_date<T>(&self, f: impl FnOnce(&str) -> T) -> T {
+        let now = std::time::SystemTime::now();
+        let secs = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let mut c = self.date_cache.borrow_mut();
+        if c.0 != secs || c.1.is_empty() {
+            *c = (secs, httpdate::fmt_http_date(now));
+        }
+        f(&c.1)
+    }
+}
+
+/// What a worker gets from the coordinator.
+pub struct WorkerSetup {
+    pub id: u32,
+    pub shared: Arc<Shared>,
+    pub listeners: Vec<(u32, std::net::TcpListener)>,
+    pub robots: Vec<u32>,
+    pub to_coord: Sender<WorkerMsg>,
+    pub stop: watch::Receiver<bool>,
+    pub shutdown: watch::Receiver<bool>,
+}
+
+/// Longest a worker waits for in-flight transactions after the last phase.
+const DRAIN_LIMIT: Duration = Duration::from_secs(10);
+
+pub fn run_worker(setup: WorkerSetup) -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, worker_main(setup))
+}
+
+async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
+    let WorkerSetup {
+        id,
+        shared,
+        listeners,
+        robots,
+        to_coord,
+        mut stop,
+        mut shutdown,
+    } = setup;
+    let ctx = Rc::new(WorkerCtx {
+        id,
+        world: RefCell::new(World::new(id, shared.wl.popularity.working_set_cap)),
+        shared: shared.clone(),
+        stats: RefCell::new(Snapshot::default()),
+        xact_seq: Cell::new(0),
+        in_flight: Cell::new(0),
+        drained: Notify::new(),
+        open_conns: Cell::new(0),
+        stopping: Cell::new(false),
+        date_cache: RefCell::new((0, String::new())),
+    });
+    for (idx, l) in listeners {
+        let l = tokio::net::TcpListener::from_std(l)?;
+        tokio::task::spawn_local(server::serve(ctx.clone(), idx, l));
+    }
+    let robots: Vec<Rc<Robot>> = robots
+        .into_iter()
+        .map(|r| Rc::new(Robot::new(&shared, r)))
+        .collect();
+    let pacer = tokio::task::spawn_local(robot::start_robots(ctx.clone(), robots));
+
+    // Interval ticks: hand over the stats at each boundary.
+    let intervals = shared.intervals.clone();
+    let mut interrupted = false;
+    for (k, iv) in intervals.iter().enumerate() {
+        let due = tokio::time::Instant::from_std(shared.start + Duration::from_secs_f64(iv.end_s));
+        let last = k + 1 == intervals.len();
+        tokio::select! {
+            _ = tokio::time::sleep_until(due) => {}
+            _ = stop.wait_for(|s| *s) => { interrupted = true; }
+        }
+        if interrupted || last {
+            ctx.stopping.set(true);
+            drain(&ctx).await;
+            let end_s = shared.secs_at(Instant::now()).min(iv.end_s);
+            send(&ctx, &to_coord, iv.index, end_s, true);
+            break;
+        }
+        send(&ctx, &to_coord, iv.index, iv.end_s, false);
+    }
+    pacer.abort();
+    // Keep serving other workers' robots until everyone is done.
+    let _ = shutdown.wait_for(|s| *s).await;
+    Ok(())
+}
+
+async fn drain(ctx: &WorkerCtx) {
+    let deadline = tokio::time::Instant::now() + DRAIN_LIMIT.min(ctx.shared.wl.timeouts.xact.0);
+    while ctx.in_flight.get() > 0 {
+        let notified = ctx.drained.notified();
+        if ctx.in_flight.get() == 0 {
+            break;
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            break;
+        }
+    }
+}
+
+fn send(ctx: &WorkerCtx, to: &Sender<WorkerMsg>, index: u32, end_s: f64, last: bool) {
+    let snap = {
+        let mut s = ctx.stats.borrow_mut();
+        s.c.conns_open = ctx.open_conns.get();
+        let out = s.clone();
+        s.reset();
+        out
+    };
+    let _ = to.send(WorkerMsg::Interval {
+        worker: ctx.id,
+        index,
+        end_s,
+        last,
+        snap: Box::new(snap),
+    });
+}

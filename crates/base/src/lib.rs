@@ -1,0 +1,12 @@
+//! Foundations shared by every cacheoff crate.
+//!
+//! - [`units`]: [`Bytes`], [`Rate`] and [`Dur`], parsed from and printed as
+//!   human units (`13KB`, `400/s`, `2min`); serde uses the same text form.
+//! - [`rng`]: deterministic random streams derived from the run seed
+//!   ([`rng::stream`]) and stateless hashing of ids ([`rng::mix64`]), so an
+//!   object's properties follow from its id alone.
+
+pub mod rng;
+pub mod units;
+
+pub use units::{Bytes, Dur, Rate, UnitError};

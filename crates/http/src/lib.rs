@@ -1,0 +1,45 @@
+//! One HTTP/1.x codec for every role (robot, origin server, test proxy),
+//! working on byte buffers; no I/O.
+//!
+//! - [`request`]: write a robot's request; parse a request head
+//!   ([`RequestHead`]).
+//! - [`response`]: write a server's response head; parse a response head
+//!   ([`ResponseHead`]) and its [`Framing`].
+//! - [`chunked`]: incremental chunked-body decoder.
+//! - [`body`]: object bodies generated from a seed and checked byte for byte
+//!   without storing them.
+//! - [`echo`]: the transaction-id header and its echo, the basis of hit/miss
+//!   detection.
+
+pub mod body;
+pub mod chunked;
+pub mod echo;
+mod error;
+pub mod request;
+pub mod response;
+
+pub use error::HttpError;
+pub use request::{Method, RequestHead};
+pub use response::{Framing, ResponseHead};
+
+/// Most headers a parsed message may carry.
+pub const MAX_HEADERS: usize = 64;
+/// Largest accepted header block, in bytes.
+pub const MAX_HEAD_LEN: usize = 64 * 1024;
+
+/// True if `value` (a comma-separated header list) contains `token`,
+/// case-insensitively.
+pub fn has_token(value: &[u8], token: &str) -> bool {
+    value
+        .split(|&b| b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
+}
+
+/// Parses a decimal header value.
+fn parse_u64(v: &[u8]) -> Option<u64> {
+    let v = v.trim_ascii();
+    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(v.iter().fold(0u64, |a, &d| a * 10 + u64::from(d - b'0')))
+}

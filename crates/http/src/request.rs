@@ -1,0 +1,220 @@
+//! Requests: written by robots, parsed by origin servers and proxies.
+
+use crate::echo::{parse_hex, write_hex16, XACT_HEADER};
+use crate::{has_token, parse_u64, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Head,
+    Post,
+    Other(String),
+}
+
+impl Method {
+    fn parse(m: &str) -> Method {
+        match m {
+            "GET" => Method::Get,
+            "HEAD" => Method::Head,
+            "POST" => Method::Post,
+            o => Method::Other(o.to_string()),
+        }
+    }
+    pub fn as_str(&self) -> &str {
+        match self {
+            Method::Get => "GET",
+            Method::Head => "HEAD",
+            Method::Post => "POST",
+            Method::Other(s) => s,
+        }
+    }
+}
+
+/// What a robot asks for.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestSpec<'a> {
+    pub method: &'a str,
+    /// `host:port` of the origin server.
+    pub host: &'a str,
+    /// Origin-form path, starting with '/'.
+    pub path: &'a str,
+    /// Send the absolute URI (to a forward proxy) instead of the path.
+    pub absolute: bool,
+    pub xact: u64,
+    pub keep_alive: bool,
+}
+
+/// Appends a request head.
+pub fn write_request(out: &mut Vec<u8>, r: &RequestSpec<'_>) {
+    out.extend_from_slice(r.method.as_bytes());
+    out.push(b' ');
+    if r.absolute {
+        out.extend_from_slice(b"http://");
+        out.extend_from_slice(r.host.as_bytes());
+    }
+    out.extend_from_slice(r.path.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+    out.extend_from_slice(r.host.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(XACT_HEADER.as_bytes());
+    out.extend_from_slice(b": ");
+    write_hex16(out, r.xact);
+    out.extend_from_slice(b"\r\n");
+    if !r.keep_alive {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A parsed request head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestHead {
+    pub method: Method,
+    /// As sent: origin-form path or absolute URI.
+    pub target: String,
+    /// HTTP/1.x minor version.
+    pub minor: u8,
+    /// Bytes of the head including the blank line.
+    pub head_len: usize,
+    pub host: Option<String>,
+    pub xact: Option<u64>,
+    pub content_length: Option<u64>,
+    pub chunked: bool,
+    /// Whether the client wants the connection kept open afterwards.
+    pub keep_alive: bool,
+    /// Every header in order, only when asked for (proxies forward them).
+    pub headers: Vec<(String, Vec<u8>)>,
+}
+
+impl RequestHead {
+    /// The origin-form path of the target (drops `http://host` if present).
+    pub fn path(&self) -> &str {
+        match self.target.strip_prefix("http://") {
+            Some(rest) => rest.find('/').map_or("/", |i| &rest[i..]),
+            None => &self.target,
+        }
+    }
+
+    /// `host[:port]` from an absolute target, else from the Host header.
+    pub fn authority(&self) -> Option<&str> {
+        match self.target.strip_prefix("http://") {
+            Some(rest) => Some(rest.find('/').map_or(rest, |i| &rest[..i])),
+            None => self.host.as_deref(),
+        }
+    }
+}
+
+/// Parses a request head from the start of `buf`; `Ok(None)` means more
+/// bytes are needed. With `keep_headers` every header is copied out.
+pub fn parse_request(buf: &[u8], keep_headers: bool) -> Result<Option<RequestHead>, HttpError> {
+    let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut hs);
+    let head_len = match req.parse(buf)? {
+        httparse::Status::Complete(n) => n,
+        httparse::Status::Partial if buf.len() > MAX_HEAD_LEN => {
+            return Err(HttpError::HeadTooLarge(MAX_HEAD_LEN))
+        }
+        httparse::Status::Partial => return Ok(None),
+    };
+    let minor = req.version.unwrap_or(1);
+    let mut head = RequestHead {
+        method: Method::parse(req.method.unwrap_or("")),
+        target: req.path.unwrap_or("/").to_string(),
+        minor,
+        head_len,
+        host: None,
+        xact: None,
+        content_length: None,
+        chunked: false,
+        keep_alive: minor >= 1,
+        headers: Vec::new(),
+    };
+    for h in req.headers.iter() {
+        let name = h.name;
+        if name.eq_ignore_ascii_case("host") {
+            head.host = Some(String::from_utf8_lossy(h.value).into_owned());
+        } else if name.eq_ignore_ascii_case(XACT_HEADER) {
+            head.xact = parse_hex(h.value);
+        } else if name.eq_ignore_ascii_case("content-length") {
+            let n = parse_u64(h.value).ok_or(HttpError::BadContentLength)?;
+            if head.content_length.is_some_and(|m| m != n) {
+                return Err(HttpError::AmbiguousFraming);
+            }
+            head.content_length = Some(n);
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            head.chunked = has_token(h.value, "chunked");
+        } else if name.eq_ignore_ascii_case("connection")
+            || name.eq_ignore_ascii_case("proxy-connection")
+        {
+            if has_token(h.value, "close") {
+                head.keep_alive = false;
+            } else if has_token(h.value, "keep-alive") {
+                head.keep_alive = true;
+            }
+        }
+        if keep_headers {
+            head.headers.push((name.to_string(), h.value.to_vec()));
+        }
+    }
+    if head.chunked && head.content_length.is_some() {
+        return Err(HttpError::AmbiguousFraming);
+    }
+    Ok(Some(head))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn robot_request_parses_back() {
+        let mut b = Vec::new();
+        write_request(
+            &mut b,
+            &RequestSpec {
+                method: "GET",
+                host: "127.2.0.1:8080",
+                path: "/cacheoff/00ff",
+                absolute: true,
+                xact: 0xabc,
+                keep_alive: true,
+            },
+        );
+        let h = parse_request(&b, false).unwrap().unwrap();
+        assert_eq!(h.method, Method::Get);
+        assert_eq!(h.target, "http://127.2.0.1:8080/cacheoff/00ff");
+        assert_eq!(h.path(), "/cacheoff/00ff");
+        assert_eq!(h.authority(), Some("127.2.0.1:8080"));
+        assert_eq!(h.xact, Some(0xabc));
+        assert!(h.keep_alive);
+        assert_eq!(h.head_len, b.len());
+        assert!(parse_request(&b[..b.len() - 1], false).unwrap().is_none());
+    }
+
+    #[test]
+    fn framing_conflicts_and_http10_rules() {
+        let r = parse_request(b"GET / HTTP/1.0\r\n\r\n", false)
+            .unwrap()
+            .unwrap();
+        assert!(!r.keep_alive);
+        let r = parse_request(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", false)
+            .unwrap()
+            .unwrap();
+        assert!(r.keep_alive);
+        assert_eq!(
+            parse_request(
+                b"POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+                false
+            ),
+            Err(HttpError::AmbiguousFraming)
+        );
+        assert_eq!(
+            parse_request(
+                b"POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
+                false
+            ),
+            Err(HttpError::AmbiguousFraming)
+        );
+        assert!(parse_request(b"GARBAGE\r\n\r\n", false).is_err());
+    }
+}

@@ -1,0 +1,241 @@
+//! Responses: written by origin servers, parsed by robots and proxies.
+
+use crate::echo::{parse_hex, write_hex16, ECHO_HEADER};
+use crate::{has_token, parse_u64, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
+
+/// How the body of a response is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// No body (HEAD, 1xx, 204, 304).
+    Empty,
+    Length(u64),
+    Chunked,
+    /// Body ends when the server closes the connection.
+    UntilClose,
+}
+
+/// What an origin server sends in a response head.
+#[derive(Debug, Clone, Copy)]
+pub struct ResponseSpec<'a> {
+    pub status: u16,
+    pub content_length: u64,
+    pub cachable: bool,
+    /// Preformatted HTTP dates.
+    pub date: &'a str,
+    pub last_modified: Option<&'a str>,
+    pub expires: Option<&'a str>,
+    pub echo: Option<u64>,
+    pub keep_alive: bool,
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        404 => "Not Found",
+        _ => "Unknown",
+    }
+}
+
+/// Appends a response head.
+pub fn write_response_head(out: &mut Vec<u8>, r: &ResponseSpec<'_>) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(r.status.to_string().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(reason(r.status).as_bytes());
+    out.extend_from_slice(b"\r\nDate: ");
+    out.extend_from_slice(r.date.as_bytes());
+    out.extend_from_slice(b"\r\nContent-Length: ");
+    out.extend_from_slice(r.content_length.to_string().as_bytes());
+    if r.cachable {
+        out.extend_from_slice(b"\r\nCache-Control: public");
+    } else {
+        out.extend_from_slice(b"\r\nCache-Control: private,no-cache\r\nPragma: no-cache");
+    }
+    if let Some(lm) = r.last_modified {
+        out.extend_from_slice(b"\r\nLast-Modified: ");
+        out.extend_from_slice(lm.as_bytes());
+    }
+    if let Some(e) = r.expires {
+        out.extend_from_slice(b"\r\nExpires: ");
+        out.extend_from_slice(e.as_bytes());
+    }
+    if let Some(echo) = r.echo {
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(ECHO_HEADER.as_bytes());
+        out.extend_from_slice(b": ");
+        write_hex16(out, echo);
+    }
+    out.extend_from_slice(b"\r\nContent-Type: application/octet-stream\r\nConnection: ");
+    out.extend_from_slice(if r.keep_alive {
+        b"keep-alive"
+    } else {
+        b"close"
+    });
+    out.extend_from_slice(b"\r\n\r\n");
+}
+
+/// A parsed response head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseHead {
+    pub status: u16,
+    pub minor: u8,
+    pub head_len: usize,
+    pub framing: Framing,
+    /// Whether the server allows another request on this connection.
+    pub keep_alive: bool,
+    /// The transaction echo, if the reply carries a well-formed one.
+    pub echo: Option<u64>,
+    /// `Cache-Control` contains `public`.
+    pub cc_public: bool,
+    /// `Cache-Control` or `Pragma` forbid caching.
+    pub cc_no_cache: bool,
+    /// Every header in order, only when asked for.
+    pub headers: Vec<(String, Vec<u8>)>,
+}
+
+/// Parses a response head from the start of `buf`; `Ok(None)` means more
+/// bytes are needed. `head_request` says the request was HEAD (no body).
+pub fn parse_response(
+    buf: &[u8],
+    head_request: bool,
+    keep_headers: bool,
+) -> Result<Option<ResponseHead>, HttpError> {
+    let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut hs);
+    let head_len = match resp.parse(buf)? {
+        httparse::Status::Complete(n) => n,
+        httparse::Status::Partial if buf.len() > MAX_HEAD_LEN => {
+            return Err(HttpError::HeadTooLarge(MAX_HEAD_LEN))
+        }
+        httparse::Status::Partial => return Ok(None),
+    };
+    let status = resp.code.unwrap_or(0);
+    let minor = resp.version.unwrap_or(1);
+    let mut content_length: Option<u64> = None;
+    let mut chunked = false;
+    let mut keep_alive = minor >= 1;
+    let mut echo = None;
+    let mut cc_public = false;
+    let mut cc_no_cache = false;
+    let mut headers = Vec::new();
+    for h in resp.headers.iter() {
+        let name = h.name;
+        if name.eq_ignore_ascii_case("content-length") {
+            let n = parse_u64(h.value).ok_or(HttpError::BadContentLength)?;
+            if content_length.is_some_and(|m| m != n) {
+                return Err(HttpError::AmbiguousFraming);
+            }
+            content_length = Some(n);
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = has_token(h.value, "chunked");
+        } else if name.eq_ignore_ascii_case("connection")
+            || name.eq_ignore_ascii_case("proxy-connection")
+        {
+            if has_token(h.value, "close") {
+                keep_alive = false;
+            } else if has_token(h.value, "keep-alive") {
+                keep_alive = true;
+            }
+        } else if name.eq_ignore_ascii_case(ECHO_HEADER) {
+            echo = parse_hex(h.value);
+        } else if name.eq_ignore_ascii_case("cache-control") {
+            cc_public |= has_token(h.value, "public");
+            cc_no_cache |= has_token(h.value, "no-cache")
+                || has_token(h.value, "no-store")
+                || has_token(h.value, "private");
+        } else if name.eq_ignore_ascii_case("pragma") {
+            cc_no_cache |= has_token(h.value, "no-cache");
+        }
+        if keep_headers {
+            headers.push((name.to_string(), h.value.to_vec()));
+        }
+    }
+    if chunked && content_length.is_some() {
+        return Err(HttpError::AmbiguousFraming);
+    }
+    let framing = if head_request || status < 200 || status == 204 || status == 304 {
+        Framing::Empty
+    } else if chunked {
+        Framing::Chunked
+    } else if let Some(n) = content_length {
+        Framing::Length(n)
+    } else {
+        keep_alive = false;
+        Framing::UntilClose
+    };
+    Ok(Some(ResponseHead {
+        status,
+        minor,
+        head_len,
+        framing,
+        keep_alive,
+        echo,
+        cc_public,
+        cc_no_cache,
+        headers,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_head_parses_back() {
+        let mut b = Vec::new();
+        write_response_head(
+            &mut b,
+            &ResponseSpec {
+                status: 200,
+                content_length: 1234,
+                cachable: true,
+                date: "Sun, 22 Nov 2026 00:00:00 GMT",
+                last_modified: Some("Sat, 22 Nov 2025 00:00:00 GMT"),
+                expires: None,
+                echo: Some(77),
+                keep_alive: true,
+            },
+        );
+        let h = parse_response(&b, false, true).unwrap().unwrap();
+        assert_eq!(h.status, 200);
+        assert_eq!(h.framing, Framing::Length(1234));
+        assert_eq!(h.echo, Some(77));
+        assert!(h.keep_alive && h.cc_public && !h.cc_no_cache);
+        assert_eq!(h.head_len, b.len());
+        assert!(h.headers.iter().any(|(n, _)| n == "Last-Modified"));
+    }
+
+    #[test]
+    fn framing_rules() {
+        let p = |s: &[u8]| parse_response(s, false, false).unwrap().unwrap();
+        assert_eq!(
+            p(b"HTTP/1.1 304 NM\r\nContent-Length: 9\r\n\r\n").framing,
+            Framing::Empty
+        );
+        let h = p(b"HTTP/1.0 200 OK\r\n\r\n");
+        assert_eq!(h.framing, Framing::UntilClose);
+        assert!(!h.keep_alive);
+        assert_eq!(
+            p(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n").framing,
+            Framing::Chunked
+        );
+        let h =
+            p(b"HTTP/1.1 200 OK\r\nCache-Control: private,no-cache\r\nContent-Length: 0\r\n\r\n");
+        assert!(h.cc_no_cache && !h.cc_public);
+        assert_eq!(
+            parse_response(
+                b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+                false,
+                false
+            ),
+            Err(HttpError::BadContentLength)
+        );
+        assert!(
+            parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n", false, false)
+                .unwrap()
+                .is_none()
+        );
+    }
+}

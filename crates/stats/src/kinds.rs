@@ -1,0 +1,71 @@
+//! Closed sets of counted things. Persisted names only grow at the end.
+
+use serde::Serialize;
+
+macro_rules! closed_set {
+    ($(#[$m:meta])* $name:ident { $($variant:ident = $str:literal : $desc:literal,)* }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($variant,)* }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+            pub const COUNT: usize = Self::ALL.len();
+            /// Stable short name used in logs, reports and docs.
+            pub fn name(self) -> &'static str {
+                match self { $($name::$variant => $str,)* }
+            }
+            /// One-line description for reports and docs.
+            pub fn description(self) -> &'static str {
+                match self { $($name::$variant => $desc,)* }
+            }
+            pub fn from_name(s: &str) -> Option<$name> {
+                Self::ALL.iter().copied().find(|k| k.name() == s)
+            }
+        }
+    };
+}
+
+closed_set! {
+    /// Why a transaction failed. Counted per kind, never by message text.
+    ErrorKind {
+        ConnectFailed = "connect_failed": "the robot could not open a connection (to the proxy, or to the origin server without one)",
+        ConnectTimeout = "connect_timeout": "opening a connection took longer than the connect timeout",
+        ConnReset = "conn_reset": "the connection was reset or a read/write failed mid-transaction",
+        PrematureClose = "premature_close": "the peer closed the connection before the response was complete",
+        XactTimeout = "xact_timeout": "the transaction took longer than the transaction timeout",
+        BadResponse = "bad_response": "the response head or its framing could not be parsed",
+        HttpStatus = "http_status": "the response status was not the one the request called for (e.g. a proxy error page)",
+        ForeignSource = "foreign_source": "the response carried no transaction echo: it came neither from an origin server nor from a cache of one",
+        LengthMismatch = "length_mismatch": "the body length differs from the object's size",
+        BodyMismatch = "body_mismatch": "the body bytes differ from the object's content",
+        BacklogOverflow = "backlog_overflow": "a due request was dropped because the robot's queue of waiting requests was full",
+        OriginBadRequest = "origin_bad_request": "an origin server received a request it could not parse or map to an object",
+    }
+}
+
+closed_set! {
+    /// How a successful reply was served.
+    Outcome {
+        Hit = "hit": "served from a cache: the reply carried another transaction's echo",
+        Miss = "miss": "the origin server was reached: the reply carried this transaction's echo",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_round_trip() {
+        let mut names: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), ErrorKind::COUNT);
+        for k in ErrorKind::ALL {
+            assert_eq!(ErrorKind::from_name(k.name()), Some(*k));
+            assert!(!k.description().is_empty());
+        }
+    }
+}

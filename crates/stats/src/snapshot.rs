@@ -1,0 +1,411 @@
+//! Per-interval counters and histograms, and their JSON view.
+//!
+//! Ownership: a worker owns its `Snapshot` exclusively and hands a copy over
+//! at each interval boundary; nothing here is shared or locked.
+
+use crate::kinds::{ErrorKind, Outcome};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Latency histograms cover 1 µs .. 1 h with 3 significant digits.
+const HIST_MAX_US: u64 = 3_600_000_000;
+
+fn new_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIST_MAX_US, 3).expect("static histogram bounds")
+}
+
+/// Response-time histograms for all, hit and miss replies.
+#[derive(Debug, Clone)]
+pub struct RtHists {
+    pub all: Histogram<u64>,
+    pub hit: Histogram<u64>,
+    pub miss: Histogram<u64>,
+}
+
+impl RtHists {
+    fn new() -> RtHists {
+        RtHists {
+            all: new_hist(),
+            hit: new_hist(),
+            miss: new_hist(),
+        }
+    }
+    fn record(&mut self, outcome: Outcome, us: u64) {
+        let us = us.max(1);
+        self.all.saturating_record(us);
+        match outcome {
+            Outcome::Hit => self.hit.saturating_record(us),
+            Outcome::Miss => self.miss.saturating_record(us),
+        }
+    }
+    fn add(&mut self, o: &RtHists) {
+        // Same bounds everywhere, so adding cannot fail.
+        let _ = self.all.add(&o.all);
+        let _ = self.hit.add(&o.hit);
+        let _ = self.miss.add(&o.miss);
+    }
+    fn reset(&mut self) {
+        self.all.reset();
+        self.hit.reset();
+        self.miss.reset();
+    }
+}
+
+/// One finished transaction, as the robot saw it.
+#[derive(Debug, Clone, Copy)]
+pub struct XactRecord {
+    pub outcome: Outcome,
+    /// Body bytes received.
+    pub bytes: u64,
+    /// A basic GET: counted in hit ratios.
+    pub basic: bool,
+    /// The workload offered a hit (repeat of a cachable, fetched object).
+    pub offered_hit: bool,
+    /// From the intended start time (open-loop, corrected).
+    pub rt_corrected_us: u64,
+    /// From the actual send.
+    pub rt_uncorrected_us: u64,
+}
+
+/// Plain counters of a snapshot.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counters {
+    /// Successful transactions.
+    pub xacts: u64,
+    pub bytes: u64,
+    pub basic: u64,
+    pub basic_bytes: u64,
+    pub offered_hits: u64,
+    pub offered_hit_bytes: u64,
+    pub hits: u64,
+    pub hit_bytes: u64,
+    pub errors: [u64; ErrorKind::COUNT],
+    pub conns_opened: u64,
+    /// Robot-side connections open at the end of the interval.
+    pub conns_open: u64,
+    /// Requests sent, successful or not.
+    pub sent: u64,
+}
+
+/// Counters and histograms of one interval (of one worker, or merged).
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub c: Counters,
+    pub rt: RtHists,
+    pub rt_uncorrected: RtHists,
+    /// How late requests were sent: actual send − intended start.
+    pub send_lag: Histogram<u64>,
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Snapshot {
+            c: Counters::default(),
+            rt: RtHists::new(),
+            rt_uncorrected: RtHists::new(),
+            send_lag: new_hist(),
+        }
+    }
+}
+
+impl Snapshot {
+    pub fn record_xact(&mut self, x: &XactRecord) {
+        let c = &mut self.c;
+        c.xacts += 1;
+        c.bytes += x.bytes;
+        if x.basic {
+            c.basic += 1;
+            c.basic_bytes += x.bytes;
+            if x.offered_hit {
+                c.offered_hits += 1;
+                c.offered_hit_bytes += x.bytes;
+            }
+            if x.outcome == Outcome::Hit {
+                c.hits += 1;
+                c.hit_bytes += x.bytes;
+            }
+        }
+        self.rt.record(x.outcome, x.rt_corrected_us);
+        self.rt_uncorrected.record(x.outcome, x.rt_uncorrected_us);
+    }
+
+    pub fn record_error(&mut self, kind: ErrorKind) {
+        self.c.errors[kind as usize] += 1;
+    }
+
+    pub fn record_send(&mut self, lag_us: u64) {
+        self.c.sent += 1;
+        self.send_lag.saturating_record(lag_us.max(1));
+    }
+
+    pub fn errors_total(&self) -> u64 {
+        self.c.errors.iter().sum()
+    }
+
+    /// Adds another snapshot (of another worker or another interval).
+    pub fn add(&mut self, o: &Snapshot) {
+        let (a, b) = (&mut self.c, &o.c);
+        a.xacts += b.xacts;
+        a.bytes += b.bytes;
+        a.basic += b.basic;
+        a.basic_bytes += b.basic_bytes;
+        a.offered_hits += b.offered_hits;
+        a.offered_hit_bytes += b.offered_hit_bytes;
+        a.hits += b.hits;
+        a.hit_bytes += b.hit_bytes;
+        for (x, y) in a.errors.iter_mut().zip(b.errors.iter()) {
+            *x += y;
+        }
+        a.conns_opened += b.conns_opened;
+        a.conns_open += b.conns_open;
+        a.sent += b.sent;
+        self.rt.add(&o.rt);
+        self.rt_uncorrected.add(&o.rt_uncorrected);
+        let _ = self.send_lag.add(&o.send_lag);
+    }
+
+    /// Clears everything, keeping the histograms' memory.
+    pub fn reset(&mut self) {
+        self.c = Counters::default();
+        self.rt.reset();
+        self.rt_uncorrected.reset();
+        self.send_lag.reset();
+    }
+}
+
+/// Snapshots added over time (a phase, or the whole run).
+#[derive(Debug, Clone, Default)]
+pub struct Accum {
+    pub snap: Snapshot,
+    pub duration_s: f64,
+    /// Largest end-of-interval count of open connections.
+    pub conns_open_max: u64,
+    /// Open connections at the end of the last interval added.
+    pub conns_open_last: u64,
+}
+
+impl Accum {
+    /// Adds one merged interval of `duration_s` seconds.
+    pub fn add_interval(&mut self, s: &Snapshot, duration_s: f64) {
+        let open = s.c.conns_open;
+        self.snap.add(s);
+        self.snap.c.conns_open = 0;
+        self.duration_s += duration_s;
+        self.conns_open_max = self.conns_open_max.max(open);
+        self.conns_open_last = open;
+    }
+
+    pub fn entry(&self, name: &str) -> Entry {
+        Entry::new(name, self)
+    }
+}
+
+/// Offered and measured ratio, in percent (0..100).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Ratio {
+    pub offered: f64,
+    pub measured: f64,
+}
+
+/// Summary of one latency histogram, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Latency {
+    fn of(h: &Histogram<u64>) -> Latency {
+        if h.is_empty() {
+            return Latency {
+                count: 0,
+                mean: 0.0,
+                p50: 0.0,
+                p99: 0.0,
+                max: 0.0,
+            };
+        }
+        // Microsecond resolution, shown in milliseconds.
+        let ms = |us: f64| us.round() / 1000.0;
+        Latency {
+            count: h.len(),
+            mean: ms(h.mean()),
+            p50: ms(h.value_at_quantile(0.5) as f64),
+            p99: ms(h.value_at_quantile(0.99) as f64),
+            max: ms(h.max() as f64),
+        }
+    }
+}
+
+/// Response times of all, hit and miss replies.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencySet {
+    pub all: Latency,
+    pub hit: Latency,
+    pub miss: Latency,
+}
+
+impl LatencySet {
+    fn of(h: &RtHists) -> LatencySet {
+        LatencySet {
+            all: Latency::of(&h.all),
+            hit: Latency::of(&h.hit),
+            miss: Latency::of(&h.miss),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Errors {
+    pub total: u64,
+    /// Errors as a share of requests sent, in percent.
+    pub percent: f64,
+    /// Count per error kind name; kinds that did not occur are omitted.
+    pub by_kind: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Conns {
+    /// Open at the end of the span.
+    pub open: u64,
+    /// Largest count seen at an interval end.
+    pub open_max: u64,
+    /// Connections opened by robots during the span.
+    pub opened: u64,
+}
+
+/// The JSON view of a span of the run: an interval, a phase or the total.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub name: String,
+    pub duration_s: f64,
+    /// Successful transactions.
+    pub xacts: u64,
+    pub rate_xps: f64,
+    /// Body bytes of successful transactions.
+    pub bytes: u64,
+    pub sent: u64,
+    /// Over successful basic GETs.
+    pub dhr: Ratio,
+    pub bhr: Ratio,
+    /// From the intended start time.
+    pub rt_ms: LatencySet,
+    /// From the actual send.
+    pub rt_uncorrected_ms: LatencySet,
+    pub send_lag_ms: Latency,
+    pub errors: Errors,
+    pub conns: Conns,
+}
+
+fn pct(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        (a as f64 * 100.0 / b as f64 * 1000.0).round() / 1000.0
+    }
+}
+
+impl Entry {
+    pub fn new(name: &str, a: &Accum) -> Entry {
+        let c = &a.snap.c;
+        let errors_total: u64 = c.errors.iter().sum();
+        let by_kind = ErrorKind::ALL
+            .iter()
+            .filter(|k| c.errors[**k as usize] > 0)
+            .map(|k| (k.name().to_string(), c.errors[*k as usize]))
+            .collect();
+        Entry {
+            name: name.to_string(),
+            duration_s: (a.duration_s * 1000.0).round() / 1000.0,
+            xacts: c.xacts,
+            rate_xps: if a.duration_s > 0.0 {
+                (c.xacts as f64 / a.duration_s * 1000.0).round() / 1000.0
+            } else {
+                0.0
+            },
+            bytes: c.bytes,
+            sent: c.sent,
+            dhr: Ratio {
+                offered: pct(c.offered_hits, c.basic),
+                measured: pct(c.hits, c.basic),
+            },
+            bhr: Ratio {
+                offered: pct(c.offered_hit_bytes, c.basic_bytes),
+                measured: pct(c.hit_bytes, c.basic_bytes),
+            },
+            rt_ms: LatencySet::of(&a.snap.rt),
+            rt_uncorrected_ms: LatencySet::of(&a.snap.rt_uncorrected),
+            send_lag_ms: Latency::of(&a.snap.send_lag),
+            errors: Errors {
+                total: errors_total,
+                percent: pct(errors_total, c.sent.max(c.xacts + errors_total)),
+                by_kind,
+            },
+            conns: Conns {
+                open: a.conns_open_last,
+                open_max: a.conns_open_max,
+                opened: c.conns_opened,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn xact(outcome: Outcome, bytes: u64, offered: bool, us: u64) -> XactRecord {
+        XactRecord {
+            outcome,
+            bytes,
+            basic: true,
+            offered_hit: offered,
+            rt_corrected_us: us,
+            rt_uncorrected_us: us / 2,
+        }
+    }
+
+    #[test]
+    fn snapshots_add_and_entry_computes_ratios() {
+        let mut a = Snapshot::default();
+        a.record_send(10);
+        a.record_xact(&xact(Outcome::Hit, 1000, true, 2000));
+        let mut b = Snapshot::default();
+        b.record_send(10);
+        b.record_send(10);
+        b.record_xact(&xact(Outcome::Miss, 3000, true, 4000));
+        b.record_error(ErrorKind::BodyMismatch);
+        b.c.conns_open = 3;
+        a.add(&b);
+        let mut acc = Accum::default();
+        acc.add_interval(&a, 2.0);
+        let e = acc.entry("top");
+        assert_eq!(e.xacts, 2);
+        assert_eq!(e.rate_xps, 1.0);
+        assert_eq!(
+            e.dhr,
+            Ratio {
+                offered: 100.0,
+                measured: 50.0
+            }
+        );
+        assert_eq!(e.bhr.measured, 25.0);
+        // Histograms keep 3 significant digits.
+        let close = |a: f64, b: f64| (a - b).abs() <= b * 0.001 + 1e-9;
+        assert!(close(e.rt_ms.all.mean, 3.0), "{}", e.rt_ms.all.mean);
+        assert!(close(e.rt_ms.hit.p50, 2.0), "{}", e.rt_ms.hit.p50);
+        assert!(close(e.rt_uncorrected_ms.miss.max, 2.0));
+        assert_eq!(e.errors.total, 1);
+        assert_eq!(e.errors.by_kind.get("body_mismatch"), Some(&1));
+        assert!((e.errors.percent - 33.333).abs() < 0.01);
+        assert_eq!(e.conns.open_max, 3);
+
+        a.reset();
+        assert_eq!(a.c.xacts, 0);
+        assert!(a.rt.all.is_empty());
+    }
+}

@@ -1,0 +1,270 @@
+//! Test peers for scenario tests.
+//!
+//! [`TestProxy`] is a small caching forward proxy: it caches `200` replies
+//! marked `Cache-Control: public` by URL and serves repeats from memory, and
+//! it can misbehave on purpose ([`Faults`]) so tests can check that robots
+//! catch it. It runs on its own thread and runtime, listening on
+//! `127.0.0.1:0`.
+
+use cacheoff_http::echo::ECHO_HEADER;
+use cacheoff_http::request::parse_request;
+use cacheoff_http::response::parse_response;
+use cacheoff_http::{Framing, RequestHead};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Deliberate misbehaviour.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Faults {
+    /// Flip one byte in the body of every reply with a body.
+    pub corrupt_body: bool,
+    /// Drop the transaction echo header from every reply.
+    pub strip_echo: bool,
+}
+
+/// Proxy settings.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProxyOptions {
+    /// Cache public replies (otherwise forward everything).
+    pub cache: bool,
+    pub faults: Faults,
+}
+
+/// What the proxy did, for assertions.
+#[derive(Debug, Default)]
+pub struct ProxyCounters {
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    /// Hits served for objects that were not cachable (must stay 0).
+    pub uncachable_hits: AtomicU64,
+}
+
+struct Stored {
+    head: Vec<u8>,
+    body: Vec<u8>,
+}
+
+type Cache = Arc<Mutex<HashMap<String, Arc<Stored>>>>;
+
+pub struct TestProxy {
+    pub addr: SocketAddr,
+    pub counters: Arc<ProxyCounters>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TestProxy {
+    pub fn start(opts: ProxyOptions) -> TestProxy {
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind test proxy");
+        std_listener.set_nonblocking(true).expect("nonblocking");
+        let addr = std_listener.local_addr().expect("addr");
+        let counters = Arc::new(ProxyCounters::default());
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let c = counters.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let listener = TcpListener::from_std(std_listener).expect("listener");
+                let cache: Cache = Arc::default();
+                let accept = async {
+                    loop {
+                        let Ok((s, _)) = listener.accept().await else {
+                            continue;
+                        };
+                        let _ = s.set_nodelay(true);
+                        tokio::spawn(client(s, opts, cache.clone(), c.clone()));
+                    }
+                };
+                tokio::select! {
+                    _ = accept => {}
+                    _ = rx => {}
+                }
+            });
+            rt.shutdown_background();
+        });
+        TestProxy {
+            addr,
+            counters,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    pub fn hits(&self) -> u64 {
+        self.counters.hits.load(Ordering::Relaxed)
+    }
+    pub fn misses(&self) -> u64 {
+        self.counters.misses.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for TestProxy {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+async fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<RequestHead> {
+    loop {
+        if let Ok(Some(h)) = parse_request(buf, true) {
+            return Some(h);
+        }
+        buf.reserve(4096);
+        match s.read_buf(buf).await {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
+        }
+    }
+}
+
+async fn client(mut s: TcpStream, opts: ProxyOptions, cache: Cache, counters: Arc<ProxyCounters>) {
+    let mut buf = Vec::with_capacity(4096);
+    while let Some(req) = read_request(&mut s, &mut buf).await {
+        buf.drain(..req.head_len);
+        let key = req.target.clone();
+        let cached = if opts.cache {
+            cache.lock().expect("cache lock").get(&key).cloned()
+        } else {
+            None
+        };
+        let stored = match cached {
+            Some(hit) => {
+                counters.hits.fetch_add(1, Ordering::Relaxed);
+                if parse_response(&hit.head, false, false)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|h| !h.cc_public)
+                {
+                    counters.uncachable_hits.fetch_add(1, Ordering::Relaxed);
+                }
+                hit
+            }
+            None => {
+                counters.misses.fetch_add(1, Ordering::Relaxed);
+                let Some((fetched, cachable)) = fetch(&req).await else {
+                    let _ = s
+                        .write_all(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+                        .await;
+                    return;
+                };
+                let fetched = Arc::new(fetched);
+                if opts.cache && cachable {
+                    cache
+                        .lock()
+                        .expect("cache lock")
+                        .insert(key, fetched.clone());
+                }
+                fetched
+            }
+        };
+        let mut out = Vec::with_capacity(stored.head.len() + stored.body.len());
+        for line in stored.head.split(|&b| b == b'\n') {
+            let l = line.strip_suffix(b"\r").unwrap_or(line);
+            if l.is_empty() {
+                continue;
+            }
+            let lower = l.to_ascii_lowercase();
+            if lower.starts_with(b"connection:")
+                || (opts.faults.strip_echo
+                    && lower.starts_with(ECHO_HEADER.to_ascii_lowercase().as_bytes()))
+            {
+                continue;
+            }
+            out.extend_from_slice(l);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"Connection: keep-alive\r\n\r\n");
+        let body_at = out.len();
+        out.extend_from_slice(&stored.body);
+        if opts.faults.corrupt_body && out.len() > body_at {
+            let i = body_at + (out.len() - body_at) / 2;
+            out[i] ^= 0x20;
+        }
+        if s.write_all(&out).await.is_err() || !req.keep_alive {
+            return;
+        }
+    }
+}
+
+/// Fetches a request from its origin on a new connection; returns the
+/// reply head (without the blank line) and body, and whether to cache it.
+async fn fetch(req: &RequestHead) -> Option<(Stored, bool)> {
+    let authority = req.authority()?;
+    let mut up = TcpStream::connect(authority).await.ok()?;
+    let mut out = Vec::new();
+    out.extend_from_slice(
+        format!("{} {} HTTP/1.1\r\n", req.method.as_str(), req.path()).as_bytes(),
+    );
+    for (name, value) in &req.headers {
+        let n = name.to_ascii_lowercase();
+        if n == "connection" || n == "proxy-connection" || n == "keep-alive" {
+            continue;
+        }
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"Connection: close\r\n\r\n");
+    up.write_all(&out).await.ok()?;
+    let mut buf = Vec::with_capacity(16 * 1024);
+    let head = loop {
+        buf.reserve(16 * 1024);
+        if up.read_buf(&mut buf).await.ok()? == 0 {
+            return None;
+        }
+        if let Some(h) = parse_response(&buf, false, false).ok()? {
+            break h;
+        }
+    };
+    let mut body = buf.split_off(head.head_len);
+    match head.framing {
+        Framing::Length(n) => {
+            while (body.len() as u64) < n {
+                body.reserve(64 * 1024);
+                if up.read_buf(&mut body).await.ok()? == 0 {
+                    return None;
+                }
+            }
+            body.truncate(n as usize);
+        }
+        Framing::UntilClose => {
+            up.read_to_end(&mut body).await.ok()?;
+        }
+        Framing::Empty => body.clear(),
+        Framing::Chunked => return None,
+    }
+    // Drop the blank line; the client loop re-terminates the head, and
+    // replace framing by an explicit length.
+    let mut head_bytes = Vec::new();
+    for line in buf.split(|&b| b == b'\n') {
+        let l = line.strip_suffix(b"\r").unwrap_or(line);
+        if l.is_empty() || l.to_ascii_lowercase().starts_with(b"content-length:") {
+            continue;
+        }
+        head_bytes.extend_from_slice(l);
+        head_bytes.extend_from_slice(b"\r\n");
+    }
+    head_bytes.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+    let cachable = head.status == 200 && head.cc_public && !head.cc_no_cache;
+    Some((
+        Stored {
+            head: head_bytes,
+            body,
+        },
+        cachable,
+    ))
+}

@@ -1,0 +1,356 @@
+//! Random distributions with Web Polygraph's definitions.
+//!
+//! A [`Dist`] knows which [`Quantity`] it measures so it prints and parses
+//! with the right units (`exp(13KB)`, `norm(2.5s,1s)`, `zipf(64)`).
+
+use cacheoff_base::rng::{unit_f64, Rng};
+use cacheoff_base::{Bytes, Dur};
+use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+/// What a distribution's values measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantity {
+    /// Bytes.
+    Size,
+    /// Seconds.
+    Time,
+    /// A plain count.
+    Count,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Shape {
+    Const(f64),
+    Unif(f64, f64),
+    Exp(f64),
+    /// Polygraph's normal: mean + sd·(ΣU₁..U₁₂ − 6), bounded to ±6 sd, and
+    /// never negative.
+    Norm(f64, f64),
+    /// floor((N+1)^U), an integer in [1, N].
+    Zipf(u64),
+}
+
+/// A distribution of sizes, times or counts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dist {
+    quantity: Quantity,
+    shape: Shape,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid distribution {input:?}: {why} (examples: const(13KB), exp(13KB), unif(1s,5s), norm(2.5s,1s), zipf(64))")]
+pub struct DistError {
+    input: String,
+    why: String,
+}
+
+impl Dist {
+    pub fn constant(quantity: Quantity, v: f64) -> Dist {
+        Dist {
+            quantity,
+            shape: Shape::Const(v),
+        }
+    }
+    pub fn exp(quantity: Quantity, mean: f64) -> Dist {
+        Dist {
+            quantity,
+            shape: Shape::Exp(mean),
+        }
+    }
+    pub fn unif(quantity: Quantity, lo: f64, hi: f64) -> Dist {
+        Dist {
+            quantity,
+            shape: Shape::Unif(lo, hi),
+        }
+    }
+    pub fn norm(quantity: Quantity, mean: f64, sd: f64) -> Dist {
+        Dist {
+            quantity,
+            shape: Shape::Norm(mean, sd),
+        }
+    }
+    pub fn zipf(n: u64) -> Dist {
+        Dist {
+            quantity: Quantity::Count,
+            shape: Shape::Zipf(n.max(1)),
+        }
+    }
+
+    pub fn quantity(&self) -> Quantity {
+        self.quantity
+    }
+
+    /// The distribution's mean.
+    pub fn mean(&self) -> f64 {
+        match self.shape {
+            Shape::Const(v) | Shape::Exp(v) | Shape::Norm(v, _) => v,
+            Shape::Unif(a, b) => (a + b) / 2.0,
+            Shape::Zipf(n) => {
+                let ln = ((n + 1) as f64).ln();
+                (1..=n)
+                    .map(|k| k as f64 * ((k as f64 + 1.0) / k as f64).ln() / ln)
+                    .sum()
+            }
+        }
+    }
+
+    /// True when every sample is zero.
+    pub fn is_zero(&self) -> bool {
+        matches!(self.shape, Shape::Const(v) if v == 0.0)
+    }
+
+    /// Draws one value using `next_u` as a source of uniforms in [0, 1).
+    pub fn sample_with(&self, mut next_u: impl FnMut() -> f64) -> f64 {
+        match self.shape {
+            Shape::Const(v) => v,
+            Shape::Unif(a, b) => a + next_u() * (b - a),
+            Shape::Exp(m) => -m * (1.0 - next_u()).ln(),
+            Shape::Norm(m, s) => {
+                let sum: f64 = (0..12).map(|_| next_u()).sum();
+                (m + s * (sum - 6.0)).max(0.0)
+            }
+            Shape::Zipf(n) => ((n + 1) as f64).powf(next_u()).floor().clamp(1.0, n as f64),
+        }
+    }
+
+    /// Draws one value from a random stream.
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> f64 {
+        self.sample_with(|| rng.gen::<f64>())
+    }
+
+    /// Draws the value belonging to a hash (e.g. of an object id): the same
+    /// hash always gives the same value.
+    pub fn sample_hashed(&self, hash: u64) -> f64 {
+        let mut h = hash;
+        self.sample_with(|| {
+            let u = unit_f64(h);
+            h = cacheoff_base::rng::mix64(h);
+            u
+        })
+    }
+
+    /// Parses `const(x)`, `unif(a,b)`, `exp(m)`, `norm(m,s)`, `zipf(n)`, or a
+    /// bare value (a constant), with values in the quantity's units.
+    pub fn parse(quantity: Quantity, s: &str) -> Result<Dist, DistError> {
+        let err = |why: String| DistError {
+            input: s.into(),
+            why,
+        };
+        let t = s.trim();
+        let (name, args) = match t.find('(') {
+            Some(open) => {
+                if !t.ends_with(')') {
+                    return Err(err("missing closing ')'".into()));
+                }
+                (&t[..open], &t[open + 1..t.len() - 1])
+            }
+            None => ("const", t),
+        };
+        let args: Vec<&str> = args.split(',').map(str::trim).collect();
+        let value = |a: &str| -> Result<f64, DistError> {
+            match quantity {
+                Quantity::Size => a
+                    .parse::<Bytes>()
+                    .map(|b| b.0 as f64)
+                    .map_err(|e| err(e.to_string())),
+                Quantity::Time => a
+                    .parse::<Dur>()
+                    .map(|d| d.as_secs_f64())
+                    .map_err(|e| err(e.to_string())),
+                Quantity::Count => a
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && *v >= 0.0)
+                    .ok_or_else(|| err(format!("{a:?} is not a non-negative number"))),
+            }
+        };
+        let want = |n: usize| -> Result<(), DistError> {
+            if args.len() == n {
+                Ok(())
+            } else {
+                Err(err(format!(
+                    "{name} takes {n} argument(s), got {}",
+                    args.len()
+                )))
+            }
+        };
+        let shape = match name.trim() {
+            "const" => {
+                want(1)?;
+                Shape::Const(value(args[0])?)
+            }
+            "exp" => {
+                want(1)?;
+                Shape::Exp(value(args[0])?)
+            }
+            "unif" => {
+                want(2)?;
+                let (a, b) = (value(args[0])?, value(args[1])?);
+                if b < a {
+                    return Err(err("unif(a,b) needs a <= b".into()));
+                }
+                Shape::Unif(a, b)
+            }
+            "norm" => {
+                want(2)?;
+                Shape::Norm(value(args[0])?, value(args[1])?)
+            }
+            "zipf" => {
+                want(1)?;
+                let n: u64 = args[0]
+                    .parse()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| err("zipf(N) needs a whole number N >= 1".into()))?;
+                return Ok(Dist::zipf(n));
+            }
+            other => {
+                return Err(err(format!(
+                    "unknown distribution {other:?} (known: const, unif, exp, norm, zipf)"
+                )))
+            }
+        };
+        Ok(Dist { quantity, shape })
+    }
+
+    fn fmt_value(&self, v: f64) -> String {
+        match self.quantity {
+            Quantity::Size => Bytes(v.round() as u64).to_string(),
+            Quantity::Time => Dur::secs(v).to_string(),
+            Quantity::Count => {
+                let s = format!("{v:.6}");
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            }
+        }
+    }
+}
+
+impl fmt::Display for Dist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = |x| self.fmt_value(x);
+        match self.shape {
+            Shape::Const(a) => write!(f, "const({})", v(a)),
+            Shape::Unif(a, b) => write!(f, "unif({},{})", v(a), v(b)),
+            Shape::Exp(a) => write!(f, "exp({})", v(a)),
+            Shape::Norm(a, b) => write!(f, "norm({},{})", v(a), v(b)),
+            Shape::Zipf(n) => write!(f, "zipf({n})"),
+        }
+    }
+}
+
+impl Serialize for Dist {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Deserializes a distribution of the quantity `Q` from its text form.
+pub(crate) fn deserialize_dist<'de, D: Deserializer<'de>>(
+    d: D,
+    q: Quantity,
+) -> Result<Dist, D::Error> {
+    let s = String::deserialize(d)?;
+    Dist::parse(q, &s).map_err(de::Error::custom)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cacheoff_base::rng::{stream, Stream};
+
+    #[test]
+    fn parse_and_print_round_trip() {
+        for (q, s) in [
+            (Quantity::Size, "exp(13KB)"),
+            (Quantity::Time, "norm(2.5s,1s)"),
+            (Quantity::Time, "unif(1s,5s)"),
+            (Quantity::Count, "zipf(64)"),
+            (Quantity::Size, "const(1KB)"),
+        ] {
+            assert_eq!(Dist::parse(q, s).unwrap().to_string(), s);
+        }
+        assert_eq!(
+            Dist::parse(Quantity::Size, "1KB").unwrap(),
+            Dist::constant(Quantity::Size, 1024.0)
+        );
+        assert!(Dist::parse(Quantity::Size, "gauss(1KB)").is_err());
+        assert!(Dist::parse(Quantity::Size, "exp(1KB,2KB)").is_err());
+        assert!(Dist::parse(Quantity::Count, "zipf(0)").is_err());
+    }
+
+    #[test]
+    fn zipf_means_match_the_reference() {
+        // workloads.md: zipf(16) mean 5.17, zipf(64) 14.85, zipf(13) 4.45.
+        for (n, want) in [(16, 5.17), (64, 14.85), (13, 4.45)] {
+            assert!((Dist::zipf(n).mean() - want).abs() < 0.01, "zipf({n})");
+        }
+    }
+
+    /// One-sample Kolmogorov–Smirnov distance against a CDF.
+    fn ks(mut xs: Vec<f64>, cdf: impl Fn(f64) -> f64) -> f64 {
+        xs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let n = xs.len() as f64;
+        xs.iter()
+            .enumerate()
+            .map(|(i, &x)| {
+                let c = cdf(x);
+                (c - i as f64 / n).abs().max(((i + 1) as f64 / n - c).abs())
+            })
+            .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn exp_passes_kolmogorov_smirnov() {
+        let d = Dist::exp(Quantity::Size, 13.0 * 1024.0);
+        let mut rng = stream(1, Stream::Robot(0));
+        let xs: Vec<f64> = (0..100_000).map(|_| d.sample(&mut rng)).collect();
+        let m = 13.0 * 1024.0;
+        let dn = ks(xs, |x| 1.0 - (-x / m).exp());
+        // Critical value at alpha = 0.001 is 1.95/sqrt(n).
+        assert!(dn < 1.95 / (100_000f64).sqrt(), "D = {dn}");
+    }
+
+    #[test]
+    fn hashed_exp_passes_kolmogorov_smirnov() {
+        let d = Dist::exp(Quantity::Size, 1000.0);
+        let xs: Vec<f64> = (0..100_000u64)
+            .map(|i| d.sample_hashed(cacheoff_base::rng::mix2(9, i)))
+            .collect();
+        let dn = ks(xs, |x| 1.0 - (-x / 1000.0).exp());
+        assert!(dn < 1.95 / (100_000f64).sqrt(), "D = {dn}");
+    }
+
+    #[test]
+    fn zipf_passes_chi_square() {
+        let n = 16u64;
+        let d = Dist::zipf(n);
+        let mut rng = stream(2, Stream::Robot(0));
+        let samples = 100_000;
+        let mut counts = vec![0u64; n as usize + 1];
+        for _ in 0..samples {
+            counts[d.sample(&mut rng) as usize] += 1;
+        }
+        let ln = ((n + 1) as f64).ln();
+        let chi2: f64 = (1..=n)
+            .map(|k| {
+                let p = ((k as f64 + 1.0) / k as f64).ln() / ln;
+                let e = p * samples as f64;
+                (counts[k as usize] as f64 - e).powi(2) / e
+            })
+            .sum();
+        // 15 degrees of freedom, alpha = 0.001: 37.7.
+        assert!(chi2 < 37.7, "chi2 = {chi2}");
+    }
+
+    #[test]
+    fn norm_has_polygraph_moments() {
+        let d = Dist::norm(Quantity::Time, 2.5, 1.0);
+        let mut rng = stream(3, Stream::Robot(0));
+        let xs: Vec<f64> = (0..100_000).map(|_| d.sample(&mut rng)).collect();
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64;
+        assert!((mean - 2.5).abs() < 0.02, "mean {mean}");
+        assert!((var.sqrt() - 1.0).abs() < 0.02, "sd {}", var.sqrt());
+    }
+}

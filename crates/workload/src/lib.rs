@@ -1,0 +1,25 @@
+//! The pure workload model: what robots ask for, when, and what origin
+//! servers answer. No I/O and no clocks: everything is a function of the
+//! run seed, an object id, or a time offset passed in.
+//!
+//! - [`Workload`] is the fully resolved description of a run (it is written
+//!   into the run manifest). Built-ins come from [`builtin`]; command-line
+//!   [`Overrides`] are applied in one place ([`Workload::apply`]).
+//! - [`Dist`] samples sizes, times and counts.
+//! - [`ObjectSpace`] maps an object id to its size, cachability, server and
+//!   body, so robots and servers agree without talking.
+//! - [`Phase`] and [`Schedule`] give the load factor at any moment and the
+//!   5-second interval boundaries.
+
+mod dist;
+mod model;
+mod objects;
+mod schedule;
+
+pub use dist::{Dist, DistError, Quantity};
+pub use model::{
+    builtin, BuiltinError, Content, Overrides, Popularity, RobotConfig, ServerConfig, Timeouts,
+    Workload, WorkloadError, WorkloadErrorOr, BUILTINS,
+};
+pub use objects::{ObjectInfo, ObjectSpace, WORLD_SHIFT};
+pub use schedule::{Interval, Phase, Schedule};

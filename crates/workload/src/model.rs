@@ -1,0 +1,429 @@
+//! The resolved workload and the built-in workloads.
+//!
+//! Parameters, their defaults and their checks live here once; the command
+//! line only fills [`Overrides`].
+
+use crate::dist::{deserialize_dist, Dist, Quantity};
+use crate::schedule::{Phase, Schedule};
+use cacheoff_base::{Bytes, Dur, Rate};
+use serde::{Deserialize, Deserializer, Serialize};
+use std::net::Ipv4Addr;
+
+/// Everything that defines a run's traffic. Written to the run manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    pub name: String,
+    /// Seeds every random stream and the object universe.
+    pub seed: u64,
+    /// Total request rate at load factor 1, spread evenly over the robots;
+    /// `None` runs closed-loop: each robot keeps `max_conns` requests in
+    /// flight back to back (best effort).
+    pub peak_rate: Option<Rate>,
+    pub robots: RobotConfig,
+    pub servers: ServerConfig,
+    pub content: Content,
+    pub popularity: Popularity,
+    pub phases: Vec<Phase>,
+    pub timeouts: Timeouts,
+    /// Length of a stats interval.
+    pub interval: Dur,
+}
+
+/// The simulated browsers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RobotConfig {
+    pub count: u32,
+    /// Robot `i` sends from `first_ip + i` (inside 127.0.0.0/8).
+    pub first_ip: Ipv4Addr,
+    /// Limit on simultaneously open connections per robot.
+    pub max_conns: u32,
+    /// Transactions per persistent connection before the robot closes it.
+    #[serde(deserialize_with = "count_dist")]
+    pub conn_reuse: Dist,
+    /// Due requests a robot may queue while all its connections are busy;
+    /// more are dropped and counted as `backlog_overflow` errors.
+    pub backlog: u32,
+}
+
+/// The simulated origin servers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    pub count: u32,
+    /// Server `i` listens on `first_ip + i` (inside 127.0.0.0/8).
+    pub first_ip: Ipv4Addr,
+    /// Listening port on every server address; 0 picks a free port each.
+    pub port: u16,
+    /// Delay before a server answers a request.
+    #[serde(deserialize_with = "time_dist")]
+    pub think_time: Dist,
+    /// Transactions per persistent connection before the server closes it;
+    /// `None` means no limit.
+    #[serde(default, deserialize_with = "opt_count_dist")]
+    pub conn_reuse: Option<Dist>,
+    /// An idle persistent connection is closed after this long.
+    pub idle_timeout: Dur,
+}
+
+/// What objects look like.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Content {
+    #[serde(deserialize_with = "size_dist")]
+    pub size: Dist,
+    /// Probability that an object is cachable.
+    pub cachable: f64,
+}
+
+/// Which objects robots ask for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Popularity {
+    /// Probability that a request revisits an object requested before
+    /// (uniformly among them); otherwise a new object is requested.
+    pub recurrence: f64,
+    /// Most objects that repeat requests choose from, per worker (the most
+    /// recent ones); `None` means the built-in bound of 4M.
+    #[serde(default)]
+    pub working_set_cap: Option<u64>,
+}
+
+/// Limits that keep a misbehaving proxy from stalling the robots.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timeouts {
+    pub connect: Dur,
+    /// Whole transaction, from the actual send to the last body byte.
+    pub xact: Dur,
+}
+
+fn size_dist<'de, D: Deserializer<'de>>(d: D) -> Result<Dist, D::Error> {
+    deserialize_dist(d, Quantity::Size)
+}
+fn time_dist<'de, D: Deserializer<'de>>(d: D) -> Result<Dist, D::Error> {
+    deserialize_dist(d, Quantity::Time)
+}
+fn count_dist<'de, D: Deserializer<'de>>(d: D) -> Result<Dist, D::Error> {
+    deserialize_dist(d, Quantity::Count)
+}
+fn opt_count_dist<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Dist>, D::Error> {
+    Option::<String>::deserialize(d)?
+        .map(|s| Dist::parse(Quantity::Count, &s).map_err(serde::de::Error::custom))
+        .transpose()
+}
+
+/// A workload that fails its checks; names the parameter and the value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("workload {workload:?}: {param} = {value}: {why}")]
+pub struct WorkloadError {
+    pub workload: String,
+    pub param: &'static str,
+    pub value: String,
+    pub why: String,
+}
+
+/// Settings from the command line that override a workload's own.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `Some(None)` asks for closed-loop (best-effort) load.
+    pub rate: Option<Option<Rate>>,
+    pub robots: Option<u32>,
+    pub servers: Option<u32>,
+    pub duration: Option<Dur>,
+    pub warmup: Option<Dur>,
+    pub seed: Option<u64>,
+    pub size: Option<Dist>,
+    pub think_time: Option<Dist>,
+    pub robot_ips: Option<Ipv4Addr>,
+    pub server_ips: Option<Ipv4Addr>,
+    pub server_port: Option<u16>,
+    pub max_conns: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("unknown workload {0:?} (built-in: {list})", list = BUILTINS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "))]
+pub struct BuiltinError(pub String);
+
+/// The built-in workloads with a one-line description each.
+pub const BUILTINS: &[(&str, &str)] = &[(
+    "simple",
+    "exp(13KB) objects, 80% cachable, uniform popularity, 55% offered hit ratio, warm-up then one measured phase",
+)];
+
+const DEFAULT_SEED: u64 = 1;
+
+/// Builds a built-in workload with the overrides applied and checked.
+pub fn builtin(name: &str, o: &Overrides) -> Result<Workload, WorkloadErrorOr> {
+    let mut w = match name {
+        "simple" => simple(o),
+        _ => return Err(WorkloadErrorOr::Unknown(BuiltinError(name.into()))),
+    };
+    w.apply(o);
+    w.validate().map_err(WorkloadErrorOr::Invalid)?;
+    Ok(w)
+}
+
+/// Either an unknown built-in name or a failed check.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WorkloadErrorOr {
+    #[error(transparent)]
+    Unknown(BuiltinError),
+    #[error(transparent)]
+    Invalid(WorkloadError),
+}
+
+/// Robots a built-in uses for a rate when not told: 0.4 req/s per robot as
+/// in PolyMix, at most 1000 (one Polygraph client host's worth).
+fn robots_for(rate: Option<Rate>) -> u32 {
+    match rate {
+        Some(r) => ((r.per_sec() / 0.4).ceil() as u32).clamp(1, 1000),
+        None => 100,
+    }
+}
+
+fn simple(o: &Overrides) -> Workload {
+    let rate = o.rate.unwrap_or(Some(Rate(400.0)));
+    let robots = o.robots.unwrap_or_else(|| robots_for(rate));
+    let warm = o.warmup.unwrap_or(Dur::secs(10.0));
+    let meas = o.duration.unwrap_or(Dur::secs(60.0));
+    Workload {
+        name: "simple".into(),
+        seed: DEFAULT_SEED,
+        peak_rate: rate,
+        robots: RobotConfig {
+            count: robots,
+            first_ip: Ipv4Addr::new(127, 1, 0, 1),
+            max_conns: 4,
+            conn_reuse: Dist::constant(Quantity::Count, 128.0),
+            backlog: 64,
+        },
+        servers: ServerConfig {
+            count: (robots / 10 + 500).min(robots.max(1) * 4),
+            first_ip: Ipv4Addr::new(127, 2, 0, 1),
+            port: 0,
+            think_time: Dist::constant(Quantity::Time, 0.0),
+            conn_reuse: None,
+            idle_timeout: Dur::secs(15.0),
+        },
+        content: Content {
+            size: Dist::exp(Quantity::Size, 13.0 * Bytes::KB as f64),
+            cachable: 0.8,
+        },
+        popularity: Popularity {
+            // Offered hit ratio = recurrence x cachable share = 55%.
+            recurrence: 0.55 / 0.8,
+            working_set_cap: None,
+        },
+        phases: vec![
+            Phase {
+                name: "warm".into(),
+                duration: warm,
+                load_begin: 1.0,
+                load_end: 1.0,
+                measured: false,
+            },
+            Phase {
+                name: "meas".into(),
+                duration: meas,
+                load_begin: 1.0,
+                load_end: 1.0,
+                measured: true,
+            },
+        ],
+        timeouts: Timeouts {
+            connect: Dur::secs(5.0),
+            xact: Dur::secs(30.0),
+        },
+        interval: Dur::secs(5.0),
+    }
+}
+
+impl Workload {
+    /// Applies the overrides that mean the same for every workload.
+    pub fn apply(&mut self, o: &Overrides) {
+        if let Some(r) = o.rate {
+            self.peak_rate = r;
+        }
+        if let Some(n) = o.robots {
+            self.robots.count = n;
+        }
+        if let Some(n) = o.servers {
+            self.servers.count = n;
+        }
+        if let Some(s) = o.seed {
+            self.seed = s;
+        }
+        if let Some(d) = o.size {
+            self.content.size = d;
+        }
+        if let Some(d) = o.think_time {
+            self.servers.think_time = d;
+        }
+        if let Some(ip) = o.robot_ips {
+            self.robots.first_ip = ip;
+        }
+        if let Some(ip) = o.server_ips {
+            self.servers.first_ip = ip;
+        }
+        if let Some(p) = o.server_port {
+            self.servers.port = p;
+        }
+        if let Some(n) = o.max_conns {
+            self.robots.max_conns = n;
+        }
+    }
+
+    pub fn schedule(&self) -> Schedule {
+        Schedule::new(&self.phases)
+    }
+
+    /// The request rate of one robot at load factor 1.
+    pub fn robot_rate(&self) -> Option<f64> {
+        self.peak_rate
+            .map(|r| r.per_sec() / f64::from(self.robots.count.max(1)))
+    }
+
+    /// Offered document hit ratio implied by the parameters (0..1), before
+    /// the effect of requests that overlap their object's first fetch.
+    pub fn offered_dhr(&self) -> f64 {
+        self.popularity.recurrence * self.content.cachable
+    }
+
+    /// Checks ranges and consistency.
+    pub fn validate(&self) -> Result<(), WorkloadError> {
+        let err = |param: &'static str, value: String, why: &str| WorkloadError {
+            workload: self.name.clone(),
+            param,
+            value,
+            why: why.into(),
+        };
+        if self.robots.count == 0 {
+            return Err(err("robots.count", "0".into(), "need at least one robot"));
+        }
+        if self.servers.count == 0 {
+            return Err(err("servers.count", "0".into(), "need at least one server"));
+        }
+        check_ip_range("robots.first_ip", self.robots.first_ip, self.robots.count)
+            .map_err(|why| err("robots.first_ip", self.robots.first_ip.to_string(), &why))?;
+        check_ip_range(
+            "servers.first_ip",
+            self.servers.first_ip,
+            self.servers.count,
+        )
+        .map_err(|why| err("servers.first_ip", self.servers.first_ip.to_string(), &why))?;
+        if self.robots.max_conns == 0 {
+            return Err(err("robots.max_conns", "0".into(), "must be at least 1"));
+        }
+        if let Some(r) = self.peak_rate {
+            if r.per_sec() <= 0.0 {
+                return Err(err("peak_rate", r.to_string(), "must be above zero"));
+            }
+        }
+        for (param, v) in [
+            ("content.cachable", self.content.cachable),
+            ("popularity.recurrence", self.popularity.recurrence),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(err(param, v.to_string(), "must be a probability in 0..1"));
+            }
+        }
+        if self.phases.is_empty() {
+            return Err(err("phases", "[]".into(), "need at least one phase"));
+        }
+        for p in &self.phases {
+            if p.duration.0.is_zero() {
+                return Err(err(
+                    "phases.duration",
+                    p.duration.to_string(),
+                    "must be above zero",
+                ));
+            }
+            if p.load_begin < 0.0 || p.load_end < 0.0 {
+                return Err(err(
+                    "phases.load",
+                    format!("{}..{}", p.load_begin, p.load_end),
+                    "load factors must not be negative",
+                ));
+            }
+        }
+        if self.interval.as_secs_f64() < 0.1 {
+            return Err(err(
+                "interval",
+                self.interval.to_string(),
+                "must be at least 100ms",
+            ));
+        }
+        if self.timeouts.xact.0.is_zero() || self.timeouts.connect.0.is_zero() {
+            return Err(err(
+                "timeouts",
+                format!("{:?}", self.timeouts),
+                "must be above zero",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn check_ip_range(_param: &str, first: Ipv4Addr, count: u32) -> Result<(), String> {
+    let start = u32::from(first);
+    let last = start
+        .checked_add(count - 1)
+        .ok_or("address range overflows")?;
+    let loopback = |a: u32| Ipv4Addr::from(a).is_loopback();
+    if !loopback(start) || !loopback(last) {
+        return Err(format!(
+            "{count} addresses from {first} leave 127.0.0.0/8 (last would be {})",
+            Ipv4Addr::from(last)
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn simple_defaults_offer_55_percent() {
+        let w = builtin("simple", &Overrides::default()).unwrap();
+        assert!((w.offered_dhr() - 0.55).abs() < 1e-9);
+        assert_eq!(w.robots.count, 1000);
+        assert_eq!(w.robot_rate(), Some(0.4));
+        assert_eq!(w.phases.len(), 2);
+    }
+
+    #[test]
+    fn overrides_apply_and_are_checked() {
+        let o = Overrides {
+            rate: Some(Some(Rate(100.0))),
+            duration: Some(Dur::secs(30.0)),
+            seed: Some(9),
+            ..Default::default()
+        };
+        let w = builtin("simple", &o).unwrap();
+        assert_eq!(w.robots.count, 250);
+        assert_eq!(w.phases[1].duration, Dur::secs(30.0));
+        assert_eq!(w.seed, 9);
+
+        let bad = Overrides {
+            robots: Some(20_000_000),
+            ..Default::default()
+        };
+        let e = builtin("simple", &bad).unwrap_err().to_string();
+        assert!(e.contains("127.0.0.0/8"), "{e}");
+        assert!(builtin("nope", &Overrides::default())
+            .unwrap_err()
+            .to_string()
+            .contains("simple"));
+    }
+
+    #[test]
+    fn workload_round_trips_through_json() {
+        let w = builtin("simple", &Overrides::default()).unwrap();
+        let text = serde_json::to_string(&w).unwrap();
+        let back: Workload = serde_json::from_str(&text).unwrap();
+        assert_eq!(w, back);
+    }
+}

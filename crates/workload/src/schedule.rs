@@ -1,0 +1,147 @@
+//! Phases on a time line: the load factor at any moment, and the stats
+//! intervals (5 s by default, cut at phase boundaries so that every interval
+//! belongs to exactly one phase).
+
+use cacheoff_base::Dur;
+use serde::{Deserialize, Serialize};
+
+/// One phase of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Phase {
+    pub name: String,
+    pub duration: Dur,
+    /// Load factor (share of the peak request rate) at the phase start.
+    pub load_begin: f64,
+    /// Load factor at the phase end; it changes linearly in between.
+    pub load_end: f64,
+    /// Whether the headline figures are taken over this phase.
+    #[serde(default)]
+    pub measured: bool,
+}
+
+/// A stats interval: `[start_s, end_s)` seconds from the run start.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interval {
+    pub index: u32,
+    pub phase: usize,
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+/// The run's time line.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    phases: Vec<Phase>,
+    starts: Vec<f64>,
+    total_s: f64,
+}
+
+impl Schedule {
+    pub fn new(phases: &[Phase]) -> Schedule {
+        let mut starts = Vec::with_capacity(phases.len());
+        let mut t = 0.0;
+        for p in phases {
+            starts.push(t);
+            t += p.duration.as_secs_f64();
+        }
+        Schedule {
+            phases: phases.to_vec(),
+            starts,
+            total_s: t,
+        }
+    }
+
+    pub fn phases(&self) -> &[Phase] {
+        &self.phases
+    }
+
+    pub fn total_s(&self) -> f64 {
+        self.total_s
+    }
+
+    /// The phase running at `t` seconds, or None after the end.
+    pub fn phase_at(&self, t: f64) -> Option<usize> {
+        if t < 0.0 || t >= self.total_s {
+            return None;
+        }
+        Some(self.starts.partition_point(|&s| s <= t) - 1)
+    }
+
+    /// The load factor at `t` seconds (0 outside the run).
+    pub fn load_at(&self, t: f64) -> f64 {
+        match self.phase_at(t) {
+            None => 0.0,
+            Some(i) => {
+                let p = &self.phases[i];
+                let d = p.duration.as_secs_f64();
+                let x = if d > 0.0 {
+                    (t - self.starts[i]) / d
+                } else {
+                    0.0
+                };
+                p.load_begin + (p.load_end - p.load_begin) * x
+            }
+        }
+    }
+
+    /// Stats intervals of `step` seconds, cut at phase boundaries.
+    pub fn intervals(&self, step: f64) -> Vec<Interval> {
+        let mut out = Vec::new();
+        for (i, p) in self.phases.iter().enumerate() {
+            let start = self.starts[i];
+            let end = start + p.duration.as_secs_f64();
+            let mut t = start;
+            while t < end - 1e-9 {
+                let e = (t + step).min(end);
+                out.push(Interval {
+                    index: out.len() as u32,
+                    phase: i,
+                    start_s: t,
+                    end_s: e,
+                });
+                t = e;
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phase(name: &str, secs: f64, a: f64, b: f64) -> Phase {
+        Phase {
+            name: name.into(),
+            duration: Dur::secs(secs),
+            load_begin: a,
+            load_end: b,
+            measured: false,
+        }
+    }
+
+    #[test]
+    fn load_ramps_linearly_and_intervals_cut_at_phases() {
+        let s = Schedule::new(&[phase("ramp", 12.0, 0.0, 1.0), phase("top", 10.0, 1.0, 1.0)]);
+        assert_eq!(s.total_s(), 22.0);
+        assert!((s.load_at(6.0) - 0.5).abs() < 1e-9);
+        assert_eq!(s.load_at(15.0), 1.0);
+        assert_eq!(s.load_at(22.0), 0.0);
+        assert_eq!(s.phase_at(11.9), Some(0));
+        assert_eq!(s.phase_at(12.0), Some(1));
+        let iv = s.intervals(5.0);
+        let spans: Vec<(usize, f64, f64)> =
+            iv.iter().map(|i| (i.phase, i.start_s, i.end_s)).collect();
+        assert_eq!(
+            spans,
+            vec![
+                (0, 0.0, 5.0),
+                (0, 5.0, 10.0),
+                (0, 10.0, 12.0),
+                (1, 12.0, 17.0),
+                (1, 17.0, 22.0)
+            ]
+        );
+    }
+}

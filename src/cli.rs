@@ -1,0 +1,118 @@
+//! Command-line arguments. Values use human units: `13KB`, `2min`, `400/s`.
+
+use cacheoff_base::{Dur, Rate};
+use clap::{Args, Parser, Subcommand};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "cacheoff",
+    version,
+    about = "Measure Web proxy caches the cache-off way: robots, origin servers and standard workloads",
+    long_about = None,
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a workload: robots ask origin servers for objects, directly or
+    /// through the proxy under test, and every transaction is measured.
+    Run(RunArgs),
+}
+
+/// A request rate, or `max` for closed-loop (best-effort) load.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RateArg {
+    PerSecond(Rate),
+    Max,
+}
+
+impl std::str::FromStr for RateArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.eq_ignore_ascii_case("max") {
+            Ok(RateArg::Max)
+        } else {
+            s.parse::<Rate>()
+                .map(RateArg::PerSecond)
+                .map_err(|e| e.to_string())
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Workload to run (built-in: simple).
+    pub workload: String,
+
+    /// Forward proxy under test (HOST:PORT); without it robots talk to the
+    /// origin servers directly.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub proxy: Option<SocketAddr>,
+
+    /// Total request rate at peak load, e.g. 400/s; `max` runs closed-loop
+    /// (each robot sends its next request as soon as a connection is free).
+    #[arg(long, value_name = "RATE")]
+    pub rate: Option<RateArg>,
+
+    /// Number of robots (simulated browsers), each with its own address.
+    #[arg(long, value_name = "N")]
+    pub robots: Option<u32>,
+
+    /// Number of origin servers, each with its own address.
+    #[arg(long, value_name = "N")]
+    pub servers: Option<u32>,
+
+    /// Length of the measured phase, e.g. 2min.
+    #[arg(long, value_name = "TIME")]
+    pub duration: Option<Dur>,
+
+    /// Length of the warm-up phase before it, e.g. 10s.
+    #[arg(long, value_name = "TIME")]
+    pub warmup: Option<Dur>,
+
+    /// Seed of every random choice; the same seed gives the same plan.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Object size distribution, e.g. exp(13KB) or 1KB.
+    #[arg(long, value_name = "DIST")]
+    pub size: Option<String>,
+
+    /// Server think time before answering, e.g. norm(2.5s,1s) or 50ms.
+    #[arg(long, value_name = "DIST")]
+    pub think_time: Option<String>,
+
+    /// First robot address (inside 127.0.0.0/8); robots use consecutive
+    /// addresses.
+    #[arg(long, value_name = "IP")]
+    pub robot_ips: Option<Ipv4Addr>,
+
+    /// First origin server address (inside 127.0.0.0/8).
+    #[arg(long, value_name = "IP")]
+    pub server_ips: Option<Ipv4Addr>,
+
+    /// Port of every origin server (0 picks a free port for each).
+    #[arg(long, value_name = "PORT")]
+    pub server_port: Option<u16>,
+
+    /// Most connections a robot keeps open at once.
+    #[arg(long, value_name = "N")]
+    pub max_conns: Option<u32>,
+
+    /// Worker threads (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+
+    /// Run directory (default: runs/<timestamp>-<workload>).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Print only the final summary, not a line per interval.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}

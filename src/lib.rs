@@ -1,0 +1,42 @@
+//! The `cacheoff` command: argument parsing ([`cli`]), the run directory
+//! ([`rundir`]), the live console ([`console`]) and the subcommands.
+//!
+//! `main` only parses and maps [`Failure`] to an exit code; tests call
+//! [`run`] or the subcommand functions in-process.
+
+pub mod cli;
+pub mod console;
+pub mod run_cmd;
+pub mod rundir;
+
+/// A failed command: the error and the exit code it maps to
+/// (1 = the run failed, 2 = usage or configuration error).
+#[derive(Debug)]
+pub struct Failure {
+    pub error: anyhow::Error,
+    pub code: u8,
+}
+
+impl Failure {
+    pub fn usage(e: impl Into<anyhow::Error>) -> Failure {
+        Failure {
+            error: e.into(),
+            code: 2,
+        }
+    }
+    pub fn run(e: impl Into<anyhow::Error>) -> Failure {
+        Failure {
+            error: e.into(),
+            code: 1,
+        }
+    }
+}
+
+/// Runs one parsed command line.
+pub fn run(cli: cli::Cli) -> Result<(), Failure> {
+    match cli.command {
+        cli::Command::Run(args) => {
+            run_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! `cacheoff run`: resolve the workload, prepare the run directory, run,
+//! and write the summary.
+
+use crate::cli::{RateArg, RunArgs};
+use crate::console;
+use crate::rundir::{self, Host, Manifest};
+use crate::Failure;
+use anyhow::Context;
+use cacheoff_agent::{RunConfig, RunOutcome, Sink, StopHandle};
+use cacheoff_stats::log::IntervalLog;
+use cacheoff_stats::{IntervalRecord, Summary};
+use cacheoff_workload::{builtin, Dist, Overrides, Quantity, Workload};
+use std::path::{Path, PathBuf};
+
+/// What a finished `run` leaves behind.
+#[derive(Debug)]
+pub struct RunResult {
+    pub dir: PathBuf,
+    pub summary: Summary,
+}
+
+/// Turns command-line settings into the resolved workload.
+pub fn resolve_workload(a: &RunArgs) -> Result<Workload, Failure> {
+    let dist = |q: Quantity, s: &Option<String>| -> Result<Option<Dist>, Failure> {
+        s.as_deref()
+            .map(|t| Dist::parse(q, t).map_err(Failure::usage))
+            .transpose()
+    };
+    let o = Overrides {
+        rate: a.rate.map(|r| match r {
+            RateArg::PerSecond(r) => Some(r),
+            RateArg::Max => None,
+        }),
+        robots: a.robots,
+        servers: a.servers,
+        duration: a.duration,
+        warmup: a.warmup,
+        seed: a.seed,
+        size: dist(Quantity::Size, &a.size)?,
+        think_time: dist(Quantity::Time, &a.think_time)?,
+        robot_ips: a.robot_ips,
+        server_ips: a.server_ips,
+        server_port: a.server_port,
+        max_conns: a.max_conns,
+    };
+    builtin(&a.workload, &o).map_err(Failure::usage)
+}
+
+struct FileAndConsole {
+    log: IntervalLog,
+    quiet: bool,
+    write_error: Option<std::io::Error>,
+}
+
+impl Sink for FileAndConsole {
+    fn interval(&mut self, r: &IntervalRecord) {
+        if let Err(e) = self.log.append(r) {
+            self.write_error.get_or_insert(e);
+        }
+        if !self.quiet {
+            console::print(&console::interval_line(r));
+        }
+    }
+}
+
+/// Runs `cacheoff run` with its arguments; `argv` goes into the manifest.
+pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
+    let workload = resolve_workload(a)?;
+    let dir = a
+        .out
+        .clone()
+        .unwrap_or_else(|| rundir::default_dir(&workload.name));
+    rundir::create(&dir)
+        .with_context(|| format!("cannot create run directory {}", dir.display()))
+        .map_err(Failure::usage)?;
+    let workers = a
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let stop = StopHandle::new();
+    install_signal_handlers(&stop);
+    let r = run_in(&dir, workload, a.proxy, workers, a.quiet, argv, &stop)?;
+    if !a.quiet {
+        console::print("");
+    }
+    console::print(&console::summary_table(&r.summary));
+    console::print(&format!("run directory: {}", dir.display()));
+    Ok(r)
+}
+
+/// Runs a resolved workload into an existing, empty run directory; prints
+/// interval lines unless `quiet`.
+pub fn run_in(
+    dir: &Path,
+    workload: Workload,
+    proxy: Option<std::net::SocketAddr>,
+    workers: usize,
+    quiet: bool,
+    argv: &[String],
+    stop: &StopHandle,
+) -> Result<RunResult, Failure> {
+    let mut manifest = Manifest {
+        format: "cacheoff-manifest",
+        version: cacheoff_stats::FORMAT_VERSION,
+        command_line: argv.to_vec(),
+        cacheoff_version: env!("CARGO_PKG_VERSION"),
+        git_revision: env!("CACHEOFF_GIT_REV"),
+        started_at: rundir::now_rfc3339(),
+        finished_at: None,
+        seed: workload.seed,
+        proxy,
+        workers,
+        host: Host::probe(),
+        servers: Vec::new(),
+        workload: workload.clone(),
+    };
+    let log = IntervalLog::create(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))
+        .map_err(Failure::run)?;
+    let mut sink = FileAndConsole {
+        log,
+        quiet,
+        write_error: None,
+    };
+    if !quiet {
+        console::print(&format!(
+            "cacheoff {} run {}: {} robots, {} servers, {}, {} -> {}",
+            env!("CARGO_PKG_VERSION"),
+            workload.name,
+            workload.robots.count,
+            workload.servers.count,
+            workload
+                .peak_rate
+                .map_or("closed-loop".to_string(), |r| format!("peak {r}")),
+            proxy.map_or("direct (no proxy)".to_string(), |p| format!(
+                "via proxy {p}"
+            )),
+            dir.display()
+        ));
+        console::print(console::header());
+    }
+    struct Starter<'a> {
+        inner: &'a mut FileAndConsole,
+        manifest: &'a mut Manifest,
+        dir: &'a Path,
+        err: Option<std::io::Error>,
+    }
+    impl Sink for Starter<'_> {
+        fn started(&mut self, servers: &[std::net::SocketAddr]) {
+            self.manifest.servers = servers.to_vec();
+            if let Err(e) = rundir::write_manifest(self.dir, self.manifest) {
+                self.err = Some(e);
+            }
+        }
+        fn interval(&mut self, r: &IntervalRecord) {
+            self.inner.interval(r);
+        }
+    }
+    let mut starter = Starter {
+        inner: &mut sink,
+        manifest: &mut manifest,
+        dir,
+        err: None,
+    };
+    let cfg = RunConfig {
+        workload,
+        proxy,
+        workers,
+    };
+    let outcome: RunOutcome = cacheoff_agent::run(cfg, &mut starter, stop)
+        .context("run failed")
+        .map_err(Failure::run)?;
+    if let Some(e) = starter.err.take() {
+        return Err(Failure::run(
+            anyhow::Error::new(e).context("cannot write manifest.json"),
+        ));
+    }
+    manifest.finished_at = Some(rundir::now_rfc3339());
+    rundir::write_manifest(dir, &manifest)
+        .context("cannot write manifest.json")
+        .map_err(Failure::run)?;
+    rundir::write_summary(dir, &outcome.summary)
+        .context("cannot write summary.json")
+        .map_err(Failure::run)?;
+    if let Some(e) = sink.write_error {
+        return Err(Failure::run(
+            anyhow::Error::new(e).context("cannot append to intervals.jsonl"),
+        ));
+    }
+    Ok(RunResult {
+        dir: dir.to_path_buf(),
+        summary: outcome.summary,
+    })
+}
+
+/// First SIGINT/SIGTERM stops the run gracefully; a second exits at once.
+fn install_signal_handlers(stop: &StopHandle) {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return;
+    };
+    let stop = stop.clone();
+    std::thread::spawn(move || {
+        for _ in signals.forever() {
+            if stop.is_stopped() {
+                std::process::exit(130);
+            }
+            eprintln!("cacheoff: stopping (finishing the current interval; signal again to abort)");
+            stop.stop();
+        }
+    });
+}

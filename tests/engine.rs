@@ -1,0 +1,261 @@
+//! Scenario tests: robots -> (test proxy) -> origin servers, in-process on
+//! port 0, asserting on counters and the run directory.
+
+use cacheoff::run_cmd::{run_in, RunResult};
+use cacheoff_agent::StopHandle;
+use cacheoff_base::{Dur, Rate};
+use cacheoff_stats::log::read_intervals;
+use cacheoff_testkit::{Faults, ProxyOptions, TestProxy};
+use cacheoff_workload::{builtin, Dist, Overrides, Quantity, Workload};
+use std::net::SocketAddr;
+
+fn simple(rate: f64, robots: u32, servers: u32, warm: f64, meas: f64) -> Workload {
+    builtin(
+        "simple",
+        &Overrides {
+            rate: Some(Some(Rate(rate))),
+            robots: Some(robots),
+            servers: Some(servers),
+            warmup: Some(Dur::secs(warm)),
+            duration: Some(Dur::secs(meas)),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+fn run(w: Workload, proxy: Option<SocketAddr>) -> (tempfile::TempDir, RunResult) {
+    run_stoppable(w, proxy, &StopHandle::new())
+}
+
+fn run_stoppable(
+    w: Workload,
+    proxy: Option<SocketAddr>,
+    stop: &StopHandle,
+) -> (tempfile::TempDir, RunResult) {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_in(dir.path(), w, proxy, 2, true, &["test".into()], stop)
+        .map_err(|f| f.error)
+        .unwrap();
+    (dir, r)
+}
+
+#[test]
+fn direct_run_has_no_hits_and_offers_the_configured_hit_ratio() {
+    let (dir, r) = run(simple(4000.0, 200, 40, 1.0, 5.0), None);
+    let t = &r.summary.total;
+    assert!(t.xacts >= 20_000, "xacts {}", t.xacts);
+    assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    assert_eq!(t.dhr.measured, 0.0);
+    assert_eq!(t.rt_ms.hit.count, 0);
+    assert!(
+        (t.dhr.offered - 55.0).abs() <= 2.0,
+        "offered DHR {}",
+        t.dhr.offered
+    );
+    assert!(
+        t.bhr.offered > 40.0 && t.bhr.offered < 70.0,
+        "offered BHR {}",
+        t.bhr.offered
+    );
+    assert!(!r.summary.interrupted);
+    assert_eq!(r.summary.measured_phase.as_deref(), Some("meas"));
+    let names: Vec<&str> = r.summary.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["warm", "meas"]);
+
+    // The run directory describes the run.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["workload"]["name"], "simple");
+    assert_eq!(manifest["seed"], 1);
+    assert_eq!(manifest["servers"].as_array().unwrap().len(), 40);
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("summary.json")).unwrap()).unwrap();
+    for entry in summary["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain([&summary["total"]])
+    {
+        for path in [
+            "/name",
+            "/duration_s",
+            "/xacts",
+            "/rate_xps",
+            "/bytes",
+            "/dhr/offered",
+            "/dhr/measured",
+            "/bhr/offered",
+            "/bhr/measured",
+            "/rt_ms/all/mean",
+            "/rt_ms/all/p50",
+            "/rt_ms/all/p99",
+            "/rt_ms/hit/mean",
+            "/rt_ms/miss/mean",
+            "/errors/total",
+            "/errors/by_kind",
+        ] {
+            assert!(entry.pointer(path).is_some(), "summary lacks {path}");
+        }
+    }
+    let intervals = read_intervals(dir.path()).unwrap();
+    // 1 s warm-up + 5 s measured, in 5 s intervals cut at the phase edge.
+    assert_eq!(intervals.len(), 2);
+    let sum: u64 = intervals.iter().map(|i| i.stats.xacts).sum();
+    assert_eq!(sum, t.xacts, "intervals add up to the total");
+}
+
+#[test]
+fn caching_proxy_hits_are_counted_and_uncachable_objects_never_hit() {
+    let proxy = TestProxy::start(ProxyOptions {
+        cache: true,
+        ..Default::default()
+    });
+    let (_dir, r) = run(simple(1500.0, 100, 20, 1.0, 5.0), Some(proxy.addr));
+    let t = &r.summary.total;
+    assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    let robot_hits = t.rt_ms.hit.count;
+    assert!(robot_hits > 1000, "hits {robot_hits}");
+    // Every hit the proxy served is a hit the robots saw, and vice versa.
+    assert_eq!(robot_hits, proxy.hits());
+    assert_eq!(t.rt_ms.miss.count, proxy.misses());
+    assert_eq!(
+        proxy
+            .counters
+            .uncachable_hits
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    // An unbounded cache achieves almost exactly the offered hit ratio.
+    assert!(
+        (t.dhr.measured - t.dhr.offered).abs() < 2.0,
+        "measured {} offered {}",
+        t.dhr.measured,
+        t.dhr.offered
+    );
+}
+
+#[test]
+fn forwarding_proxy_without_cache_gives_no_hits() {
+    let proxy = TestProxy::start(ProxyOptions::default());
+    let (_dir, r) = run(simple(500.0, 50, 10, 1.0, 2.0), Some(proxy.addr));
+    let t = &r.summary.total;
+    assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    assert!(t.xacts > 1000);
+    assert_eq!(t.dhr.measured, 0.0);
+    assert_eq!(proxy.misses(), t.xacts);
+}
+
+#[test]
+fn a_corrupted_body_byte_is_caught() {
+    let proxy = TestProxy::start(ProxyOptions {
+        cache: true,
+        faults: Faults {
+            corrupt_body: true,
+            ..Default::default()
+        },
+    });
+    let mut w = simple(300.0, 20, 5, 1.0, 1.0);
+    w.content.size = Dist::constant(Quantity::Size, 2048.0);
+    let (_dir, r) = run(w, Some(proxy.addr));
+    let t = &r.summary.total;
+    let bad = t.errors.by_kind.get("body_mismatch").copied().unwrap_or(0);
+    assert!(bad > 300, "body_mismatch {bad}");
+    assert_eq!(t.errors.total, bad, "{:?}", t.errors.by_kind);
+    assert_eq!(t.xacts, 0, "no corrupted reply counts as a success");
+}
+
+#[test]
+fn a_reply_without_echo_is_a_foreign_source_error() {
+    let proxy = TestProxy::start(ProxyOptions {
+        cache: true,
+        faults: Faults {
+            strip_echo: true,
+            ..Default::default()
+        },
+    });
+    let (_dir, r) = run(simple(300.0, 20, 5, 1.0, 1.0), Some(proxy.addr));
+    let t = &r.summary.total;
+    let foreign = t.errors.by_kind.get("foreign_source").copied().unwrap_or(0);
+    assert!(foreign > 300, "foreign_source {foreign}");
+    assert_eq!(t.errors.total, foreign);
+    assert_eq!(t.errors.total, t.sent);
+}
+
+#[test]
+fn latency_is_measured_from_the_intended_start() {
+    // Two robots with one connection each, 100 ms think time: capacity is
+    // 20 req/s but the plan asks for 30, so requests wait for a connection.
+    let mut w = simple(30.0, 2, 2, 1.0, 3.0);
+    w.robots.max_conns = 1;
+    w.servers.think_time = Dist::constant(Quantity::Time, 0.1);
+    let (_dir, r) = run(w, None);
+    let t = &r.summary.total;
+    assert!(t.xacts > 30);
+    // Uncorrected time is the think time; corrected adds the queueing.
+    assert!(t.rt_uncorrected_ms.all.mean >= 100.0 && t.rt_uncorrected_ms.all.mean < 150.0);
+    assert!(
+        t.rt_ms.all.mean > t.rt_uncorrected_ms.all.mean + 100.0,
+        "corrected {} vs uncorrected {}",
+        t.rt_ms.all.mean,
+        t.rt_uncorrected_ms.all.mean
+    );
+    assert!(t.send_lag_ms.max > 300.0, "lag max {}", t.send_lag_ms.max);
+}
+
+#[test]
+fn an_unreachable_proxy_counts_connect_errors_and_the_run_still_finishes() {
+    // A port nobody listens on: bind, learn the port, close.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (_dir, r) = run(
+        simple(200.0, 10, 2, 1.0, 1.0),
+        Some(SocketAddr::from(([127, 0, 0, 1], port))),
+    );
+    let t = &r.summary.total;
+    assert_eq!(t.xacts, 0);
+    assert!(t.errors.by_kind.get("connect_failed").copied().unwrap_or(0) > 200);
+}
+
+#[test]
+fn a_stopped_run_keeps_its_intervals_and_is_marked_interrupted() {
+    let stop = StopHandle::new();
+    let s2 = stop.clone();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        s2.stop();
+    });
+    let mut w = simple(200.0, 10, 2, 1.0, 60.0);
+    w.interval = Dur::secs(0.5);
+    let (dir, r) = run_stoppable(w, None, &stop);
+    t.join().unwrap();
+    assert!(r.summary.interrupted);
+    let intervals = read_intervals(dir.path()).unwrap();
+    assert!(
+        intervals.len() >= 2 && intervals.len() <= 5,
+        "{}",
+        intervals.len()
+    );
+    let sum: u64 = intervals.iter().map(|i| i.stats.xacts).sum();
+    assert_eq!(sum, r.summary.total.xacts);
+    assert!(r.summary.total.duration_s < 3.0);
+}
+
+#[test]
+fn thousands_of_robots_and_connections_in_one_process() {
+    // 2,000 robots, each keeping up to 4 connections to 500 servers.
+    let mut w = simple(4000.0, 2000, 500, 1.0, 2.0);
+    w.robots.max_conns = 4;
+    w.interval = Dur::secs(1.0);
+    let (_dir, r) = run(w, None);
+    let t = &r.summary.total;
+    assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    assert!(
+        t.conns.open_max >= 4000,
+        "open connections peaked at {}",
+        t.conns.open_max
+    );
+}

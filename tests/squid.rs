@@ -1,0 +1,145 @@
+//! Squid from Debian as the proxy under test. `.ci/run` installs Squid and
+//! runs this test (it is ignored by a plain `cargo test`).
+
+use cacheoff::run_cmd::run_in;
+use cacheoff_agent::StopHandle;
+use cacheoff_base::{Dur, Rate};
+use cacheoff_workload::{builtin, Overrides};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+struct Squid {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Squid {
+    fn drop(&mut self) {
+        // SIGTERM, then wait; shutdown_lifetime is 1 s.
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn squid_binary() -> &'static str {
+    for p in ["/usr/sbin/squid", "/usr/bin/squid"] {
+        if Path::new(p).exists() {
+            return p;
+        }
+    }
+    panic!(
+        "squid is not installed: run .ci/run (it installs Debian's squid) or apt-get install squid"
+    );
+}
+
+fn start_squid(dir: &Path) -> Squid {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let template =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ops/squid/squid.conf"))
+            .unwrap();
+    let conf = template
+        .replace("@PORT@", &port.to_string())
+        .replace("@DIR@", dir.to_str().unwrap());
+    // Squid drops root privileges to its own user, which must write here.
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let conf_path = dir.join("squid.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    let child = Command::new(squid_binary())
+        .arg("-N")
+        .arg("-f")
+        .arg(&conf_path)
+        .spawn()
+        .expect("start squid");
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(addr).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "squid did not listen on {addr}; cache.log:\n{}",
+            std::fs::read_to_string(dir.join("cache.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Squid { child, addr }
+}
+
+#[test]
+#[ignore = "needs Debian's squid; .ci/run installs it and runs this"]
+fn squid_hits_match_its_access_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let squid = start_squid(dir.path());
+    let w = builtin(
+        "simple",
+        &Overrides {
+            rate: Some(Some(Rate(300.0))),
+            robots: Some(300),
+            servers: Some(50),
+            warmup: Some(Dur::secs(5.0)),
+            duration: Some(Dur::secs(60.0)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let run_dir = dir.path().join("run");
+    std::fs::create_dir(&run_dir).unwrap();
+    let r = run_in(
+        &run_dir,
+        w,
+        Some(squid.addr),
+        2,
+        true,
+        &["squid-test".into()],
+        &StopHandle::new(),
+    )
+    .map_err(|f| f.error)
+    .unwrap();
+    drop(squid); // flushes the access log
+    let t = &r.summary.total;
+    let log = std::fs::read_to_string(dir.path().join("access.log")).unwrap();
+    let squid_hits = log
+        .lines()
+        .filter(|l| l.contains("TCP_HIT/") || l.contains("TCP_MEM_HIT/"))
+        .count() as f64;
+    let squid_lines = log.lines().count();
+    let robot_hits = t.rt_ms.hit.count as f64;
+    eprintln!(
+        "robots: {} xacts, {} hits, DHR {} (offered {}), errors {:?}; squid: {} lines, {} hits",
+        t.xacts,
+        robot_hits,
+        t.dhr.measured,
+        t.dhr.offered,
+        t.errors.by_kind,
+        squid_lines,
+        squid_hits
+    );
+    assert!(t.xacts > 15_000, "xacts {}", t.xacts);
+    assert!(t.errors.percent < 1.0, "errors {:?}", t.errors.by_kind);
+    assert!(robot_hits > 5000.0);
+    assert!(
+        (robot_hits - squid_hits).abs() <= 0.01 * squid_hits,
+        "robots saw {robot_hits} hits, squid logged {squid_hits}"
+    );
+    assert!(
+        (t.dhr.measured - t.dhr.offered).abs() <= 5.0,
+        "measured DHR {} vs offered {}",
+        t.dhr.measured,
+        t.dhr.offered
+    );
+}
