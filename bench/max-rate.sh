@@ -53,16 +53,23 @@ closed_err=$(meas .errors.total "$work/closed")
 cross_rate=$(meas .rate_xps "$work/closed1")
 cross_err=$(meas .errors.total "$work/closed1")
 
+# A step passes if one of up to three attempts sends every request within
+# 10 ms with no errors (a single scheduler hiccup of the VM fails a whole
+# attempt); every attempt is printed.
 best_open=0
 best_lag=""
 for rate in 50000 75000 100000 110000 120000 130000 140000 160000 180000 200000; do
-  dir="$work/open-$rate"
-  "$bin" run simple --rate "$rate/s" --robots 200 --max-conns 4 --servers 2 "${common[@]}" -o "$dir" >/dev/null
-  got=$(meas .rate_xps "$dir"); err=$(meas .errors.total "$dir"); lag=$(meas .send_lag_ms.max "$dir")
-  p99=$(meas .send_lag_ms.p99 "$dir")
-  ok=$(jq -n --argjson lag "$lag" --argjson err "$err" '$lag <= 10 and $err == 0')
-  printf 'open-loop %7s/s planned: %9.1f/s achieved, send lag p99 %7.3f ms max %8.3f ms, errors %s -> %s\n' \
-    "$rate" "$got" "$p99" "$lag" "$err" "$([ "$ok" = true ] && echo pass || echo fail)"
+  ok=false
+  for attempt in 1 2 3; do
+    dir="$work/open-$rate-$attempt"
+    "$bin" run simple --rate "$rate/s" --robots 200 --max-conns 4 --servers 2 "${common[@]}" -o "$dir" >/dev/null
+    got=$(meas .rate_xps "$dir"); err=$(meas .errors.total "$dir"); lag=$(meas .send_lag_ms.max "$dir")
+    p99=$(meas .send_lag_ms.p99 "$dir")
+    ok=$(jq -n --argjson lag "$lag" --argjson err "$err" '$lag <= 10 and $err == 0')
+    printf 'open-loop %7s/s planned (attempt %d): %9.1f/s achieved, send lag p99 %7.3f ms max %8.3f ms, errors %s -> %s\n' \
+      "$rate" "$attempt" "$got" "$p99" "$lag" "$err" "$([ "$ok" = true ] && echo pass || echo fail)"
+    [ "$ok" = true ] && break
+  done
   if [ "$ok" = true ]; then best_open=$rate; best_lag=$lag; else break; fi
 done
 

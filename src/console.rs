@@ -4,14 +4,14 @@
 use cacheoff_stats::{Entry, IntervalRecord, Summary};
 use std::io::Write;
 
-/// The per-interval console line.
-pub fn interval_line(r: &IntervalRecord) -> String {
+/// The per-interval console line; `xacts_so_far` counts the whole run.
+pub fn interval_line(r: &IntervalRecord, xacts_so_far: u64) -> String {
     let s = &r.stats;
     format!(
-        "{:>7.1}s {:<6} xacts {:>9}  {:>9.1}/s  rt {:>8.2}ms  hit {:>5.1}% (offered {:>5.1}%)  errors {:>5}  conns {:>5}",
+        "{:>7.1}s  {:<6} {:>11} {:>11.1} {:>10.2}ms {:>8.1}% of {:>5.1}% {:>9} {:>10}",
         r.end_s,
         r.phase,
-        s.xacts,
+        xacts_so_far,
         s.rate_xps,
         s.rt_ms.all.mean,
         s.dhr.measured,
@@ -23,7 +23,7 @@ pub fn interval_line(r: &IntervalRecord) -> String {
 
 /// The console header matching [`interval_line`].
 pub fn header() -> &'static str {
-    "   time phase  transactions   replies/s   mean response   hit ratio (doc)          errors   open conns"
+    "   time  phase         xacts   replies/s  mean resp.  hit ratio (offered)    errors open conns"
 }
 
 fn phase_row(e: &Entry) -> String {

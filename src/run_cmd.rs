@@ -49,6 +49,7 @@ pub fn resolve_workload(a: &RunArgs) -> Result<Workload, Failure> {
 struct FileAndConsole {
     log: IntervalLog,
     quiet: bool,
+    xacts_so_far: u64,
     write_error: Option<std::io::Error>,
 }
 
@@ -57,8 +58,9 @@ impl Sink for FileAndConsole {
         if let Err(e) = self.log.append(r) {
             self.write_error.get_or_insert(e);
         }
+        self.xacts_so_far += r.stats.xacts;
         if !self.quiet {
-            console::print(&console::interval_line(r));
+            console::print(&console::interval_line(r, self.xacts_so_far));
         }
     }
 }
@@ -120,6 +122,7 @@ pub fn run_in(
     let mut sink = FileAndConsole {
         log,
         quiet,
+        xacts_so_far: 0,
         write_error: None,
     };
     if !quiet {

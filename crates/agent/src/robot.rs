@@ -10,7 +10,7 @@
 
 use crate::shared::Shared;
 use crate::timer::PreciseTimer;
-use crate::worker::WorkerCtx;
+use crate::worker::{WorkerCtx, IO_BUF};
 use cacheoff_base::rng::{stream, Rng, SimRng, Stream};
 use cacheoff_http::body::BodyCheck;
 use cacheoff_http::chunked::ChunkedDecoder;
@@ -33,6 +33,9 @@ use tokio::net::{TcpSocket, TcpStream};
 /// A robot closes its idle connections after this long, before servers'
 /// idle timeouts (15 s in PolyMix) can race with a new request.
 const ROBOT_IDLE_LIMIT: Duration = Duration::from_secs(10);
+/// Head reads (and the body bytes that come with them).
+const HEAD_CHUNK: usize = 4 * 1024;
+/// Body reads.
 const READ_CHUNK: usize = 16 * 1024;
 /// Requests due sooner than this are waited for by yielding to other tasks
 /// rather than by sleeping.
@@ -93,8 +96,6 @@ struct Conn {
     idle_since: Instant,
     /// Request, then response head (and the body bytes read with it).
     buf: Vec<u8>,
-    /// Body reads; allocated zeroed once, on first use.
-    scratch: Vec<u8>,
     ctx: Rc<WorkerCtx>,
 }
 
@@ -414,8 +415,7 @@ async fn connect(ctx: &Rc<WorkerCtx>, robot: &Robot, target: Target) -> Result<C
         uses: 0,
         limit,
         idle_since: Instant::now(),
-        buf: Vec::with_capacity(READ_CHUNK),
-        scratch: Vec::new(),
+        buf: Vec::with_capacity(HEAD_CHUNK),
         ctx: ctx.clone(),
     })
 }
@@ -523,7 +523,7 @@ async fn read_reply(
     // Head.
     let head = loop {
         if conn.buf.capacity() - conn.buf.len() < 1024 {
-            conn.buf.reserve(READ_CHUNK);
+            conn.buf.reserve(HEAD_CHUNK);
         }
         let n = conn
             .stream
@@ -620,23 +620,28 @@ async fn read_reply(
 }
 
 async fn read_body_len(conn: &mut Conn, check: &mut BodyCheck, n: u64) -> Result<(), Failure> {
-    if conn.scratch.is_empty() {
-        conn.scratch = vec![0; READ_CHUNK];
-    }
-    while check.received() < n {
-        // Never read past the body: the next bytes belong to no one.
-        let want = ((n - check.received()) as usize).min(READ_CHUNK);
-        let got = conn
-            .stream
-            .read(&mut conn.scratch[..want])
-            .await
-            .map_err(|e| Failure::Error(io_kind(&e)))?;
-        if got == 0 {
-            return Err(ErrorKind::PrematureClose.into());
+    let mut scratch = conn.ctx.take_buf();
+    // Zero only what no earlier user initialised.
+    scratch.resize(IO_BUF, 0);
+    let r = async {
+        while check.received() < n {
+            // Never read past the body: the next bytes belong to no one.
+            let want = ((n - check.received()) as usize).min(scratch.len());
+            let got = conn
+                .stream
+                .read(&mut scratch[..want])
+                .await
+                .map_err(|e| Failure::Error(io_kind(&e)))?;
+            if got == 0 {
+                return Err(ErrorKind::PrematureClose.into());
+            }
+            check.feed(&scratch[..got]);
         }
-        check.feed(&conn.scratch[..got]);
+        Ok(())
     }
-    Ok(())
+    .await;
+    conn.ctx.give_buf(scratch);
+    r
 }
 
 fn finish_body(

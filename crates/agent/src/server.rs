@@ -17,8 +17,10 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// Bodies up to this size go out in one write together with the head.
-const ONE_WRITE: u64 = 256 * 1024;
+/// Bodies up to this size are copied behind the head and go out in one
+/// write; larger ones are written straight from the body pattern, so a
+/// connection's buffer stays small.
+const ONE_WRITE: u64 = 16 * 1024;
 
 pub async fn serve(ctx: Rc<WorkerCtx>, idx: u32, listener: TcpListener) {
     let rng = Rc::new(std::cell::RefCell::new(stream(
@@ -48,8 +50,8 @@ async fn connection(
         .conn_reuse
         .map(|d| (d.sample(&mut *rng.borrow_mut()) as u64).max(1))
         .unwrap_or(u64::MAX);
-    let mut inbuf: Vec<u8> = Vec::with_capacity(4096);
-    let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
+    // Requests are small; the response buffer is lent per response.
+    let mut inbuf: Vec<u8> = Vec::with_capacity(1024);
     let mut served = 0u64;
     loop {
         let head = match read_head(&mut s, &mut inbuf, cfg.idle_timeout.0).await {
@@ -84,6 +86,7 @@ async fn connection(
         };
         served += 1;
         let keep_alive = head.keep_alive && served < limit;
+        let mut out = ctx.take_buf();
         out.clear();
         ctx.with_date(|date| {
             write_response_head(
@@ -109,6 +112,7 @@ async fn connection(
         } else {
             write_large(&mut s, &out, info.body_seed, info.size).await
         };
+        ctx.give_buf(out);
         if !ok || !keep_alive {
             return;
         }
@@ -158,8 +162,8 @@ async fn read_head(
                 Err(_) => return Err(()),
             }
         }
-        if buf.capacity() - buf.len() < 1024 {
-            buf.reserve(4096);
+        if buf.capacity() - buf.len() < 512 {
+            buf.reserve(1024);
         }
         match tokio::time::timeout(idle, s.read_buf(buf)).await {
             Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Ok(None),

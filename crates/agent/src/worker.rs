@@ -31,9 +31,35 @@ pub struct WorkerCtx {
     /// Set when robots must stop sending.
     pub stopping: Cell<bool>,
     date_cache: RefCell<(u64, String)>,
+    /// Spare I/O buffers, lent out only while a response is being written
+    /// or a body read, so idle connections hold no large buffers.
+    spare_bufs: RefCell<Vec<Vec<u8>>>,
 }
 
+/// Size of a lent I/O buffer.
+pub const IO_BUF: usize = 16 * 1024;
+/// Most spare buffers kept per worker.
+const SPARE_BUFS: usize = 256;
+
 impl WorkerCtx {
+    /// Lends a buffer with at least [`IO_BUF`] bytes of capacity; its
+    /// contents are whatever the last user left.
+    pub fn take_buf(&self) -> Vec<u8> {
+        self.spare_bufs
+            .borrow_mut()
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(IO_BUF))
+    }
+
+    /// Returns a lent buffer.
+    pub fn give_buf(&self, mut b: Vec<u8>) {
+        let mut spare = self.spare_bufs.borrow_mut();
+        if spare.len() < SPARE_BUFS && b.capacity() <= 4 * IO_BUF {
+            b.truncate(IO_BUF);
+            spare.push(b);
+        }
+    }
+
     /// A run-unique transaction id: worker in the top bits.
     pub fn next_xact(&self) -> u64 {
         let s = self.xact_seq.get() + 1;
@@ -111,6 +137,7 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
         open_conns: Cell::new(0),
         stopping: Cell::new(false),
         date_cache: RefCell::new((0, String::new())),
+        spare_bufs: RefCell::new(Vec::new()),
     });
     for (idx, l) in listeners {
         let l = tokio::net::TcpListener::from_std(l)?;
@@ -133,13 +160,22 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
             _ = stop.wait_for(|s| *s) => { interrupted = true; }
         }
         if interrupted || last {
+            let end_s = shared.secs_at(Instant::now()).min(iv.end_s);
+            // The gauge before robots stop and close their connections.
+            let open = ctx.open_conns.get();
             ctx.stopping.set(true);
             drain(&ctx).await;
-            let end_s = shared.secs_at(Instant::now()).min(iv.end_s);
-            send(&ctx, &to_coord, iv.index, end_s, true);
+            send(&ctx, &to_coord, iv.index, end_s, open, true);
             break;
         }
-        send(&ctx, &to_coord, iv.index, iv.end_s, false);
+        send(
+            &ctx,
+            &to_coord,
+            iv.index,
+            iv.end_s,
+            ctx.open_conns.get(),
+            false,
+        );
     }
     pacer.abort();
     // Keep serving other workers' robots until everyone is done.
@@ -160,10 +196,10 @@ async fn drain(ctx: &WorkerCtx) {
     }
 }
 
-fn send(ctx: &WorkerCtx, to: &Sender<WorkerMsg>, index: u32, end_s: f64, last: bool) {
+fn send(ctx: &WorkerCtx, to: &Sender<WorkerMsg>, index: u32, end_s: f64, open: u64, last: bool) {
     let snap = {
         let mut s = ctx.stats.borrow_mut();
-        s.c.conns_open = ctx.open_conns.get();
+        s.c.conns_open = open;
         let out = s.clone();
         s.reset();
         out
