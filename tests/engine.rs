@@ -5,7 +5,7 @@ use cacheoff::run_cmd::{run_in, RunResult};
 use cacheoff_agent::StopHandle;
 use cacheoff_base::{Dur, Rate};
 use cacheoff_stats::log::read_intervals;
-use cacheoff_testkit::{Faults, ProxyOptions, TestProxy};
+use cacheoff_testkit::{Faults, ProxyOptions, ReplyFraming, TestProxy};
 use cacheoff_workload::{builtin, Dist, Overrides, Quantity, Workload};
 use std::net::SocketAddr;
 
@@ -136,6 +136,50 @@ fn caching_proxy_hits_are_counted_and_uncachable_objects_never_hit() {
 }
 
 #[test]
+fn chunked_and_close_delimited_replies_are_read_and_verified() {
+    for framing in [ReplyFraming::Chunked, ReplyFraming::CloseDelimited] {
+        let proxy = TestProxy::start(ProxyOptions {
+            cache: true,
+            framing,
+            ..Default::default()
+        });
+        let (_dir, r) = run(simple(300.0, 20, 5, 1.0, 2.0), Some(proxy.addr));
+        let t = &r.summary.total;
+        assert_eq!(t.errors.total, 0, "{framing:?}: {:?}", t.errors.by_kind);
+        assert!(t.xacts > 600, "{framing:?}: {}", t.xacts);
+        assert_eq!(t.rt_ms.hit.count, proxy.hits(), "{framing:?}");
+        if framing == ReplyFraming::CloseDelimited {
+            // Every reply ends its connection.
+            assert_eq!(t.conns.opened, t.xacts, "{framing:?}");
+        } else {
+            assert!(
+                t.conns.opened < t.xacts / 4,
+                "{framing:?}: {}",
+                t.conns.opened
+            );
+        }
+    }
+}
+
+#[test]
+fn a_corrupted_chunked_body_is_caught() {
+    let proxy = TestProxy::start(ProxyOptions {
+        cache: true,
+        framing: ReplyFraming::Chunked,
+        faults: Faults {
+            corrupt_body: true,
+            ..Default::default()
+        },
+    });
+    let mut w = simple(200.0, 10, 5, 1.0, 1.0);
+    w.content.size = Dist::constant(Quantity::Size, 5000.0);
+    let (_dir, r) = run(w, Some(proxy.addr));
+    let t = &r.summary.total;
+    assert!(t.errors.by_kind.get("body_mismatch").copied().unwrap_or(0) > 200);
+    assert_eq!(t.xacts, 0);
+}
+
+#[test]
 fn forwarding_proxy_without_cache_gives_no_hits() {
     let proxy = TestProxy::start(ProxyOptions::default());
     let (_dir, r) = run(simple(500.0, 50, 10, 1.0, 2.0), Some(proxy.addr));
@@ -154,6 +198,7 @@ fn a_corrupted_body_byte_is_caught() {
             corrupt_body: true,
             ..Default::default()
         },
+        ..Default::default()
     });
     let mut w = simple(300.0, 20, 5, 1.0, 1.0);
     w.content.size = Dist::constant(Quantity::Size, 2048.0);
@@ -173,6 +218,7 @@ fn a_reply_without_echo_is_a_foreign_source_error() {
             strip_echo: true,
             ..Default::default()
         },
+        ..Default::default()
     });
     let (_dir, r) = run(simple(300.0, 20, 5, 1.0, 1.0), Some(proxy.addr));
     let t = &r.summary.total;

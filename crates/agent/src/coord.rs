@@ -190,7 +190,7 @@ pub fn run(
     }
     drop(to_coord);
 
-    let result = collect(&shared, workers, &from_workers, sink, stop);
+    let result = collect(&shared, &handles, &from_workers, sink, stop);
     shutdown_tx.send_replace(true);
     for h in handles {
         let _ = h.join();
@@ -202,7 +202,7 @@ pub fn run(
 /// Merges worker snapshots into intervals, phases and the total.
 fn collect(
     shared: &Shared,
-    workers: usize,
+    threads: &[std::thread::JoinHandle<()>],
     rx: &mpsc::Receiver<WorkerMsg>,
     sink: &mut dyn Sink,
     stop: &StopHandle,
@@ -211,6 +211,7 @@ fn collect(
     let phases = shared.schedule.phases();
     let mut pending: BTreeMap<u32, (usize, Snapshot, f64)> = BTreeMap::new();
     // The index of each worker's final snapshot, once sent.
+    let workers = threads.len();
     let mut finished: Vec<Option<u32>> = vec![None; workers];
     let mut phase_acc: Vec<Option<Accum>> = vec![None; phases.len()];
     let mut total = Accum::default();
@@ -218,9 +219,24 @@ fn collect(
     let mut last_end = 0.0f64;
 
     loop {
-        let msg = rx.recv().map_err(|_| {
-            AgentError::WorkerDied(finished.iter().position(Option::is_none).unwrap_or(0))
-        })?;
+        let msg = match rx.recv_timeout(Duration::from_millis(500)) {
+            Ok(m) => m,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // A worker that ended without its final snapshot died (a
+                // panic); do not wait for it forever.
+                if let Some(w) =
+                    (0..workers).find(|&w| threads[w].is_finished() && finished[w].is_none())
+                {
+                    return Err(AgentError::WorkerDied(w));
+                }
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(AgentError::WorkerDied(
+                    finished.iter().position(Option::is_none).unwrap_or(0),
+                ))
+            }
+        };
         match msg {
             WorkerMsg::Failed(w, source) => {
                 return Err(AgentError::Worker {

@@ -35,8 +35,6 @@ use tokio::net::{TcpSocket, TcpStream};
 const ROBOT_IDLE_LIMIT: Duration = Duration::from_secs(10);
 /// Head reads (and the body bytes that come with them).
 const HEAD_CHUNK: usize = 4 * 1024;
-/// Body reads.
-const READ_CHUNK: usize = 16 * 1024;
 /// Requests due sooner than this are waited for by yielding to other tasks
 /// rather than by sleeping.
 const SPIN_WINDOW: Duration = Duration::from_micros(50);
@@ -245,9 +243,12 @@ fn dispatch(ctx: &Rc<WorkerCtx>, robot: &Rc<Robot>, p: Planned) {
     let conn = robot.take_idle(target);
     let can_start = conn.is_some() || robot.open() < max || {
         // At the limit with only idle connections to other servers: close
-        // one, as a browser would.
+        // the one idle longest, as a browser would.
         let mut idle = robot.idle.borrow_mut();
-        idle.pop().is_some()
+        !idle.is_empty() && {
+            idle.remove(0);
+            true
+        }
     };
     if can_start {
         ctx.in_flight.set(ctx.in_flight.get() + 1);
@@ -577,14 +578,7 @@ async fn read_reply(
                 if check.received() > size {
                     return Err(ErrorKind::LengthMismatch.into());
                 }
-                conn.buf.clear();
-                conn.buf.reserve(READ_CHUNK);
-                let n = conn
-                    .stream
-                    .read_buf(&mut conn.buf)
-                    .await
-                    .map_err(|e| Failure::Error(io_kind(&e)))?;
-                if n == 0 {
+                if refill(conn).await? == 0 {
                     return Err(ErrorKind::PrematureClose.into());
                 }
                 dec.decode(&conn.buf, |d| check.feed(d))
@@ -594,14 +588,7 @@ async fn read_reply(
         Framing::UntilClose => {
             check.feed(&conn.buf[start..]);
             loop {
-                conn.buf.clear();
-                conn.buf.reserve(READ_CHUNK);
-                let n = conn
-                    .stream
-                    .read_buf(&mut conn.buf)
-                    .await
-                    .map_err(|e| Failure::Error(io_kind(&e)))?;
-                if n == 0 {
+                if refill(conn).await? == 0 {
                     break;
                 }
                 check.feed(&conn.buf);
@@ -617,6 +604,16 @@ async fn read_reply(
         outcome,
         head.keep_alive && head.framing != Framing::UntilClose,
     )
+}
+
+/// Replaces the buffer's contents with the next bytes read; 0 at the end.
+async fn refill(conn: &mut Conn) -> Result<usize, Failure> {
+    conn.buf.clear();
+    conn.buf.reserve(HEAD_CHUNK);
+    conn.stream
+        .read_buf(&mut conn.buf)
+        .await
+        .map_err(|e| Failure::Error(io_kind(&e)))
 }
 
 async fn read_body_len(conn: &mut Conn, check: &mut BodyCheck, n: u64) -> Result<(), Failure> {

@@ -157,7 +157,7 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
         let last = k + 1 == intervals.len();
         tokio::select! {
             _ = tokio::time::sleep_until(due) => {}
-            _ = stop.wait_for(|s| *s) => { interrupted = true; }
+            Ok(_) = stop.wait_for(|s| *s) => { interrupted = true; }
         }
         if interrupted || last {
             let end_s = shared.secs_at(Instant::now()).min(iv.end_s);

@@ -6,6 +6,7 @@
 //! catch it. It runs on its own thread and runtime, listening on
 //! `127.0.0.1:0`.
 
+use cacheoff_http::chunked::write_chunk;
 use cacheoff_http::echo::ECHO_HEADER;
 use cacheoff_http::request::parse_request;
 use cacheoff_http::response::parse_response;
@@ -26,12 +27,24 @@ pub struct Faults {
     pub strip_echo: bool,
 }
 
+/// How the proxy delimits reply bodies to its clients.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ReplyFraming {
+    #[default]
+    ContentLength,
+    /// `Transfer-Encoding: chunked`, in pieces of up to 1000 bytes.
+    Chunked,
+    /// No length: the body ends when the proxy closes the connection.
+    CloseDelimited,
+}
+
 /// Proxy settings.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ProxyOptions {
     /// Cache public replies (otherwise forward everything).
     pub cache: bool,
     pub faults: Faults,
+    pub framing: ReplyFraming,
 }
 
 /// What the proxy did, for assertions.
@@ -178,6 +191,7 @@ async fn client(mut s: TcpStream, opts: ProxyOptions, cache: Cache, counters: Ar
             }
             let lower = l.to_ascii_lowercase();
             if lower.starts_with(b"connection:")
+                || lower.starts_with(b"content-length:")
                 || (opts.faults.strip_echo
                     && lower.starts_with(ECHO_HEADER.to_ascii_lowercase().as_bytes()))
             {
@@ -186,14 +200,33 @@ async fn client(mut s: TcpStream, opts: ProxyOptions, cache: Cache, counters: Ar
             out.extend_from_slice(l);
             out.extend_from_slice(b"\r\n");
         }
-        out.extend_from_slice(b"Connection: keep-alive\r\n\r\n");
-        let body_at = out.len();
-        out.extend_from_slice(&stored.body);
-        if opts.faults.corrupt_body && out.len() > body_at {
-            let i = body_at + (out.len() - body_at) / 2;
-            out[i] ^= 0x20;
+        let mut body = stored.body.clone();
+        if opts.faults.corrupt_body && !body.is_empty() {
+            let i = body.len() / 2;
+            body[i] ^= 0x20;
         }
-        if s.write_all(&out).await.is_err() || !req.keep_alive {
+        match opts.framing {
+            ReplyFraming::ContentLength => {
+                out.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+                out.extend_from_slice(b"Connection: keep-alive\r\n\r\n");
+                out.extend_from_slice(&body);
+            }
+            ReplyFraming::Chunked => {
+                out.extend_from_slice(
+                    b"Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n",
+                );
+                for piece in body.chunks(1000) {
+                    write_chunk(&mut out, piece);
+                }
+                out.extend_from_slice(b"0\r\n\r\n");
+            }
+            ReplyFraming::CloseDelimited => {
+                out.extend_from_slice(b"Connection: close\r\n\r\n");
+                out.extend_from_slice(&body);
+            }
+        }
+        let close = opts.framing == ReplyFraming::CloseDelimited || !req.keep_alive;
+        if s.write_all(&out).await.is_err() || close {
             return;
         }
     }
@@ -247,8 +280,7 @@ async fn fetch(req: &RequestHead) -> Option<(Stored, bool)> {
         Framing::Empty => body.clear(),
         Framing::Chunked => return None,
     }
-    // Drop the blank line; the client loop re-terminates the head, and
-    // replace framing by an explicit length.
+    // Drop the blank line and the length; the client loop adds framing.
     let mut head_bytes = Vec::new();
     for line in buf.split(|&b| b == b'\n') {
         let l = line.strip_suffix(b"\r").unwrap_or(line);
@@ -258,7 +290,6 @@ async fn fetch(req: &RequestHead) -> Option<(Stored, bool)> {
         head_bytes.extend_from_slice(l);
         head_bytes.extend_from_slice(b"\r\n");
     }
-    head_bytes.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
     let cachable = head.status == 200 && head.cc_public && !head.cc_no_cache;
     Some((
         Stored {
