@@ -1,7 +1,7 @@
 //! The documentation of the run directory covers every field and error kind
 //! that cacheoff writes.
 
-use cacheoff_stats::{Accum, ErrorKind};
+use cacheoff_stats::{Accum, ErrorKind, RequestType};
 use cacheoff_workload::{builtin, Overrides};
 use serde_json::Value;
 
@@ -52,10 +52,11 @@ fn every_entry_field_is_documented() {
     leaf_paths(&entry, "", &mut paths);
     for p in paths {
         let parts: Vec<&str> = p.split('.').collect();
-        // `errors.by_kind.<kind>` is a map keyed by kind names.
         let last = parts[parts.len() - 1];
-        let (head, leaf) = if parts[..parts.len() - 1].contains(&"by_kind") {
-            ("errors.by_kind".to_string(), "errors.by_kind".to_string())
+        let parent = parts[..parts.len() - 1].join(".");
+        let (head, leaf) = if parent == "errors.by_kind" || parent == "request_types" {
+            // Maps keyed by a closed set's names (checked below).
+            (parent.clone(), parent)
         } else if ["count", "mean", "p50", "p99", "max"].contains(&last) && parts.len() > 1 {
             // Latency summaries: `rt_ms.all` is documented, with the leaf
             // names (`mean`, `p99`, ...) listed once.
@@ -70,6 +71,18 @@ fn every_entry_field_is_documented() {
         assert!(
             d.contains(&format!("`{leaf}")),
             "docs lack `{leaf}` (from {p})"
+        );
+    }
+}
+
+#[test]
+fn every_request_type_is_documented() {
+    let d = doc();
+    for t in RequestType::ALL {
+        assert!(
+            d.contains(&format!("`{}`", t.name())),
+            "docs lack request type {}",
+            t.name()
         );
     }
 }

@@ -305,3 +305,74 @@ fn thousands_of_robots_and_connections_in_one_process() {
         t.conns.open_max
     );
 }
+
+fn polymix_requests(w: &mut Workload) {
+    w.requests = cacheoff_workload::RequestMix {
+        basic: 0.80,
+        ims200: 0.05,
+        ims304: 0.10,
+        reload: 0.05,
+    };
+}
+
+#[test]
+fn origin_answers_if_modified_since_and_the_request_mix_is_kept() {
+    let mut w = simple(3000.0, 100, 20, 1.0, 3.0);
+    polymix_requests(&mut w);
+    // Objects that change every few minutes, so dates really move.
+    w.content.life_cycle = cacheoff_workload::LifeCycle {
+        length: Dist::exp(Quantity::Time, 300.0),
+        variance: 0.5,
+        with_lmt: 1.0,
+    };
+    let (_dir, r) = run(w, None);
+    let t = &r.summary.total;
+    assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    assert_eq!(t.dhr.measured, 0.0);
+    let share = |k: &str| t.request_types[k] as f64 * 100.0 / t.xacts as f64;
+    for (k, want) in [
+        ("basic", 80.0),
+        ("ims200", 5.0),
+        ("ims304", 10.0),
+        ("reload", 5.0),
+    ] {
+        assert!(
+            (share(k) - want).abs() < 1.0,
+            "{k}: {:.2}% of {}",
+            share(k),
+            t.xacts
+        );
+    }
+    // Hit ratios count basic requests only.
+    assert!(
+        (t.dhr.offered - 55.0).abs() < 2.5,
+        "offered {}",
+        t.dhr.offered
+    );
+}
+
+#[test]
+fn a_cache_that_ignores_request_headers_is_caught() {
+    // The test proxy serves stored replies without looking at IMS or
+    // no-cache: reloads become hits and IMS-304 requests get a 200.
+    let proxy = TestProxy::start(ProxyOptions {
+        cache: true,
+        ..Default::default()
+    });
+    let mut w = simple(1000.0, 50, 10, 1.0, 3.0);
+    polymix_requests(&mut w);
+    let (_dir, r) = run(w, Some(proxy.addr));
+    let t = &r.summary.total;
+    let reload_hits = t.errors.by_kind.get("reload_hit").copied().unwrap_or(0);
+    let wrong_status = t.errors.by_kind.get("http_status").copied().unwrap_or(0);
+    assert!(reload_hits > 20, "{:?}", t.errors.by_kind);
+    assert!(wrong_status > 40, "{:?}", t.errors.by_kind);
+    assert_eq!(
+        t.errors.total,
+        reload_hits + wrong_status,
+        "{:?}",
+        t.errors.by_kind
+    );
+    // Basic requests are unaffected.
+    assert!((t.dhr.measured - t.dhr.offered).abs() < 2.0);
+}

@@ -142,7 +142,6 @@ pub fn run(
         .collect();
     let schedule = wl.schedule();
     let start_wall = SystemTime::now() + START_DELAY;
-    let year = Duration::from_secs(365 * 86_400);
     let shared = Arc::new(Shared {
         objects: ObjectSpace::partitioned(wl.seed, &wl.content, wl.servers.count, workers as u32),
         intervals: schedule.intervals(wl.interval.as_secs_f64()),
@@ -151,8 +150,9 @@ pub fn run(
         servers: servers.clone(),
         proxy: cfg.proxy,
         start: Instant::now() + START_DELAY,
-        last_modified: httpdate::fmt_http_date(start_wall - year),
-        expires: httpdate::fmt_http_date(start_wall + year),
+        epoch: start_wall
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64()),
         wl,
     });
     sink.started(&servers);

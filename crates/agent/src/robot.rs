@@ -8,7 +8,7 @@
 //! Latency is measured from each request's intended start, so a robot that
 //! could not send on time still reports the wait (open-loop, as in wrk2).
 
-use crate::shared::Shared;
+use crate::shared::{http_date, Shared};
 use crate::timer::PreciseTimer;
 use crate::worker::{WorkerCtx, IO_BUF};
 use cacheoff_base::rng::{stream, Rng, SimRng, Stream};
@@ -17,8 +17,8 @@ use cacheoff_http::chunked::ChunkedDecoder;
 use cacheoff_http::echo::echo_of;
 use cacheoff_http::request::{write_request, RequestSpec};
 use cacheoff_http::response::parse_response;
-use cacheoff_http::Framing;
-use cacheoff_stats::{ErrorKind, Outcome, XactRecord};
+use cacheoff_http::{Framing, ResponseHead};
+use cacheoff_stats::{ErrorKind, Outcome, RequestType, XactRecord};
 use cacheoff_workload::ObjectInfo;
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
@@ -84,6 +84,7 @@ struct Planned {
     seq: u64,
     intended: Instant,
     offered_hit: bool,
+    rtype: RequestType,
 }
 
 struct Conn {
@@ -219,11 +220,25 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
     };
     let info = ctx.shared.objects.get(pick.oid);
     let offered_hit = pick.repeat && info.cachable && ctx.world.borrow().is_fetched(pick.seq);
+    let rtype = {
+        let u: f64 = robot.rng.borrow_mut().gen();
+        let shares = wl.requests.shares();
+        let mut acc = 0.0;
+        RequestType::ALL
+            .iter()
+            .zip(shares)
+            .find(|(_, share)| {
+                acc += share;
+                u < acc
+            })
+            .map_or(RequestType::Basic, |(t, _)| *t)
+    };
     Planned {
         info,
         seq: pick.seq,
         intended,
         offered_hit,
+        rtype,
     }
 }
 
@@ -348,13 +363,13 @@ async fn run_one(
 fn finish(ctx: &WorkerCtx, mut conn: Conn, p: &Planned, r: Result<Reply, Failure>) -> Option<Conn> {
     match r {
         Ok(reply) => {
-            if p.info.cachable {
+            if p.info.cachable && reply.status == 200 {
                 ctx.world.borrow_mut().mark_fetched(p.seq);
             }
             ctx.stats.borrow_mut().record_xact(&XactRecord {
                 outcome: reply.outcome,
                 bytes: reply.bytes,
-                basic: true,
+                rtype: reply.rtype,
                 offered_hit: p.offered_hit,
                 rt_corrected_us: us_since(p.intended, reply.done),
                 rt_uncorrected_us: us_since(reply.sent, reply.done),
@@ -439,6 +454,10 @@ fn set_bind_address_no_port(socket: &TcpSocket) {
 
 struct Reply {
     outcome: Outcome,
+    /// The type actually sent (an IMS request for an object without
+    /// `Last-Modified` goes out as basic).
+    rtype: RequestType,
+    status: u16,
     bytes: u64,
     keep_alive: bool,
     sent: Instant,
@@ -469,6 +488,23 @@ fn io_kind(e: &io::Error) -> ErrorKind {
 async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply, Failure> {
     let shared = &ctx.shared;
     let xact = ctx.next_xact();
+    // IMS dates come from the object's Last-Modified at send time.
+    let (rtype, ims_lmt) = match p.rtype {
+        RequestType::Ims200 | RequestType::Ims304 => {
+            match shared.times_now(&p.info).last_modified {
+                Some(lm) => (p.rtype, Some(lm)),
+                None => (RequestType::Basic, None),
+            }
+        }
+        t => (t, None),
+    };
+    let ims_date = ims_lmt.map(|lm| {
+        http_date(if rtype == RequestType::Ims200 {
+            lm - 1
+        } else {
+            lm + 1
+        })
+    });
     conn.buf.clear();
     let host = &shared.server_hosts[p.info.server as usize];
     let mut path = [0u8; 26];
@@ -482,6 +518,8 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
             absolute: shared.proxy.is_some(),
             xact,
             keep_alive: true,
+            ims: ims_date.as_deref(),
+            reload: rtype == RequestType::Reload,
         },
     );
     let sent = Instant::now();
@@ -489,17 +527,42 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
         .borrow_mut()
         .record_send(us_since(p.intended, sent));
     let deadline = tokio::time::Instant::from_std(sent + shared.wl.timeouts.xact.0);
-    match tokio::time::timeout_at(deadline, read_reply(conn, p, xact)).await {
-        Ok(Ok((outcome, bytes, keep_alive))) => Ok(Reply {
-            outcome,
-            bytes,
-            keep_alive,
+    let ask = Ask {
+        info: &p.info,
+        rtype,
+        ims_lmt,
+        xact,
+    };
+    match tokio::time::timeout_at(deadline, read_reply(conn, shared, &ask)).await {
+        Ok(Ok(r)) => Ok(Reply {
+            outcome: r.outcome,
+            rtype,
+            status: r.status,
+            bytes: r.bytes,
+            keep_alive: r.keep_alive,
             sent,
             done: Instant::now(),
         }),
         Ok(Err(f)) => Err(f),
         Err(_) => Err(Failure::Error(ErrorKind::XactTimeout)),
     }
+}
+
+/// What a request asked for, to judge its reply.
+struct Ask<'a> {
+    info: &'a ObjectInfo,
+    rtype: RequestType,
+    /// The `Last-Modified` the IMS date was derived from.
+    ims_lmt: Option<i64>,
+    xact: u64,
+}
+
+/// A reply that passed every check.
+struct Checked {
+    outcome: Outcome,
+    status: u16,
+    bytes: u64,
+    keep_alive: bool,
 }
 
 /// Writes `/cacheoff/<16 hex digits>` into `buf`.
@@ -511,11 +574,7 @@ pub fn object_path(buf: &mut [u8; 26], oid: u64) -> &str {
     std::str::from_utf8(buf).expect("ascii")
 }
 
-async fn read_reply(
-    conn: &mut Conn,
-    p: &Planned,
-    xact: u64,
-) -> Result<(Outcome, u64, bool), Failure> {
+async fn read_reply(conn: &mut Conn, shared: &Shared, ask: &Ask<'_>) -> Result<Checked, Failure> {
     conn.stream
         .write_all(&conn.buf)
         .await
@@ -544,16 +603,53 @@ async fn read_reply(
             Err(_) => return Err(ErrorKind::BadResponse.into()),
         }
     };
-    if head.status != 200 {
+    if head.status != 200 && head.status != 304 {
         return Err(ErrorKind::HttpStatus.into());
     }
     let outcome = match head.echo {
-        None => return Err(ErrorKind::ForeignSource.into()),
-        Some(e) if e == echo_of(xact) => Outcome::Miss,
+        Some(e) if e == echo_of(ask.xact) => Outcome::Miss,
         Some(_) => Outcome::Hit,
+        // Caches build 304s from a few stored headers only; the origin
+        // always echoes, so an echo-less 304 came from a cache.
+        None if head.status == 304 => Outcome::Hit,
+        None => return Err(ErrorKind::ForeignSource.into()),
     };
-    let size = p.info.size;
-    let mut check = BodyCheck::new(p.info.body_seed, size);
+    let size = if head.status == 304 { 0 } else { ask.info.size };
+    let (bytes, keep_alive) = read_body(conn, &head, ask.info.body_seed, size).await?;
+    let want = if ask.rtype == RequestType::Ims304 {
+        304
+    } else {
+        200
+    };
+    if head.status != want {
+        // The object may have changed between the IMS date and the
+        // server's answer; then either status is right.
+        let changed =
+            ask.ims_lmt.is_some() && shared.times_now(ask.info).last_modified != ask.ims_lmt;
+        if !changed {
+            return Err(ErrorKind::HttpStatus.into());
+        }
+    }
+    if ask.rtype == RequestType::Reload && outcome == Outcome::Hit {
+        return Err(ErrorKind::ReloadHit.into());
+    }
+    Ok(Checked {
+        outcome,
+        status: head.status,
+        bytes,
+        keep_alive,
+    })
+}
+
+/// Reads and verifies the body of `head` (an object of `size` bytes);
+/// returns its length and whether the connection may be reused.
+async fn read_body(
+    conn: &mut Conn,
+    head: &ResponseHead,
+    seed: u64,
+    size: u64,
+) -> Result<(u64, bool), Failure> {
+    let mut check = BodyCheck::new(seed, size);
     let start = head.head_len;
     match head.framing {
         Framing::Length(n) => {
@@ -564,7 +660,7 @@ async fn read_reply(
             if have as u64 > n {
                 // Bytes after the body: the connection is not trustworthy.
                 check.feed(&conn.buf[start..start + n as usize]);
-                return finish_body(&check, outcome, false);
+                return finish_body(&check, false);
             }
             check.feed(&conn.buf[start..]);
             read_body_len(conn, &mut check, n).await?;
@@ -601,7 +697,6 @@ async fn read_reply(
     }
     finish_body(
         &check,
-        outcome,
         head.keep_alive && head.framing != Framing::UntilClose,
     )
 }
@@ -641,16 +736,12 @@ async fn read_body_len(conn: &mut Conn, check: &mut BodyCheck, n: u64) -> Result
     r
 }
 
-fn finish_body(
-    check: &BodyCheck,
-    outcome: Outcome,
-    keep_alive: bool,
-) -> Result<(Outcome, u64, bool), Failure> {
+fn finish_body(check: &BodyCheck, keep_alive: bool) -> Result<(u64, bool), Failure> {
     if !check.intact() {
         return Err(ErrorKind::BodyMismatch.into());
     }
     if !check.ok() {
         return Err(ErrorKind::LengthMismatch.into());
     }
-    Ok((outcome, check.received(), keep_alive))
+    Ok((check.received(), keep_alive))
 }

@@ -4,6 +4,7 @@
 //! and body bytes; only the transaction echo and `Date` vary.
 
 use crate::robot::object_path;
+use crate::shared::http_date;
 use crate::worker::WorkerCtx;
 use cacheoff_base::rng::{stream, SimRng, Stream};
 use cacheoff_http::body;
@@ -86,24 +87,31 @@ async fn connection(
         };
         served += 1;
         let keep_alive = head.keep_alive && served < limit;
+        let times = ctx.shared.times_now(&info);
+        let last_modified = times.last_modified.map(http_date);
+        // 304 only when the object has not changed since the IMS date; an
+        // object without Last-Modified is always sent whole.
+        let not_modified =
+            matches!((times.last_modified, head.ims), (Some(lm), Some(ims)) if lm <= ims as i64);
+        let status = if not_modified { 304 } else { 200 };
         let mut out = ctx.take_buf();
         out.clear();
         ctx.with_date(|date| {
             write_response_head(
                 &mut out,
                 &ResponseSpec {
-                    status: 200,
+                    status,
                     content_length: info.size,
                     cachable: info.cachable,
                     date,
-                    last_modified: Some(&ctx.shared.last_modified),
-                    expires: Some(&ctx.shared.expires),
+                    last_modified: last_modified.as_deref(),
+                    expires: Some(&http_date(times.expires)),
                     echo: head.xact.map(echo_of),
                     keep_alive,
                 },
             )
         });
-        let send_body = head.method != Method::Head;
+        let send_body = head.method != Method::Head && !not_modified;
         let ok = if !send_body {
             s.write_all(&out).await.is_ok()
         } else if info.size <= ONE_WRITE {

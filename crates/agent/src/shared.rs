@@ -1,6 +1,6 @@
 //! Read-only data every worker sees.
 
-use cacheoff_workload::{Interval, ObjectSpace, Schedule, Workload};
+use cacheoff_workload::{Interval, ObjectInfo, ObjectSpace, ObjectTimes, Schedule, Workload};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Instant;
 
@@ -16,10 +16,9 @@ pub struct Shared {
     pub proxy: Option<SocketAddr>,
     /// The run's time zero.
     pub start: Instant,
-    /// `Last-Modified` and `Expires` of the static life cycle: a year before
-    /// and after the run start.
-    pub last_modified: String,
-    pub expires: String,
+    /// Wall-clock time of `start` in Unix seconds: the epoch of object life
+    /// cycles.
+    pub epoch: f64,
 }
 
 impl Shared {
@@ -27,8 +26,30 @@ impl Shared {
         Ipv4Addr::from(u32::from(self.wl.robots.first_ip) + robot)
     }
 
+    /// The object's dates now.
+    pub fn times_now(&self, o: &ObjectInfo) -> ObjectTimes {
+        self.objects.times(o, self.epoch, unix_now())
+    }
+
     /// Seconds since the run start at `t`.
     pub fn secs_at(&self, t: Instant) -> f64 {
         t.saturating_duration_since(self.start).as_secs_f64()
     }
+}
+
+/// The wall clock in Unix seconds.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// An HTTP date for Unix seconds.
+pub fn http_date(unix_secs: i64) -> String {
+    let t = if unix_secs >= 0 {
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix_secs as u64)
+    } else {
+        std::time::UNIX_EPOCH
+    };
+    httpdate::fmt_http_date(t)
 }

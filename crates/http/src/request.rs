@@ -42,6 +42,10 @@ pub struct RequestSpec<'a> {
     pub absolute: bool,
     pub xact: u64,
     pub keep_alive: bool,
+    /// `If-Modified-Since` value (an HTTP date).
+    pub ims: Option<&'a str>,
+    /// Ask for a reload: `Cache-Control: no-cache` and `Pragma: no-cache`.
+    pub reload: bool,
 }
 
 /// Appends a request head.
@@ -60,6 +64,14 @@ pub fn write_request(out: &mut Vec<u8>, r: &RequestSpec<'_>) {
     out.extend_from_slice(b": ");
     write_hex16(out, r.xact);
     out.extend_from_slice(b"\r\n");
+    if let Some(d) = r.ims {
+        out.extend_from_slice(b"If-Modified-Since: ");
+        out.extend_from_slice(d.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if r.reload {
+        out.extend_from_slice(b"Cache-Control: no-cache\r\nPragma: no-cache\r\n");
+    }
     if !r.keep_alive {
         out.extend_from_slice(b"Connection: close\r\n");
     }
@@ -82,6 +94,10 @@ pub struct RequestHead {
     pub chunked: bool,
     /// Whether the client wants the connection kept open afterwards.
     pub keep_alive: bool,
+    /// `If-Modified-Since`, in Unix seconds (None if absent or invalid).
+    pub ims: Option<u64>,
+    /// `Cache-Control: no-cache` or `Pragma: no-cache`.
+    pub no_cache: bool,
     /// Every header in order, only when asked for (proxies forward them).
     pub headers: Vec<(String, Vec<u8>)>,
 }
@@ -127,6 +143,8 @@ pub fn parse_request(buf: &[u8], keep_headers: bool) -> Result<Option<RequestHea
         content_length: None,
         chunked: false,
         keep_alive: minor >= 1,
+        ims: None,
+        no_cache: false,
         headers: Vec::new(),
     };
     for h in req.headers.iter() {
@@ -143,6 +161,15 @@ pub fn parse_request(buf: &[u8], keep_headers: bool) -> Result<Option<RequestHea
             head.content_length = Some(n);
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
             head.chunked = has_token(h.value, "chunked");
+        } else if name.eq_ignore_ascii_case("if-modified-since") {
+            head.ims = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| httpdate::parse_http_date(v.trim()).ok())
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs());
+        } else if name.eq_ignore_ascii_case("cache-control") || name.eq_ignore_ascii_case("pragma")
+        {
+            head.no_cache |= has_token(h.value, "no-cache");
         } else if name.eq_ignore_ascii_case("connection")
             || name.eq_ignore_ascii_case("proxy-connection")
         {
@@ -178,9 +205,13 @@ mod tests {
                 absolute: true,
                 xact: 0xabc,
                 keep_alive: true,
+                ims: Some("Sun, 22 Nov 2026 00:00:00 GMT"),
+                reload: true,
             },
         );
         let h = parse_request(&b, false).unwrap().unwrap();
+        assert_eq!(h.ims, Some(1_795_305_600));
+        assert!(h.no_cache);
         assert_eq!(h.method, Method::Get);
         assert_eq!(h.target, "http://127.2.0.1:8080/cacheoff/00ff");
         assert_eq!(h.path(), "/cacheoff/00ff");

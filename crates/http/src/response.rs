@@ -46,8 +46,10 @@ pub fn write_response_head(out: &mut Vec<u8>, r: &ResponseSpec<'_>) {
     out.extend_from_slice(reason(r.status).as_bytes());
     out.extend_from_slice(b"\r\nDate: ");
     out.extend_from_slice(r.date.as_bytes());
-    out.extend_from_slice(b"\r\nContent-Length: ");
-    out.extend_from_slice(r.content_length.to_string().as_bytes());
+    if r.status != 304 {
+        out.extend_from_slice(b"\r\nContent-Length: ");
+        out.extend_from_slice(r.content_length.to_string().as_bytes());
+    }
     if r.cachable {
         out.extend_from_slice(b"\r\nCache-Control: public");
     } else {

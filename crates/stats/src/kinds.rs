@@ -42,6 +42,17 @@ closed_set! {
         BodyMismatch = "body_mismatch": "the body bytes differ from the object's content",
         BacklogOverflow = "backlog_overflow": "a due request was dropped because the robot's queue of waiting requests was full",
         OriginBadRequest = "origin_bad_request": "an origin server received a request it could not parse or map to an object",
+        ReloadHit = "reload_hit": "a reload request (Cache-Control: no-cache) was answered from a cache instead of the origin server",
+    }
+}
+
+closed_set! {
+    /// What a request asks for. Only basic requests count in hit ratios.
+    RequestType {
+        Basic = "basic": "a plain GET",
+        Ims200 = "ims200": "a GET with If-Modified-Since one second before Last-Modified: the answer must be 200 with the body",
+        Ims304 = "ims304": "a GET with If-Modified-Since one second after Last-Modified: the answer must be 304",
+        Reload = "reload": "a GET with Cache-Control: no-cache and Pragma: no-cache: the answer must come from the origin server",
     }
 }
 

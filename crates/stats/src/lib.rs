@@ -13,6 +13,6 @@ mod kinds;
 pub mod log;
 mod snapshot;
 
-pub use kinds::{ErrorKind, Outcome};
+pub use kinds::{ErrorKind, Outcome, RequestType};
 pub use log::{IntervalRecord, Summary, FORMAT_VERSION};
 pub use snapshot::{Accum, Entry, Latency, Ratio, Snapshot, XactRecord};

@@ -3,7 +3,7 @@
 //! Ownership: a worker owns its `Snapshot` exclusively and hands a copy over
 //! at each interval boundary; nothing here is shared or locked.
 
-use crate::kinds::{ErrorKind, Outcome};
+use crate::kinds::{ErrorKind, Outcome, RequestType};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -58,8 +58,8 @@ pub struct XactRecord {
     pub outcome: Outcome,
     /// Body bytes received.
     pub bytes: u64,
-    /// A basic GET: counted in hit ratios.
-    pub basic: bool,
+    /// Only basic requests count in hit ratios.
+    pub rtype: RequestType,
     /// The workload offered a hit (repeat of a cachable, fetched object).
     pub offered_hit: bool,
     /// From the intended start time (open-loop, corrected).
@@ -86,6 +86,8 @@ pub struct Counters {
     pub conns_open: u64,
     /// Requests sent, successful or not.
     pub sent: u64,
+    /// Successful transactions by request type.
+    pub by_type: [u64; RequestType::COUNT],
 }
 
 /// Counters and histograms of one interval (of one worker, or merged).
@@ -114,7 +116,8 @@ impl Snapshot {
         let c = &mut self.c;
         c.xacts += 1;
         c.bytes += x.bytes;
-        if x.basic {
+        c.by_type[x.rtype as usize] += 1;
+        if x.rtype == RequestType::Basic {
             c.basic += 1;
             c.basic_bytes += x.bytes;
             if x.offered_hit {
@@ -155,6 +158,9 @@ impl Snapshot {
         a.hits += b.hits;
         a.hit_bytes += b.hit_bytes;
         for (x, y) in a.errors.iter_mut().zip(b.errors.iter()) {
+            *x += y;
+        }
+        for (x, y) in a.by_type.iter_mut().zip(b.by_type.iter()) {
             *x += y;
         }
         a.conns_opened += b.conns_opened;
@@ -299,6 +305,8 @@ pub struct Entry {
     pub send_lag_ms: Latency,
     pub errors: Errors,
     pub conns: Conns,
+    /// Successful transactions per request type name.
+    pub request_types: BTreeMap<String, u64>,
 }
 
 fn pct(a: u64, b: u64) -> f64 {
@@ -350,6 +358,10 @@ impl Entry {
                 open_max: a.conns_open_max,
                 opened: c.conns_opened,
             },
+            request_types: RequestType::ALL
+                .iter()
+                .map(|t| (t.name().to_string(), c.by_type[*t as usize]))
+                .collect(),
         }
     }
 }
@@ -362,7 +374,7 @@ mod tests {
         XactRecord {
             outcome,
             bytes,
-            basic: true,
+            rtype: RequestType::Basic,
             offered_hit: offered,
             rt_corrected_us: us,
             rt_uncorrected_us: us / 2,

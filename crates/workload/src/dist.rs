@@ -27,6 +27,8 @@ enum Shape {
     /// Polygraph's normal: mean + sd·(ΣU₁..U₁₂ − 6), bounded to ±6 sd, and
     /// never negative.
     Norm(f64, f64),
+    /// Lognormal with the given real mean and standard deviation.
+    Logn(f64, f64),
     /// floor((N+1)^U), an integer in [1, N].
     Zipf(u64),
 }
@@ -39,7 +41,7 @@ pub struct Dist {
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("invalid distribution {input:?}: {why} (examples: const(13KB), exp(13KB), unif(1s,5s), norm(2.5s,1s), zipf(64))")]
+#[error("invalid distribution {input:?}: {why} (examples: const(13KB), exp(13KB), unif(1s,5s), norm(2.5s,1s), logn(25KB,10KB), zipf(64))")]
 pub struct DistError {
     input: String,
     why: String,
@@ -70,6 +72,12 @@ impl Dist {
             shape: Shape::Norm(mean, sd),
         }
     }
+    pub fn logn(quantity: Quantity, mean: f64, sd: f64) -> Dist {
+        Dist {
+            quantity,
+            shape: Shape::Logn(mean, sd),
+        }
+    }
     pub fn zipf(n: u64) -> Dist {
         Dist {
             quantity: Quantity::Count,
@@ -84,7 +92,7 @@ impl Dist {
     /// The distribution's mean.
     pub fn mean(&self) -> f64 {
         match self.shape {
-            Shape::Const(v) | Shape::Exp(v) | Shape::Norm(v, _) => v,
+            Shape::Const(v) | Shape::Exp(v) | Shape::Norm(v, _) | Shape::Logn(v, _) => v,
             Shape::Unif(a, b) => (a + b) / 2.0,
             Shape::Zipf(n) => {
                 let ln = ((n + 1) as f64).ln();
@@ -109,6 +117,16 @@ impl Dist {
             Shape::Norm(m, s) => {
                 let sum: f64 = (0..12).map(|_| next_u()).sum();
                 (m + s * (sum - 6.0)).max(0.0)
+            }
+            Shape::Logn(m, s) => {
+                // Underlying normal's parameters from the real mean and sd.
+                let v = (s * s + m * m).ln();
+                let mu = 2.0 * m.ln() - v / 2.0;
+                let sigma = (v - 2.0 * m.ln()).max(0.0).sqrt();
+                // Box-Muller; 1 - u keeps the logarithm finite.
+                let (u1, u2) = (1.0 - next_u(), next_u());
+                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                (mu + sigma * z).exp()
             }
             Shape::Zipf(n) => ((n + 1) as f64).powf(next_u()).floor().clamp(1.0, n as f64),
         }
@@ -196,6 +214,14 @@ impl Dist {
                 want(2)?;
                 Shape::Norm(value(args[0])?, value(args[1])?)
             }
+            "logn" => {
+                want(2)?;
+                let (m, sd) = (value(args[0])?, value(args[1])?);
+                if m <= 0.0 {
+                    return Err(err("logn(mean,sd) needs a mean above zero".into()));
+                }
+                Shape::Logn(m, sd)
+            }
             "zipf" => {
                 want(1)?;
                 let n: u64 = args[0]
@@ -207,7 +233,7 @@ impl Dist {
             }
             other => {
                 return Err(err(format!(
-                    "unknown distribution {other:?} (known: const, unif, exp, norm, zipf)"
+                    "unknown distribution {other:?} (known: const, unif, exp, norm, logn, zipf)"
                 )))
             }
         };
@@ -234,6 +260,7 @@ impl fmt::Display for Dist {
             Shape::Unif(a, b) => write!(f, "unif({},{})", v(a), v(b)),
             Shape::Exp(a) => write!(f, "exp({})", v(a)),
             Shape::Norm(a, b) => write!(f, "norm({},{})", v(a), v(b)),
+            Shape::Logn(a, b) => write!(f, "logn({},{})", v(a), v(b)),
             Shape::Zipf(n) => write!(f, "zipf({n})"),
         }
     }
@@ -266,6 +293,7 @@ mod tests {
             (Quantity::Time, "norm(2.5s,1s)"),
             (Quantity::Time, "unif(1s,5s)"),
             (Quantity::Count, "zipf(64)"),
+            (Quantity::Size, "logn(300KB,300KB)"),
             (Quantity::Size, "const(1KB)"),
         ] {
             assert_eq!(Dist::parse(q, s).unwrap().to_string(), s);
@@ -341,6 +369,41 @@ mod tests {
             .sum();
         // 15 degrees of freedom, alpha = 0.001: 37.7.
         assert!(chi2 < 37.7, "chi2 = {chi2}");
+    }
+
+    #[test]
+    fn logn_takes_the_real_mean_and_sd_and_passes_kolmogorov_smirnov() {
+        let (m, sd) = (25.0 * 1024.0, 10.0 * 1024.0);
+        let d = Dist::logn(Quantity::Size, m, sd);
+        let mut rng = stream(4, Stream::Robot(0));
+        let xs: Vec<f64> = (0..100_000).map(|_| d.sample(&mut rng)).collect();
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64;
+        assert!((mean / m - 1.0).abs() < 0.01, "mean {mean}");
+        assert!((var.sqrt() / sd - 1.0).abs() < 0.03, "sd {}", var.sqrt());
+        // CDF of the lognormal through the underlying normal (erf by
+        // Abramowitz-Stegun 7.1.26, accurate to 1.5e-7).
+        let v = (sd * sd + m * m).ln();
+        let mu = 2.0 * m.ln() - v / 2.0;
+        let sigma = (v - 2.0 * m.ln()).sqrt();
+        let erf = |x: f64| {
+            let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
+            let y = 1.0
+                - (((((1.061_405_429 * t - 1.453_152_027) * t) + 1.421_413_741) * t
+                    - 0.284_496_736)
+                    * t
+                    + 0.254_829_592)
+                    * t
+                    * (-x * x).exp();
+            if x >= 0.0 {
+                y
+            } else {
+                -y
+            }
+        };
+        let cdf = |x: f64| 0.5 * (1.0 + erf((x.ln() - mu) / (sigma * std::f64::consts::SQRT_2)));
+        let dn = ks(xs, cdf);
+        assert!(dn < 1.95 / (100_000f64).sqrt(), "D = {dn}");
     }
 
     #[test]

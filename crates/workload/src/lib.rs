@@ -12,14 +12,16 @@
 //!   5-second interval boundaries.
 
 mod dist;
+mod lifecycle;
 mod model;
 mod objects;
 mod schedule;
 
 pub use dist::{Dist, DistError, Quantity};
+pub use lifecycle::{LifeCycle, ObjectTimes};
 pub use model::{
-    builtin, BuiltinError, Content, Overrides, Popularity, RobotConfig, ServerConfig, Timeouts,
-    Workload, WorkloadError, WorkloadErrorOr, BUILTINS,
+    builtin, BuiltinError, Content, Overrides, Popularity, RequestMix, RobotConfig, ServerConfig,
+    Timeouts, Workload, WorkloadError, WorkloadErrorOr, BUILTINS,
 };
 pub use objects::{ObjectInfo, ObjectSpace, WORLD_SHIFT};
 pub use schedule::{Interval, Phase, Schedule};

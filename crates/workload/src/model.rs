@@ -4,6 +4,7 @@
 //! line only fills [`Overrides`].
 
 use crate::dist::{deserialize_dist, Dist, Quantity};
+use crate::lifecycle::LifeCycle;
 use crate::schedule::{Phase, Schedule};
 use cacheoff_base::{Bytes, Dur, Rate};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -24,6 +25,7 @@ pub struct Workload {
     pub servers: ServerConfig,
     pub content: Content,
     pub popularity: Popularity,
+    pub requests: RequestMix,
     pub phases: Vec<Phase>,
     pub timeouts: Timeouts,
     /// Length of a stats interval.
@@ -75,6 +77,37 @@ pub struct Content {
     pub size: Dist,
     /// Probability that an object is cachable.
     pub cachable: f64,
+    /// When objects change (drives `Last-Modified` and `Expires`).
+    pub life_cycle: LifeCycle,
+}
+
+/// Shares of the request types (they add up to 1).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestMix {
+    /// Plain GET; only these count in hit ratios.
+    pub basic: f64,
+    /// `If-Modified-Since: LMT - 1s`: the answer must be 200 with a body.
+    pub ims200: f64,
+    /// `If-Modified-Since: LMT + 1s`: the answer must be 304.
+    pub ims304: f64,
+    /// `Cache-Control: no-cache` and `Pragma: no-cache`: the answer must
+    /// come from the origin.
+    pub reload: f64,
+}
+
+impl RequestMix {
+    pub const BASIC_ONLY: RequestMix = RequestMix {
+        basic: 1.0,
+        ims200: 0.0,
+        ims304: 0.0,
+        reload: 0.0,
+    };
+
+    /// The shares in the order basic, ims200, ims304, reload.
+    pub fn shares(&self) -> [f64; 4] {
+        [self.basic, self.ims200, self.ims304, self.reload]
+    }
 }
 
 /// Which objects robots ask for.
@@ -210,7 +243,9 @@ fn simple(o: &Overrides) -> Workload {
         content: Content {
             size: Dist::exp(Quantity::Size, 13.0 * Bytes::KB as f64),
             cachable: 0.8,
+            life_cycle: LifeCycle::static_two_years(),
         },
+        requests: RequestMix::BASIC_ONLY,
         popularity: Popularity {
             // Offered hit ratio = recurrence x cachable share = 55%.
             recurrence: 0.55 / 0.8,
@@ -323,11 +358,31 @@ impl Workload {
         }
         for (param, v) in [
             ("content.cachable", self.content.cachable),
+            (
+                "content.life_cycle.variance",
+                self.content.life_cycle.variance,
+            ),
+            (
+                "content.life_cycle.with_lmt",
+                self.content.life_cycle.with_lmt,
+            ),
             ("popularity.recurrence", self.popularity.recurrence),
+            ("requests.basic", self.requests.basic),
+            ("requests.ims200", self.requests.ims200),
+            ("requests.ims304", self.requests.ims304),
+            ("requests.reload", self.requests.reload),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(err(param, v.to_string(), "must be a probability in 0..1"));
             }
+        }
+        let sum: f64 = self.requests.shares().iter().sum();
+        if (sum - 1.0).abs() > 1e-6 {
+            return Err(err(
+                "requests",
+                format!("{sum}"),
+                "request type shares must add up to 1",
+            ));
         }
         if self.phases.is_empty() {
             return Err(err("phases", "[]".into(), "need at least one phase"));

@@ -1,5 +1,6 @@
 //! The object universe: every property of an object follows from its id.
 
+use crate::lifecycle::ObjectTimes;
 use crate::model::Content;
 use cacheoff_base::rng::{key, mix2, unit_f64, Stream};
 
@@ -15,6 +16,8 @@ pub struct ObjectInfo {
     pub server: u32,
     /// Seed of the body bytes (see `cacheoff_http::body`).
     pub body_seed: u64,
+    /// Seed of the life cycle (see [`ObjectSpace::times`]).
+    pub life_seed: u64,
 }
 
 /// Object ids are `world << WORLD_SHIFT | sequence`: each robot-side worker
@@ -69,7 +72,14 @@ impl ObjectSpace {
             cachable: unit_f64(h(2)) < self.content.cachable,
             server: self.server_of(oid, h(3)),
             body_seed: h(4),
+            life_seed: h(5),
         }
+    }
+
+    /// The object's `Last-Modified` and `Expires` at `now` (Unix seconds)
+    /// in a world that began at `epoch`.
+    pub fn times(&self, o: &ObjectInfo, epoch: f64, now: f64) -> ObjectTimes {
+        self.content.life_cycle.times(o.life_seed, epoch, now)
     }
 }
 
@@ -83,6 +93,7 @@ mod tests {
         let content = Content {
             size: Dist::exp(Quantity::Size, 13.0 * 1024.0),
             cachable: 0.8,
+            life_cycle: crate::LifeCycle::static_two_years(),
         };
         let a = ObjectSpace::new(5, &content, 10);
         let b = ObjectSpace::new(5, &content, 10);
