@@ -21,7 +21,26 @@ pub struct Cli {
 pub enum Command {
     /// Run a workload: robots ask origin servers for objects, directly or
     /// through the proxy under test, and every transaction is measured.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
+    /// List, describe and check workloads.
+    #[command(subcommand)]
+    Workload(WorkloadCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkloadCommand {
+    /// The built-in workloads, one line each.
+    List,
+    /// Every parameter and phase of a workload, in plain English.
+    Show {
+        /// A built-in workload name or a workload file (TOML).
+        workload: String,
+    },
+    /// Check a workload file; errors name the line and column.
+    Check {
+        /// Workload file (TOML) or built-in name.
+        file: String,
+    },
 }
 
 /// A request rate, or `max` for closed-loop (best-effort) load.
@@ -46,7 +65,8 @@ impl std::str::FromStr for RateArg {
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Workload to run (built-in: simple).
+    /// Workload to run: a built-in name (see `cacheoff workload list`) or a
+    /// workload file (TOML).
     pub workload: String,
 
     /// Forward proxy under test (HOST:PORT); without it robots talk to the

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod console;
 pub mod run_cmd;
 pub mod rundir;
+pub mod workload_cmd;
 
 /// A failed command: the error and the exit code it maps to
 /// (1 = the run failed, 2 = usage or configuration error).
@@ -38,5 +39,6 @@ pub fn run(cli: cli::Cli) -> Result<(), Failure> {
         cli::Command::Run(args) => {
             run_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
         }
+        cli::Command::Workload(cmd) => workload_cmd::run(&cmd),
     }
 }

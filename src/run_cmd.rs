@@ -9,7 +9,7 @@ use anyhow::Context;
 use cacheoff_agent::{RunConfig, RunOutcome, Sink, StopHandle};
 use cacheoff_stats::log::IntervalLog;
 use cacheoff_stats::{IntervalRecord, Summary};
-use cacheoff_workload::{builtin, Dist, Overrides, Quantity, Workload};
+use cacheoff_workload::{load, Dist, Overrides, Quantity, Workload};
 use std::path::{Path, PathBuf};
 
 /// What a finished `run` leaves behind.
@@ -43,7 +43,7 @@ pub fn resolve_workload(a: &RunArgs) -> Result<Workload, Failure> {
         server_port: a.server_port,
         max_conns: a.max_conns,
     };
-    builtin(&a.workload, &o).map_err(Failure::usage)
+    load(&a.workload, &o).map_err(Failure::usage)
 }
 
 struct FileAndConsole {

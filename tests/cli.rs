@@ -141,3 +141,89 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
     assert_eq!(intervals.len(), 1, "the 5 s warm-up interval was kept");
     assert!(intervals[0].stats.xacts > 400);
 }
+
+#[test]
+fn workload_list_show_and_check() {
+    let o = cacheoff(&["workload", "list"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("simple "));
+
+    let o = cacheoff(&["workload", "show", "simple"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        text.contains("Phases") && text.contains("offered hit ratio"),
+        "{text}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "name = \"b\"\n[content]\ncachable = 0.5\ncolour = \"red\"\n",
+    )
+    .unwrap();
+    let o = cacheoff(&["workload", "check", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("bad.toml:4:1: unknown field `colour`"), "{e}");
+    assert!(
+        e.contains("expected one of `size`, `cachable`, `life_cycle`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_workload_file_runs_like_a_builtin() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "mine"
+description = "two short phases with a ramp"
+peak_rate = "300/s"
+[robots]
+count = 30
+[servers]
+count = 3
+[content]
+size = "const(2KB)"
+cachable = 1.0
+[[phases]]
+name = "ramp"
+duration = "2s"
+load_begin = 0.2
+load_end = 1.0
+[[phases]]
+name = "top"
+duration = "3s"
+measured = true
+"#,
+    )
+    .unwrap();
+    let o = cacheoff(&["workload", "check", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = dir.path().join("run");
+    let o = cacheoff(&[
+        "run",
+        file.to_str().unwrap(),
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["workload"], "mine");
+    assert_eq!(s["measured_phase"], "top");
+    let ramp = &s["phases"][0];
+    let top = &s["phases"][1];
+    // The ramp averages 60% of the peak rate, the top phase 100%.
+    let ramp_rate = ramp["rate_xps"].as_f64().unwrap();
+    let top_rate = top["rate_xps"].as_f64().unwrap();
+    assert!(ramp_rate > 120.0 && ramp_rate < 240.0, "ramp {ramp_rate}");
+    assert!(top_rate > 250.0 && top_rate < 350.0, "top {top_rate}");
+    // Every object cachable: offered DHR = recurrence.
+    assert!((top["dhr"]["offered"].as_f64().unwrap() - 68.75).abs() < 6.0);
+}

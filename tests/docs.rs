@@ -2,7 +2,7 @@
 //! that cacheoff writes.
 
 use cacheoff_stats::{Accum, ErrorKind, RequestType};
-use cacheoff_workload::{builtin, Overrides};
+use cacheoff_workload::{load, Overrides};
 use serde_json::Value;
 
 fn doc() -> String {
@@ -90,7 +90,7 @@ fn every_request_type_is_documented() {
 #[test]
 fn every_workload_field_is_documented() {
     let d = doc();
-    let w = serde_json::to_value(builtin("simple", &Overrides::default()).unwrap()).unwrap();
+    let w = serde_json::to_value(load("simple", &Overrides::default()).unwrap()).unwrap();
     let mut paths = Vec::new();
     leaf_paths(&w, "", &mut paths);
     for p in paths {

@@ -6,11 +6,11 @@ use cacheoff_agent::StopHandle;
 use cacheoff_base::{Dur, Rate};
 use cacheoff_stats::log::read_intervals;
 use cacheoff_testkit::{Faults, ProxyOptions, ReplyFraming, TestProxy};
-use cacheoff_workload::{builtin, Dist, Overrides, Quantity, Workload};
+use cacheoff_workload::{load, Dist, Overrides, Quantity, Workload};
 use std::net::SocketAddr;
 
 fn simple(rate: f64, robots: u32, servers: u32, warm: f64, meas: f64) -> Workload {
-    builtin(
+    load(
         "simple",
         &Overrides {
             rate: Some(Some(Rate(rate))),

@@ -4,7 +4,7 @@
 use cacheoff::run_cmd::run_in;
 use cacheoff_agent::StopHandle;
 use cacheoff_base::{Dur, Rate};
-use cacheoff_workload::{builtin, Overrides};
+use cacheoff_workload::{load, Overrides};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -85,7 +85,7 @@ fn start_squid(dir: &Path) -> Squid {
 fn squid_hits_match_its_access_log() {
     let dir = tempfile::tempdir().unwrap();
     let squid = start_squid(dir.path());
-    let w = builtin(
+    let w = load(
         "simple",
         &Overrides {
             rate: Some(Some(Rate(300.0))),

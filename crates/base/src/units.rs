@@ -266,11 +266,11 @@ impl fmt::Display for Dur {
             (s * 1e6, "us")
         } else if s < 1.0 {
             (s * 1e3, "ms")
-        } else if s < 120.0 || s % 60.0 != 0.0 {
+        } else if s % 60.0 != 0.0 {
             (s, "s")
-        } else if s < 7200.0 || s % 3600.0 != 0.0 {
+        } else if s % 3600.0 != 0.0 {
             (s / 60.0, "min")
-        } else if s < 2.0 * 86_400.0 || s % 86_400.0 != 0.0 {
+        } else if s % 86_400.0 != 0.0 {
             (s / 3600.0, "h")
         } else {
             (s / 86_400.0, "day")
@@ -328,6 +328,10 @@ mod tests {
         assert_eq!("1e3s".parse::<Dur>().unwrap(), Dur::secs(1000.0));
         assert_eq!(Dur::secs(120.0).to_string(), "2min");
         assert_eq!(Dur::secs(90.0).to_string(), "90s");
+        assert_eq!(Dur::secs(60.0).to_string(), "1min");
+        assert_eq!(Dur::secs(5400.0).to_string(), "90min");
+        assert_eq!(Dur::secs(14400.0).to_string(), "4h");
+        assert_eq!(Dur::secs(86400.0).to_string(), "1day");
         assert_eq!(Dur::secs(0.25).to_string(), "250ms");
         assert_eq!(Rate(400.0).to_string(), "400/s");
     }

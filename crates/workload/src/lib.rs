@@ -3,25 +3,30 @@
 //! run seed, an object id, or a time offset passed in.
 //!
 //! - [`Workload`] is the fully resolved description of a run (it is written
-//!   into the run manifest). Built-ins come from [`builtin`]; command-line
-//!   [`Overrides`] are applied in one place ([`Workload::apply`]).
+//!   into the run manifest). [`load`] reads a workload file (TOML) or a
+//!   built-in one (the files in `workloads/`, compiled in), applies scaling
+//!   rules and command-line [`Overrides`], and validates it.
 //! - [`Dist`] samples sizes, times and counts.
 //! - [`ObjectSpace`] maps an object id to its size, cachability, server and
 //!   body, so robots and servers agree without talking.
 //! - [`Phase`] and [`Schedule`] give the load factor at any moment and the
 //!   5-second interval boundaries.
 
+mod describe;
 mod dist;
+mod file;
 mod lifecycle;
 mod model;
 mod objects;
 mod schedule;
 
+pub use describe::describe;
 pub use dist::{Dist, DistError, Quantity};
+pub use file::{builtin_names, load, load_text, LoadError};
 pub use lifecycle::{LifeCycle, ObjectTimes};
 pub use model::{
-    builtin, BuiltinError, Content, Overrides, Popularity, RequestMix, RobotConfig, ServerConfig,
-    Timeouts, Workload, WorkloadError, WorkloadErrorOr, BUILTINS,
+    Content, Overrides, Popularity, RequestMix, RobotConfig, ServerConfig, Timeouts, Workload,
+    WorkloadError,
 };
 pub use objects::{ObjectInfo, ObjectSpace, WORLD_SHIFT};
 pub use schedule::{Interval, Phase, Schedule};

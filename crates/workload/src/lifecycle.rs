@@ -14,7 +14,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 /// How an object changes over time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct LifeCycle {
     /// Time between modifications.
     #[serde(deserialize_with = "time_dist")]
@@ -36,6 +36,12 @@ pub struct ObjectTimes {
     pub last_modified: Option<i64>,
     /// The next modification, after now.
     pub expires: i64,
+}
+
+impl Default for LifeCycle {
+    fn default() -> Self {
+        LifeCycle::static_two_years()
+    }
 }
 
 impl LifeCycle {

@@ -6,7 +6,7 @@
 use crate::dist::{deserialize_dist, Dist, Quantity};
 use crate::lifecycle::LifeCycle;
 use crate::schedule::{Phase, Schedule};
-use cacheoff_base::{Bytes, Dur, Rate};
+use cacheoff_base::{Dur, Rate};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::net::Ipv4Addr;
 
@@ -15,6 +15,9 @@ use std::net::Ipv4Addr;
 #[serde(deny_unknown_fields)]
 pub struct Workload {
     pub name: String,
+    /// One line saying what the workload is.
+    #[serde(default)]
+    pub description: String,
     /// Seeds every random stream and the object universe.
     pub seed: u64,
     /// Total request rate at load factor 1, spread evenly over the robots;
@@ -71,7 +74,7 @@ pub struct ServerConfig {
 
 /// What objects look like.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct Content {
     #[serde(deserialize_with = "size_dist")]
     pub size: Dist,
@@ -86,13 +89,17 @@ pub struct Content {
 #[serde(deny_unknown_fields)]
 pub struct RequestMix {
     /// Plain GET; only these count in hit ratios.
+    #[serde(default)]
     pub basic: f64,
     /// `If-Modified-Since: LMT - 1s`: the answer must be 200 with a body.
+    #[serde(default)]
     pub ims200: f64,
     /// `If-Modified-Since: LMT + 1s`: the answer must be 304.
+    #[serde(default)]
     pub ims304: f64,
     /// `Cache-Control: no-cache` and `Pragma: no-cache`: the answer must
     /// come from the origin.
+    #[serde(default)]
     pub reload: f64,
 }
 
@@ -112,7 +119,7 @@ impl RequestMix {
 
 /// Which objects robots ask for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct Popularity {
     /// Probability that a request revisits an object requested before
     /// (uniformly among them); otherwise a new object is requested.
@@ -125,7 +132,7 @@ pub struct Popularity {
 
 /// Limits that keep a misbehaving proxy from stalling the robots.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct Timeouts {
     pub connect: Dur,
     /// Whole transaction, from the actual send to the last body byte.
@@ -164,7 +171,9 @@ pub struct Overrides {
     pub rate: Option<Option<Rate>>,
     pub robots: Option<u32>,
     pub servers: Option<u32>,
+    /// Length of the (last) measured phase.
     pub duration: Option<Dur>,
+    /// Length of the first phase, if it is not measured.
     pub warmup: Option<Dur>,
     pub seed: Option<u64>,
     pub size: Option<Dist>,
@@ -173,106 +182,6 @@ pub struct Overrides {
     pub server_ips: Option<Ipv4Addr>,
     pub server_port: Option<u16>,
     pub max_conns: Option<u32>,
-}
-
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("unknown workload {0:?} (built-in: {list})", list = BUILTINS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "))]
-pub struct BuiltinError(pub String);
-
-/// The built-in workloads with a one-line description each.
-pub const BUILTINS: &[(&str, &str)] = &[(
-    "simple",
-    "exp(13KB) objects, 80% cachable, uniform popularity, 55% offered hit ratio, warm-up then one measured phase",
-)];
-
-const DEFAULT_SEED: u64 = 1;
-
-/// Builds a built-in workload with the overrides applied and checked.
-pub fn builtin(name: &str, o: &Overrides) -> Result<Workload, WorkloadErrorOr> {
-    let mut w = match name {
-        "simple" => simple(o),
-        _ => return Err(WorkloadErrorOr::Unknown(BuiltinError(name.into()))),
-    };
-    w.apply(o);
-    w.validate().map_err(WorkloadErrorOr::Invalid)?;
-    Ok(w)
-}
-
-/// Either an unknown built-in name or a failed check.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum WorkloadErrorOr {
-    #[error(transparent)]
-    Unknown(BuiltinError),
-    #[error(transparent)]
-    Invalid(WorkloadError),
-}
-
-/// Robots a built-in uses for a rate when not told: 0.4 req/s per robot as
-/// in PolyMix, at most 1000 (one Polygraph client host's worth).
-fn robots_for(rate: Option<Rate>) -> u32 {
-    match rate {
-        Some(r) => ((r.per_sec() / 0.4).ceil() as u32).clamp(1, 1000),
-        None => 100,
-    }
-}
-
-fn simple(o: &Overrides) -> Workload {
-    let rate = o.rate.unwrap_or(Some(Rate(400.0)));
-    let robots = o.robots.unwrap_or_else(|| robots_for(rate));
-    let warm = o.warmup.unwrap_or(Dur::secs(10.0));
-    let meas = o.duration.unwrap_or(Dur::secs(60.0));
-    Workload {
-        name: "simple".into(),
-        seed: DEFAULT_SEED,
-        peak_rate: rate,
-        robots: RobotConfig {
-            count: robots,
-            first_ip: Ipv4Addr::new(127, 1, 0, 1),
-            max_conns: 4,
-            conn_reuse: Dist::constant(Quantity::Count, 128.0),
-            backlog: 64,
-        },
-        servers: ServerConfig {
-            count: (robots / 10 + 500).min(robots.max(1) * 4),
-            first_ip: Ipv4Addr::new(127, 2, 0, 1),
-            port: 0,
-            think_time: Dist::constant(Quantity::Time, 0.0),
-            conn_reuse: None,
-            idle_timeout: Dur::secs(15.0),
-        },
-        content: Content {
-            size: Dist::exp(Quantity::Size, 13.0 * Bytes::KB as f64),
-            cachable: 0.8,
-            life_cycle: LifeCycle::static_two_years(),
-        },
-        requests: RequestMix::BASIC_ONLY,
-        popularity: Popularity {
-            // Offered hit ratio = recurrence x cachable share = 55%.
-            recurrence: 0.55 / 0.8,
-            working_set_cap: None,
-        },
-        phases: vec![
-            Phase {
-                name: "warm".into(),
-                duration: warm,
-                load_begin: 1.0,
-                load_end: 1.0,
-                measured: false,
-            },
-            Phase {
-                name: "meas".into(),
-                duration: meas,
-                load_begin: 1.0,
-                load_end: 1.0,
-                measured: true,
-            },
-        ],
-        timeouts: Timeouts {
-            connect: Dur::secs(5.0),
-            xact: Dur::secs(30.0),
-        },
-        interval: Dur::secs(5.0),
-    }
 }
 
 impl Workload {
@@ -307,6 +216,16 @@ impl Workload {
         }
         if let Some(n) = o.max_conns {
             self.robots.max_conns = n;
+        }
+        if let Some(d) = o.duration {
+            if let Some(p) = self.phases.iter_mut().rev().find(|p| p.measured) {
+                p.duration = d;
+            }
+        }
+        if let Some(d) = o.warmup {
+            if let Some(p) = self.phases.first_mut().filter(|p| !p.measured) {
+                p.duration = d;
+            }
         }
     }
 
@@ -439,15 +358,7 @@ fn check_ip_range(_param: &str, first: Ipv4Addr, count: u32) -> Result<(), Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn simple_defaults_offer_55_percent() {
-        let w = builtin("simple", &Overrides::default()).unwrap();
-        assert!((w.offered_dhr() - 0.55).abs() < 1e-9);
-        assert_eq!(w.robots.count, 1000);
-        assert_eq!(w.robot_rate(), Some(0.4));
-        assert_eq!(w.phases.len(), 2);
-    }
+    use crate::load;
 
     #[test]
     fn overrides_apply_and_are_checked() {
@@ -457,26 +368,24 @@ mod tests {
             seed: Some(9),
             ..Default::default()
         };
-        let w = builtin("simple", &o).unwrap();
+        let w = load("simple", &o).unwrap();
         assert_eq!(w.robots.count, 250);
+        assert_eq!(w.servers.count, 525);
         assert_eq!(w.phases[1].duration, Dur::secs(30.0));
         assert_eq!(w.seed, 9);
+        assert_eq!(w.robot_rate(), Some(0.4));
 
         let bad = Overrides {
             robots: Some(20_000_000),
             ..Default::default()
         };
-        let e = builtin("simple", &bad).unwrap_err().to_string();
+        let e = load("simple", &bad).unwrap_err().to_string();
         assert!(e.contains("127.0.0.0/8"), "{e}");
-        assert!(builtin("nope", &Overrides::default())
-            .unwrap_err()
-            .to_string()
-            .contains("simple"));
     }
 
     #[test]
     fn workload_round_trips_through_json() {
-        let w = builtin("simple", &Overrides::default()).unwrap();
+        let w = load("simple", &Overrides::default()).unwrap();
         let text = serde_json::to_string(&w).unwrap();
         let back: Workload = serde_json::from_str(&text).unwrap();
         assert_eq!(w, back);

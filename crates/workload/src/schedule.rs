@@ -12,12 +12,18 @@ pub struct Phase {
     pub name: String,
     pub duration: Dur,
     /// Load factor (share of the peak request rate) at the phase start.
+    #[serde(default = "full_load")]
     pub load_begin: f64,
     /// Load factor at the phase end; it changes linearly in between.
+    #[serde(default = "full_load")]
     pub load_end: f64,
     /// Whether the headline figures are taken over this phase.
     #[serde(default)]
     pub measured: bool,
+}
+
+fn full_load() -> f64 {
+    1.0
 }
 
 /// A stats interval: `[start_s, end_s)` seconds from the run start.

@@ -1,0 +1,184 @@
+//! The resolved workload in plain English (`cacheoff workload show`, and
+//! the report card).
+
+use crate::model::Workload;
+use cacheoff_base::Dur;
+use std::fmt::Write;
+use std::net::Ipv4Addr;
+
+fn pct(v: f64) -> String {
+    let s = format!("{:.2}", v * 100.0);
+    format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
+}
+
+fn last_ip(first: Ipv4Addr, count: u32) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(first) + count.saturating_sub(1))
+}
+
+/// A multi-line description: parameter tables and the phase table.
+pub fn describe(w: &Workload) -> String {
+    let mut out = String::new();
+    let row = |out: &mut String, k: &str, v: String| {
+        let _ = writeln!(out, "  {k:<22} {v}");
+    };
+    let _ = writeln!(out, "{}: {}", w.name, w.description);
+    let _ = writeln!(out, "\nLoad");
+    match (w.peak_rate, w.robot_rate()) {
+        (Some(r), Some(per)) => row(
+            &mut out,
+            "peak request rate",
+            format!("{r} in total, {:.4}/s per robot (Poisson)", per),
+        ),
+        _ => row(
+            &mut out,
+            "peak request rate",
+            "closed-loop: each connection sends its next request when the last one ends".into(),
+        ),
+    }
+    let r = &w.robots;
+    row(
+        &mut out,
+        "robots",
+        format!(
+            "{} at {} .. {}; at most {} open connections each, each reused for {} transactions; up to {} waiting requests",
+            r.count,
+            r.first_ip,
+            last_ip(r.first_ip, r.count),
+            r.max_conns,
+            r.conn_reuse,
+            r.backlog
+        ),
+    );
+    let s = &w.servers;
+    row(
+        &mut out,
+        "origin servers",
+        format!(
+            "{} at {} .. {}, port {}; think time {}; connections reused {}, closed after {} idle",
+            s.count,
+            s.first_ip,
+            last_ip(s.first_ip, s.count),
+            if s.port == 0 {
+                "any free one".to_string()
+            } else {
+                s.port.to_string()
+            },
+            s.think_time,
+            s.conn_reuse
+                .map_or("without limit".to_string(), |d| format!(
+                    "for {d} transactions"
+                )),
+            s.idle_timeout
+        ),
+    );
+    let _ = writeln!(out, "\nContent");
+    let c = &w.content;
+    row(&mut out, "object sizes", c.size.to_string());
+    row(
+        &mut out,
+        "cachable",
+        format!("{} of objects", pct(c.cachable)),
+    );
+    row(
+        &mut out,
+        "life cycle",
+        format!(
+            "modified every {} (each modification moves by up to ±{} of a cycle); Last-Modified on {} of objects; Expires at the next modification",
+            c.life_cycle.length,
+            pct(c.life_cycle.variance / 2.0),
+            pct(c.life_cycle.with_lmt)
+        ),
+    );
+    let _ = writeln!(out, "\nRequests");
+    row(
+        &mut out,
+        "recurrence",
+        format!(
+            "{} of requests revisit an earlier object (uniform popularity{})",
+            pct(w.popularity.recurrence),
+            w.popularity
+                .working_set_cap
+                .map_or(String::new(), |c| format!(", among the last {c} objects"))
+        ),
+    );
+    row(
+        &mut out,
+        "offered hit ratio",
+        format!(
+            "about {} (recurrence x cachable share)",
+            pct(w.offered_dhr())
+        ),
+    );
+    let q = &w.requests;
+    row(
+        &mut out,
+        "request types",
+        format!(
+            "basic {}, ims200 {}, ims304 {}, reload {}",
+            pct(q.basic),
+            pct(q.ims200),
+            pct(q.ims304),
+            pct(q.reload)
+        ),
+    );
+    let _ = writeln!(out, "\nLimits");
+    row(
+        &mut out,
+        "timeouts",
+        format!(
+            "connect {}, whole transaction {}; statistics every {}",
+            w.timeouts.connect, w.timeouts.xact, w.interval
+        ),
+    );
+    let _ = writeln!(out, "\nPhases");
+    let _ = writeln!(
+        out,
+        "  {:>2}  {:<8} {:>10}  {:<13} measured",
+        "#", "name", "duration", "load"
+    );
+    for (i, p) in w.phases.iter().enumerate() {
+        let load = if p.load_begin == p.load_end {
+            pct(p.load_begin)
+        } else {
+            format!("{} -> {}", pct(p.load_begin), pct(p.load_end))
+        };
+        let _ = writeln!(
+            out,
+            "  {:>2}  {:<8} {:>10}  {:<13} {}",
+            i + 1,
+            p.name,
+            p.duration.to_string(),
+            load,
+            if p.measured { "yes" } else { "" }
+        );
+    }
+    let total: f64 = w.phases.iter().map(|p| p.duration.as_secs_f64()).sum();
+    let _ = writeln!(out, "  total {}", Dur::secs(total));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{load, Overrides};
+
+    #[test]
+    fn describes_every_part_in_words() {
+        let d = describe(&load("simple", &Overrides::default()).unwrap());
+        for needle in [
+            "simple: exp(13KB) objects",
+            "400/s in total, 0.4000/s per robot",
+            "1000 at 127.1.0.1 .. 127.1.3.232",
+            "600 at 127.2.0.1 .. 127.2.2.88",
+            "80% of objects",
+            "68.75% of requests revisit",
+            "about 55%",
+            "basic 100%, ims200 0%",
+            "   1  warm            10s  100%",
+            "   2  meas           1min  100%          yes",
+            "total 70s",
+        ] {
+            assert!(d.contains(needle), "missing {needle:?} in:\n{d}");
+        }
+    }
+}
