@@ -160,15 +160,15 @@ fn workload_list_show_and_check() {
     let bad = dir.path().join("bad.toml");
     std::fs::write(
         &bad,
-        "name = \"b\"\n[content]\ncachable = 0.5\ncolour = \"red\"\n",
+        "name = \"b\"\n[[content]]\nname = \"o\"\nshare = 1.0\nsize = \"1KB\"\ncachable = 0.5\ncolour = \"red\"\n",
     )
     .unwrap();
     let o = cacheoff(&["workload", "check", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
-    assert!(e.contains("bad.toml:4:1: unknown field `colour`"), "{e}");
+    assert!(e.contains("bad.toml:7:1: unknown field `colour`"), "{e}");
     assert!(
-        e.contains("expected one of `size`, `cachable`, `life_cycle`"),
+        e.contains("expected one of `name`, `share`, `size`, `cachable`"),
         "{e}"
     );
 }
@@ -187,7 +187,9 @@ peak_rate = "300/s"
 count = 30
 [servers]
 count = 3
-[content]
+[[content]]
+name = "blob"
+share = 1.0
 size = "const(2KB)"
 cachable = 1.0
 [[phases]]

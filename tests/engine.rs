@@ -172,7 +172,7 @@ fn a_corrupted_chunked_body_is_caught() {
         },
     });
     let mut w = simple(200.0, 10, 5, 1.0, 1.0);
-    w.content.size = Dist::constant(Quantity::Size, 5000.0);
+    w.content[0].size = Dist::constant(Quantity::Size, 5000.0);
     let (_dir, r) = run(w, Some(proxy.addr));
     let t = &r.summary.total;
     assert!(t.errors.by_kind.get("body_mismatch").copied().unwrap_or(0) > 200);
@@ -201,7 +201,7 @@ fn a_corrupted_body_byte_is_caught() {
         ..Default::default()
     });
     let mut w = simple(300.0, 20, 5, 1.0, 1.0);
-    w.content.size = Dist::constant(Quantity::Size, 2048.0);
+    w.content[0].size = Dist::constant(Quantity::Size, 2048.0);
     let (_dir, r) = run(w, Some(proxy.addr));
     let t = &r.summary.total;
     let bad = t.errors.by_kind.get("body_mismatch").copied().unwrap_or(0);
@@ -320,7 +320,7 @@ fn origin_answers_if_modified_since_and_the_request_mix_is_kept() {
     let mut w = simple(3000.0, 100, 20, 1.0, 3.0);
     polymix_requests(&mut w);
     // Objects that change every few minutes, so dates really move.
-    w.content.life_cycle = cacheoff_workload::LifeCycle {
+    w.content[0].life_cycle = cacheoff_workload::LifeCycle {
         length: Dist::exp(Quantity::Time, 300.0),
         variance: 0.5,
         with_lmt: 1.0,
@@ -375,4 +375,132 @@ fn a_cache_that_ignores_request_headers_is_caught() {
     );
     // Basic requests are unaffected.
     assert!((t.dhr.measured - t.dhr.offered).abs() < 2.0);
+}
+
+/// PolyMix-3's content types (workloads.md), as a workload file.
+const POLYMIX_CONTENT: &str = r#"
+name = "polymix-content"
+peak_rate = "2000/s"
+[robots]
+count = 200
+[servers]
+count = 20
+[popularity]
+recurrence = 0.7237
+[[content]]
+name = "image"
+share = 0.65
+size = "exp(4.5KB)"
+cachable = 0.80
+md5 = 0.01
+mime = "image/gif"
+extensions = [{ ext = ".gif", share = 0.34 }, { ext = ".jpeg", share = 0.33 }, { ext = ".png", share = 0.33 }]
+life_cycle = { length = "logn(30day,7day)", variance = 0.5, with_lmt = 1.0 }
+embedded_only = true
+[[content]]
+name = "html"
+share = 0.15
+size = "exp(8.5KB)"
+cachable = 0.90
+md5 = 0.01
+mime = "text/html"
+extensions = [{ ext = ".html", share = 0.6 }, { ext = ".htm", share = 0.4 }]
+life_cycle = { length = "logn(7day,1day)", variance = 0.33, with_lmt = 1.0 }
+embeds = { type = "image", count = "zipf(13)" }
+[[content]]
+name = "download"
+share = 0.005
+size = "logn(300KB,300KB)"
+cachable = 0.95
+md5 = 0.0001
+extensions = [{ ext = ".exe", share = 0.4 }, { ext = ".zip", share = 0.3 }, { ext = ".gz", share = 0.3 }]
+life_cycle = { length = "logn(0.5year,30day)", variance = 0.33, with_lmt = 1.0 }
+[[content]]
+name = "other"
+share = 0.195
+size = "logn(25KB,10KB)"
+cachable = 0.72
+md5 = 0.001
+life_cycle = { length = "unif(1day,1year)", variance = 0.5, with_lmt = 1.0 }
+[[phases]]
+name = "warm"
+duration = "1s"
+[[phases]]
+name = "meas"
+duration = "8s"
+measured = true
+"#;
+
+fn polymix_content() -> Workload {
+    cacheoff_workload::load_text(
+        "polymix-content.toml",
+        POLYMIX_CONTENT,
+        &Overrides::default(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn content_types_pages_and_embedded_images_follow_the_mix() {
+    let w = polymix_content();
+    let (_dir, r) = run(w, None);
+    let t = &r.summary.total;
+    assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    // The total rate includes the embedded images.
+    assert!(
+        (t.rate_xps / 2000.0 - 1.0).abs() < 0.05,
+        "rate {}",
+        t.rate_xps
+    );
+    let ct = &t.content_types;
+    let share = |k: &str| ct[k].xacts as f64 * 100.0 / t.xacts as f64;
+    // Shares of requests: images come 4.45 per page (zipf(13)), so they are
+    // 0.15 / 0.35 x 4.45 / (1 + 0.15 / 0.35 x 4.45) = 65.6% of requests.
+    let direct = 1.0 + 0.15 / 0.35 * 4.4499;
+    for (k, want) in [
+        ("image", 0.15 / 0.35 * 4.4499 / direct * 100.0),
+        ("html", 0.15 / 0.35 / direct * 100.0),
+        ("other", 0.195 / 0.35 / direct * 100.0),
+    ] {
+        assert!(
+            (share(k) - want).abs() < 1.0,
+            "{k}: {:.2}% vs {want:.2}%",
+            share(k)
+        );
+    }
+    // Mean reply sizes per type. Repeats make the samples few (about 800
+    // distinct pages), so allow 10%; the size distributions themselves are
+    // tested on 100k samples in the workload crate.
+    for (k, want) in [
+        ("image", 4.5 * 1024.0),
+        ("html", 8.5 * 1024.0),
+        ("other", 25.0 * 1024.0),
+    ] {
+        let mean = ct[k].bytes as f64 / ct[k].xacts as f64;
+        assert!((mean / want - 1.0).abs() < 0.10, "{k}: mean size {mean}");
+    }
+}
+
+#[test]
+fn an_ideal_cache_hits_every_offered_hit_of_the_content_mix() {
+    let proxy = TestProxy::start(ProxyOptions {
+        cache: true,
+        ..Default::default()
+    });
+    let (_dir, r) = run(polymix_content(), Some(proxy.addr));
+    let t = &r.summary.total;
+    assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    assert_eq!(t.rt_ms.hit.count, proxy.hits());
+    assert!(
+        (t.dhr.measured - t.dhr.offered).abs() < 2.0,
+        "measured {} offered {}",
+        t.dhr.measured,
+        t.dhr.offered
+    );
+    // Recurrence 72.37% over ~80% cachable requests.
+    assert!(
+        t.dhr.offered > 50.0 && t.dhr.offered < 62.0,
+        "offered {}",
+        t.dhr.offered
+    );
 }

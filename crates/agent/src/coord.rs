@@ -143,7 +143,7 @@ pub fn run(
     let schedule = wl.schedule();
     let start_wall = SystemTime::now() + START_DELAY;
     let shared = Arc::new(Shared {
-        objects: ObjectSpace::partitioned(wl.seed, &wl.content, wl.servers.count, workers as u32),
+        objects: ObjectSpace::new(wl.seed, &wl.content, wl.servers.count, workers as u32),
         intervals: schedule.intervals(wl.interval.as_secs_f64()),
         schedule,
         server_hosts: servers.iter().map(|a| a.to_string()).collect(),
@@ -209,6 +209,7 @@ fn collect(
 ) -> Result<Summary, AgentError> {
     let intervals = &shared.intervals;
     let phases = shared.schedule.phases();
+    let type_names: Vec<String> = shared.wl.content.iter().map(|t| t.name.clone()).collect();
     let mut pending: BTreeMap<u32, (usize, Snapshot, f64)> = BTreeMap::new();
     // The index of each worker's final snapshot, once sent.
     let workers = threads.len();
@@ -290,7 +291,7 @@ fn collect(
                 end_s,
                 robots: shared.wl.robots.count,
                 load: shared.schedule.load_at((iv.start_s + end_s) / 2.0),
-                stats: acc.entry(&phase.name),
+                stats: acc.entry(&phase.name, &type_names),
             };
             sink.interval(&record);
             phase_acc[iv.phase]
@@ -311,7 +312,7 @@ fn collect(
     let phase_entries: Vec<Entry> = phases
         .iter()
         .zip(&phase_acc)
-        .filter_map(|(p, a)| a.as_ref().map(|a| a.entry(&p.name)))
+        .filter_map(|(p, a)| a.as_ref().map(|a| a.entry(&p.name, &type_names)))
         .collect();
     let measured_phase = phases
         .iter()
@@ -326,6 +327,6 @@ fn collect(
         interrupted,
         measured_phase,
         phases: phase_entries,
-        total: total.entry("total"),
+        total: total.entry("total", &type_names),
     })
 }

@@ -19,7 +19,7 @@ use cacheoff_http::request::{write_request, RequestSpec};
 use cacheoff_http::response::parse_response;
 use cacheoff_http::{Framing, ResponseHead};
 use cacheoff_stats::{ErrorKind, Outcome, RequestType, XactRecord};
-use cacheoff_workload::ObjectInfo;
+use cacheoff_workload::{embedded_oid, ObjectInfo};
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -81,10 +81,16 @@ impl Robot {
 /// A request planned for an intended time.
 struct Planned {
     info: ObjectInfo,
+    /// The page's sequence number in the worker's world.
     seq: u64,
     intended: Instant,
+    /// The object (or, for an embedded object, its page) was fetched
+    /// before: a cache could have it.
+    prior_fetch: bool,
     offered_hit: bool,
     rtype: RequestType,
+    /// An object embedded in a page, fetched after it.
+    embedded: bool,
 }
 
 struct Conn {
@@ -108,7 +114,12 @@ impl Drop for Conn {
 /// closed-loop (best effort) when the workload has no rate.
 pub async fn start_robots(ctx: Rc<WorkerCtx>, robots: Vec<Rc<Robot>>) {
     match ctx.shared.wl.robot_rate() {
-        Some(rate) => pace(ctx, robots, rate).await,
+        // Embedded objects add to the planned requests; the plan makes up
+        // the rest of the rate.
+        Some(rate) => {
+            let planned = rate * ctx.shared.wl.direct_share();
+            pace(ctx, robots, planned).await
+        }
         None => {
             for r in &robots {
                 for _ in 0..ctx.shared.wl.robots.max_conns {
@@ -219,7 +230,7 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
             .pick(&mut *rng, wl.popularity.recurrence)
     };
     let info = ctx.shared.objects.get(pick.oid);
-    let offered_hit = pick.repeat && info.cachable && ctx.world.borrow().is_fetched(pick.seq);
+    let prior_fetch = pick.repeat && ctx.world.borrow().is_fetched(pick.seq);
     let rtype = {
         let u: f64 = robot.rng.borrow_mut().gen();
         let shares = wl.requests.shares();
@@ -237,9 +248,30 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
         info,
         seq: pick.seq,
         intended,
-        offered_hit,
+        prior_fetch,
+        offered_hit: prior_fetch && info.cachable,
         rtype,
+        embedded: false,
     }
+}
+
+/// After a page arrived: its embedded objects, due now, as a cache-less
+/// browser fetches them.
+fn embedded_of<'a>(ctx: &'a WorkerCtx, page: &Planned) -> impl Iterator<Item = Planned> + 'a {
+    let now = Instant::now();
+    let (prior_fetch, seq, oid) = (page.prior_fetch, page.seq, page.info.oid);
+    (1..=page.info.embeds).map(move |k| {
+        let info = ctx.shared.objects.get(embedded_oid(oid, k));
+        Planned {
+            info,
+            seq,
+            intended: now,
+            prior_fetch,
+            offered_hit: prior_fetch && info.cachable,
+            rtype: RequestType::Basic,
+            embedded: true,
+        }
+    })
 }
 
 fn target_of(ctx: &WorkerCtx, p: &Planned) -> Target {
@@ -354,22 +386,39 @@ async fn run_one(
                 }
             };
             let r = exchange(ctx, &mut fresh, &p).await;
-            finish(ctx, fresh, &p, r)
+            let page_ok = r.as_ref().is_ok_and(|r| r.status == 200);
+            let conn = finish(ctx, fresh, &p, r);
+            fetch_embedded(ctx, robot, &p, page_ok);
+            conn
         }
-        r => finish(ctx, conn, &p, r),
+        r => {
+            let page_ok = r.as_ref().is_ok_and(|r| r.status == 200);
+            let conn = finish(ctx, conn, &p, r);
+            fetch_embedded(ctx, robot, &p, page_ok);
+            conn
+        }
+    }
+}
+
+fn fetch_embedded(ctx: &Rc<WorkerCtx>, robot: &Rc<Robot>, page: &Planned, page_ok: bool) {
+    if page_ok && page.info.embeds > 0 && !ctx.stopping.get() {
+        for e in embedded_of(ctx, page) {
+            dispatch(ctx, robot, e);
+        }
     }
 }
 
 fn finish(ctx: &WorkerCtx, mut conn: Conn, p: &Planned, r: Result<Reply, Failure>) -> Option<Conn> {
     match r {
         Ok(reply) => {
-            if p.info.cachable && reply.status == 200 {
+            if !p.embedded && reply.status == 200 {
                 ctx.world.borrow_mut().mark_fetched(p.seq);
             }
             ctx.stats.borrow_mut().record_xact(&XactRecord {
                 outcome: reply.outcome,
                 bytes: reply.bytes,
                 rtype: reply.rtype,
+                ctype: p.info.ctype,
                 offered_hit: p.offered_hit,
                 rt_corrected_us: us_since(p.intended, reply.done),
                 rt_uncorrected_us: us_since(reply.sent, reply.done),
@@ -507,14 +556,14 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
     });
     conn.buf.clear();
     let host = &shared.server_hosts[p.info.server as usize];
-    let mut path = [0u8; 26];
-    let path = object_path(&mut path, p.info.oid);
+    let mut path = String::with_capacity(40);
+    shared.objects.write_path(&mut path, &p.info);
     write_request(
         &mut conn.buf,
         &RequestSpec {
             method: "GET",
             host,
-            path,
+            path: &path,
             absolute: shared.proxy.is_some(),
             xact,
             keep_alive: true,
@@ -563,15 +612,6 @@ struct Checked {
     status: u16,
     bytes: u64,
     keep_alive: bool,
-}
-
-/// Writes `/cacheoff/<16 hex digits>` into `buf`.
-pub fn object_path(buf: &mut [u8; 26], oid: u64) -> &str {
-    buf[..10].copy_from_slice(b"/cacheoff/");
-    let mut v = Vec::with_capacity(16);
-    cacheoff_http::echo::write_hex16(&mut v, oid);
-    buf[10..].copy_from_slice(&v);
-    std::str::from_utf8(buf).expect("ascii")
 }
 
 async fn read_reply(conn: &mut Conn, shared: &Shared, ask: &Ask<'_>) -> Result<Checked, Failure> {

@@ -3,12 +3,11 @@
 //! A response is fully determined by the object: size, cachability, dates
 //! and body bytes; only the transaction echo and `Date` vary.
 
-use crate::robot::object_path;
 use crate::shared::http_date;
 use crate::worker::WorkerCtx;
 use cacheoff_base::rng::{stream, SimRng, Stream};
 use cacheoff_http::body;
-use cacheoff_http::echo::{echo_of, parse_hex};
+use cacheoff_http::echo::echo_of;
 use cacheoff_http::request::{parse_request, RequestHead};
 use cacheoff_http::response::{write_response_head, ResponseSpec};
 use cacheoff_http::Method;
@@ -94,6 +93,7 @@ async fn connection(
         let not_modified =
             matches!((times.last_modified, head.ims), (Some(lm), Some(ims)) if lm <= ims as i64);
         let status = if not_modified { 304 } else { 200 };
+        let md5 = (info.md5 && status == 200).then(|| body::content_md5(info.body_seed, info.size));
         let mut out = ctx.take_buf();
         out.clear();
         ctx.with_date(|date| {
@@ -108,6 +108,8 @@ async fn connection(
                     expires: Some(&http_date(times.expires)),
                     echo: head.xact.map(echo_of),
                     keep_alive,
+                    content_type: ctx.shared.objects.mime(&info),
+                    content_md5: md5.as_deref(),
                 },
             )
         });
@@ -142,18 +144,14 @@ async fn write_large(s: &mut TcpStream, head: &[u8], seed: u64, size: u64) -> bo
     true
 }
 
-/// Maps `/cacheoff/<hex oid>` to its object, which must live on this server.
+/// Maps the URL path to its object, which must live on this server.
 fn object_of(
     ctx: &WorkerCtx,
     head: &RequestHead,
     idx: u32,
 ) -> Option<cacheoff_workload::ObjectInfo> {
-    let hex = head.path().strip_prefix("/cacheoff/")?;
-    let oid = parse_hex(hex.as_bytes())?;
-    let info = ctx.shared.objects.get(oid);
-    // Reject ids whose canonical path differs (e.g. extra characters).
-    let mut buf = [0u8; 26];
-    (info.server == idx && object_path(&mut buf, oid) == head.path()).then_some(info)
+    let info = ctx.shared.objects.parse_path(head.path())?;
+    (info.server == idx).then_some(info)
 }
 
 /// Reads one request head; `Ok(None)` on a clean close or idle timeout.

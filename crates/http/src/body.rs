@@ -52,6 +52,20 @@ pub fn append(out: &mut Vec<u8>, seed: u64, offset: u64, len: u64) {
     }
 }
 
+/// `Content-MD5` of a body: base64 of its MD5 digest.
+pub fn content_md5(seed: u64, len: u64) -> String {
+    use base64::Engine;
+    use md5::{Digest, Md5};
+    let mut h = Md5::new();
+    let mut off = 0;
+    while off < len {
+        let piece = slice(seed, off, (len - off).min(PATTERN_LEN as u64) as usize);
+        h.update(piece);
+        off += piece.len() as u64;
+    }
+    base64::engine::general_purpose::STANDARD.encode(h.finalize())
+}
+
 /// Checks a body as it arrives, in pieces of any size.
 #[derive(Debug, Clone)]
 pub struct BodyCheck {
@@ -122,6 +136,18 @@ mod tests {
                 assert!(c.ok(), "seed {seed} len {len} piece {piece}");
             }
         }
+    }
+
+    #[test]
+    fn content_md5_is_the_digest_of_the_body() {
+        use base64::Engine;
+        use md5::{Digest, Md5};
+        let mut body = Vec::new();
+        append(&mut body, 9, 0, 100_000);
+        let want = base64::engine::general_purpose::STANDARD.encode(Md5::digest(&body));
+        assert_eq!(content_md5(9, 100_000), want);
+        // The well-known digest of the empty string.
+        assert_eq!(content_md5(9, 0), "1B2M2Y8AsgTpgAmY7PhCfg==");
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub struct ResponseSpec<'a> {
     pub expires: Option<&'a str>,
     pub echo: Option<u64>,
     pub keep_alive: bool,
+    pub content_type: &'a str,
+    /// `Content-MD5` value.
+    pub content_md5: Option<&'a str>,
 }
 
 fn reason(status: u16) -> &'static str {
@@ -69,7 +72,13 @@ pub fn write_response_head(out: &mut Vec<u8>, r: &ResponseSpec<'_>) {
         out.extend_from_slice(b": ");
         write_hex16(out, echo);
     }
-    out.extend_from_slice(b"\r\nContent-Type: application/octet-stream\r\nConnection: ");
+    if let Some(m) = r.content_md5 {
+        out.extend_from_slice(b"\r\nContent-MD5: ");
+        out.extend_from_slice(m.as_bytes());
+    }
+    out.extend_from_slice(b"\r\nContent-Type: ");
+    out.extend_from_slice(r.content_type.as_bytes());
+    out.extend_from_slice(b"\r\nConnection: ");
     out.extend_from_slice(if r.keep_alive {
         b"keep-alive"
     } else {
@@ -198,6 +207,8 @@ mod tests {
                 expires: None,
                 echo: Some(77),
                 keep_alive: true,
+                content_type: "image/gif",
+                content_md5: Some("1B2M2Y8AsgTpgAmY7PhCfg=="),
             },
         );
         let h = parse_response(&b, false, true).unwrap().unwrap();
@@ -207,6 +218,11 @@ mod tests {
         assert!(h.keep_alive && h.cc_public && !h.cc_no_cache);
         assert_eq!(h.head_len, b.len());
         assert!(h.headers.iter().any(|(n, _)| n == "Last-Modified"));
+        assert!(h
+            .headers
+            .iter()
+            .any(|(n, v)| n == "Content-Type" && v == b"image/gif"));
+        assert!(h.headers.iter().any(|(n, _)| n == "Content-MD5"));
     }
 
     #[test]

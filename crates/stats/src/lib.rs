@@ -15,4 +15,6 @@ mod snapshot;
 
 pub use kinds::{ErrorKind, Outcome, RequestType};
 pub use log::{IntervalRecord, Summary, FORMAT_VERSION};
-pub use snapshot::{Accum, Entry, Latency, Ratio, Snapshot, XactRecord};
+pub use snapshot::{
+    Accum, Entry, Latency, Ratio, Snapshot, TypeCount, XactRecord, MAX_CONTENT_TYPES,
+};

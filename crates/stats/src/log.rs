@@ -120,7 +120,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let _ = std::fs::remove_file(dir.join(INTERVALS_FILE));
         let mut log = IntervalLog::create(&dir).unwrap();
-        let entry = Accum::default().entry("i");
+        let entry = Accum::default().entry("i", &[]);
         for i in 0..3 {
             log.append(&IntervalRecord {
                 version: FORMAT_VERSION,

@@ -8,6 +8,9 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// Most content types counted separately (the rest share the last slot).
+pub const MAX_CONTENT_TYPES: usize = 16;
+
 /// Latency histograms cover 1 µs .. 1 h with 3 significant digits.
 const HIST_MAX_US: u64 = 3_600_000_000;
 
@@ -60,6 +63,8 @@ pub struct XactRecord {
     pub bytes: u64,
     /// Only basic requests count in hit ratios.
     pub rtype: RequestType,
+    /// Index of the object's content type.
+    pub ctype: u16,
     /// The workload offered a hit (repeat of a cachable, fetched object).
     pub offered_hit: bool,
     /// From the intended start time (open-loop, corrected).
@@ -88,6 +93,8 @@ pub struct Counters {
     pub sent: u64,
     /// Successful transactions by request type.
     pub by_type: [u64; RequestType::COUNT],
+    /// Successful transactions and their body bytes by content type.
+    pub by_ctype: [(u64, u64); MAX_CONTENT_TYPES],
 }
 
 /// Counters and histograms of one interval (of one worker, or merged).
@@ -117,6 +124,9 @@ impl Snapshot {
         c.xacts += 1;
         c.bytes += x.bytes;
         c.by_type[x.rtype as usize] += 1;
+        let ct = &mut c.by_ctype[usize::from(x.ctype).min(MAX_CONTENT_TYPES - 1)];
+        ct.0 += 1;
+        ct.1 += x.bytes;
         if x.rtype == RequestType::Basic {
             c.basic += 1;
             c.basic_bytes += x.bytes;
@@ -163,6 +173,10 @@ impl Snapshot {
         for (x, y) in a.by_type.iter_mut().zip(b.by_type.iter()) {
             *x += y;
         }
+        for (x, y) in a.by_ctype.iter_mut().zip(b.by_ctype.iter()) {
+            x.0 += y.0;
+            x.1 += y.1;
+        }
         a.conns_opened += b.conns_opened;
         a.conns_open += b.conns_open;
         a.sent += b.sent;
@@ -202,8 +216,9 @@ impl Accum {
         self.conns_open_last = open;
     }
 
-    pub fn entry(&self, name: &str) -> Entry {
-        Entry::new(name, self)
+    /// The JSON view, naming content types by `content_types`.
+    pub fn entry(&self, name: &str, content_types: &[String]) -> Entry {
+        Entry::new(name, self, content_types)
     }
 }
 
@@ -307,6 +322,15 @@ pub struct Entry {
     pub conns: Conns,
     /// Successful transactions per request type name.
     pub request_types: BTreeMap<String, u64>,
+    /// Successful transactions and body bytes per content type name.
+    pub content_types: BTreeMap<String, TypeCount>,
+}
+
+/// Transactions and bytes of one content type.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TypeCount {
+    pub xacts: u64,
+    pub bytes: u64,
 }
 
 fn pct(a: u64, b: u64) -> f64 {
@@ -318,7 +342,7 @@ fn pct(a: u64, b: u64) -> f64 {
 }
 
 impl Entry {
-    pub fn new(name: &str, a: &Accum) -> Entry {
+    pub fn new(name: &str, a: &Accum, content_types: &[String]) -> Entry {
         let c = &a.snap.c;
         let errors_total: u64 = c.errors.iter().sum();
         let by_kind = ErrorKind::ALL
@@ -362,6 +386,20 @@ impl Entry {
                 .iter()
                 .map(|t| (t.name().to_string(), c.by_type[*t as usize]))
                 .collect(),
+            content_types: content_types
+                .iter()
+                .take(MAX_CONTENT_TYPES)
+                .zip(c.by_ctype.iter())
+                .map(|(n, (x, b))| {
+                    (
+                        n.clone(),
+                        TypeCount {
+                            xacts: *x,
+                            bytes: *b,
+                        },
+                    )
+                })
+                .collect(),
         }
     }
 }
@@ -375,6 +413,7 @@ mod tests {
             outcome,
             bytes,
             rtype: RequestType::Basic,
+            ctype: 0,
             offered_hit: offered,
             rt_corrected_us: us,
             rt_uncorrected_us: us / 2,
@@ -395,7 +434,7 @@ mod tests {
         a.add(&b);
         let mut acc = Accum::default();
         acc.add_interval(&a, 2.0);
-        let e = acc.entry("top");
+        let e = acc.entry("top", &["object".to_string()]);
         assert_eq!(e.xacts, 2);
         assert_eq!(e.rate_xps, 1.0);
         assert_eq!(
@@ -415,6 +454,13 @@ mod tests {
         assert_eq!(e.errors.by_kind.get("body_mismatch"), Some(&1));
         assert!((e.errors.percent - 33.333).abs() < 0.01);
         assert_eq!(e.conns.open_max, 3);
+        assert_eq!(
+            e.content_types["object"],
+            TypeCount {
+                xacts: 2,
+                bytes: 4000
+            }
+        );
 
         a.reset();
         assert_eq!(a.c.xacts, 0);

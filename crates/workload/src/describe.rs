@@ -72,23 +72,40 @@ pub fn describe(w: &Workload) -> String {
         ),
     );
     let _ = writeln!(out, "\nContent");
-    let c = &w.content;
-    row(&mut out, "object sizes", c.size.to_string());
-    row(
-        &mut out,
-        "cachable",
-        format!("{} of objects", pct(c.cachable)),
-    );
-    row(
-        &mut out,
-        "life cycle",
-        format!(
-            "modified every {} (each modification moves by up to ±{} of a cycle); Last-Modified on {} of objects; Expires at the next modification",
-            c.life_cycle.length,
-            pct(c.life_cycle.variance / 2.0),
-            pct(c.life_cycle.with_lmt)
-        ),
-    );
+    for t in &w.content {
+        let mut facts = vec![
+            format!("{} of the content mix", pct(t.share)),
+            format!("size {}", t.size),
+            format!("{} cachable", pct(t.cachable)),
+        ];
+        if t.md5 > 0.0 {
+            facts.push(format!("Content-MD5 on {}", pct(t.md5)));
+        }
+        if !t.extensions.is_empty() {
+            let exts: Vec<String> = t
+                .extensions
+                .iter()
+                .map(|e| format!("{} {}", e.ext, pct(e.share)))
+                .collect();
+            facts.push(format!("extensions {}", exts.join(", ")));
+        }
+        facts.push(format!(
+            "modified every {} (±{} of a cycle), Last-Modified on {}, Expires at the next modification",
+            t.life_cycle.length,
+            pct(t.life_cycle.variance / 2.0),
+            pct(t.life_cycle.with_lmt)
+        ));
+        if t.embedded_only {
+            facts.push("requested only as embedded objects".into());
+        }
+        if let Some(e) = &t.embeds {
+            facts.push(format!(
+                "embeds {} {} objects, fetched after the page",
+                e.count, e.type_name
+            ));
+        }
+        row(&mut out, &t.name, facts.join("; "));
+    }
     let _ = writeln!(out, "\nRequests");
     row(
         &mut out,
@@ -170,7 +187,7 @@ mod tests {
             "400/s in total, 0.4000/s per robot",
             "1000 at 127.1.0.1 .. 127.1.3.232",
             "600 at 127.2.0.1 .. 127.2.2.88",
-            "80% of objects",
+            "object                 100% of the content mix; size exp(13KB); 80% cachable",
             "68.75% of requests revisit",
             "about 55%",
             "basic 100%, ims200 0%",

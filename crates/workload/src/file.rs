@@ -5,10 +5,11 @@
 //!
 //! Every error names the file, line and column, and what was expected.
 
+use crate::content::ContentType;
 use crate::dist::{deserialize_dist, Dist, Quantity};
 use crate::lifecycle::LifeCycle;
 use crate::model::{
-    Content, Overrides, Popularity, RequestMix, RobotConfig, ServerConfig, Timeouts, Workload,
+    Overrides, Popularity, RequestMix, RobotConfig, ServerConfig, Timeouts, Workload,
 };
 use crate::schedule::Phase;
 use cacheoff_base::{Bytes, Dur, Rate};
@@ -146,7 +147,7 @@ struct RawWorkload {
     peak_rate: PeakRate,
     robots: RawRobots,
     servers: RawServers,
-    content: Content,
+    content: Vec<ContentType>,
     popularity: Popularity,
     requests: RequestMix,
     timeouts: Timeouts,
@@ -163,22 +164,17 @@ impl Default for RawWorkload {
             peak_rate: PeakRate(Some(Rate(400.0))),
             robots: RawRobots::default(),
             servers: RawServers::default(),
-            content: Content::default(),
+            content: vec![ContentType::single(
+                "object",
+                Dist::exp(Quantity::Size, 13.0 * Bytes::KB as f64),
+                0.8,
+                LifeCycle::static_two_years(),
+            )],
             popularity: Popularity::default(),
             requests: RequestMix::BASIC_ONLY,
             timeouts: Timeouts::default(),
             interval: Dur::secs(5.0),
             phases: Vec::new(),
-        }
-    }
-}
-
-impl Default for Content {
-    fn default() -> Self {
-        Content {
-            size: Dist::exp(Quantity::Size, 13.0 * Bytes::KB as f64),
-            cachable: 0.8,
-            life_cycle: LifeCycle::static_two_years(),
         }
     }
 }
@@ -348,12 +344,12 @@ mod tests {
 
         let e = load_text(
             "w.toml",
-            "[content]\nsize = \"exp(13QB)\"\n",
+            "[[content]]\nname = \"a\"\nshare = 1.0\ncachable = 1.0\nsize = \"exp(13QB)\"\n",
             &Overrides::default(),
         )
         .unwrap_err()
         .to_string();
-        assert!(e.starts_with("w.toml:2:8: "), "{e}");
+        assert!(e.starts_with("w.toml:5:8: "), "{e}");
         assert!(e.contains("13QB"), "{e}");
 
         let e = load_text("w.toml", "name = \n", &Overrides::default())

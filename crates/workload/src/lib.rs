@@ -12,6 +12,7 @@
 //! - [`Phase`] and [`Schedule`] give the load factor at any moment and the
 //!   5-second interval boundaries.
 
+mod content;
 mod describe;
 mod dist;
 mod file;
@@ -20,13 +21,13 @@ mod model;
 mod objects;
 mod schedule;
 
+pub use content::{ContentType, Embeds, Extension, Mix};
 pub use describe::describe;
 pub use dist::{Dist, DistError, Quantity};
 pub use file::{builtin_names, load, load_text, LoadError};
 pub use lifecycle::{LifeCycle, ObjectTimes};
 pub use model::{
-    Content, Overrides, Popularity, RequestMix, RobotConfig, ServerConfig, Timeouts, Workload,
-    WorkloadError,
+    Overrides, Popularity, RequestMix, RobotConfig, ServerConfig, Timeouts, Workload, WorkloadError,
 };
-pub use objects::{ObjectInfo, ObjectSpace, WORLD_SHIFT};
+pub use objects::{embedded_oid, split_oid, ObjectInfo, ObjectSpace, MAX_EMBEDDED, WORLD_SHIFT};
 pub use schedule::{Interval, Phase, Schedule};

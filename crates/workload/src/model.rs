@@ -3,8 +3,8 @@
 //! Parameters, their defaults and their checks live here once; the command
 //! line only fills [`Overrides`].
 
+use crate::content::{ContentType, Mix};
 use crate::dist::{deserialize_dist, Dist, Quantity};
-use crate::lifecycle::LifeCycle;
 use crate::schedule::{Phase, Schedule};
 use cacheoff_base::{Dur, Rate};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -26,7 +26,8 @@ pub struct Workload {
     pub peak_rate: Option<Rate>,
     pub robots: RobotConfig,
     pub servers: ServerConfig,
-    pub content: Content,
+    /// The content types objects are drawn from.
+    pub content: Vec<ContentType>,
     pub popularity: Popularity,
     pub requests: RequestMix,
     pub phases: Vec<Phase>,
@@ -70,18 +71,6 @@ pub struct ServerConfig {
     pub conn_reuse: Option<Dist>,
     /// An idle persistent connection is closed after this long.
     pub idle_timeout: Dur,
-}
-
-/// What objects look like.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Content {
-    #[serde(deserialize_with = "size_dist")]
-    pub size: Dist,
-    /// Probability that an object is cachable.
-    pub cachable: f64,
-    /// When objects change (drives `Last-Modified` and `Expires`).
-    pub life_cycle: LifeCycle,
 }
 
 /// Shares of the request types (they add up to 1).
@@ -139,9 +128,6 @@ pub struct Timeouts {
     pub xact: Dur,
 }
 
-fn size_dist<'de, D: Deserializer<'de>>(d: D) -> Result<Dist, D::Error> {
-    deserialize_dist(d, Quantity::Size)
-}
 fn time_dist<'de, D: Deserializer<'de>>(d: D) -> Result<Dist, D::Error> {
     deserialize_dist(d, Quantity::Time)
 }
@@ -200,7 +186,9 @@ impl Workload {
             self.seed = s;
         }
         if let Some(d) = o.size {
-            self.content.size = d;
+            for t in &mut self.content {
+                t.size = d;
+            }
         }
         if let Some(d) = o.think_time {
             self.servers.think_time = d;
@@ -239,10 +227,43 @@ impl Workload {
             .map(|r| r.per_sec() / f64::from(self.robots.count.max(1)))
     }
 
-    /// Offered document hit ratio implied by the parameters (0..1), before
-    /// the effect of requests that overlap their object's first fetch.
+    /// Offered document hit ratio implied by the parameters (0..1): the
+    /// recurrence times the cachable share of all requests (embedded
+    /// objects of a revisited page are revisits too), before the effect of
+    /// requests that overlap their object's first fetch.
     pub fn offered_dhr(&self) -> f64 {
-        self.popularity.recurrence * self.content.cachable
+        let direct: f64 = self
+            .content
+            .iter()
+            .filter(|t| !t.embedded_only)
+            .map(|t| t.share)
+            .sum();
+        let (mut hits, mut requests) = (0.0, 0.0);
+        for t in self.content.iter().filter(|t| !t.embedded_only) {
+            let p = t.share / direct;
+            hits += p * t.cachable;
+            requests += p;
+            if let Some(e) = &t.embeds {
+                let n = e.count.mean();
+                let c = self
+                    .content
+                    .iter()
+                    .find(|o| o.name == e.type_name)
+                    .map_or(0.0, |o| o.cachable);
+                hits += p * n * c;
+                requests += p * n;
+            }
+        }
+        if requests <= 0.0 {
+            return 0.0;
+        }
+        self.popularity.recurrence * hits / requests
+    }
+
+    /// Share of requests that robots plan (the rest are embedded objects
+    /// fetched after their pages).
+    pub fn direct_share(&self) -> f64 {
+        Mix::new(&self.content).map_or(1.0, |m| 1.0 / (1.0 + m.embedded_per_direct(&self.content)))
     }
 
     /// Checks ranges and consistency.
@@ -275,16 +296,22 @@ impl Workload {
                 return Err(err("peak_rate", r.to_string(), "must be above zero"));
             }
         }
+        Mix::new(&self.content)
+            .map_err(|why| err("content", format!("{} types", self.content.len()), &why))?;
+        for t in &self.content {
+            for (param, v) in [
+                ("content.share", t.share),
+                ("content.cachable", t.cachable),
+                ("content.md5", t.md5),
+                ("content.life_cycle.variance", t.life_cycle.variance),
+                ("content.life_cycle.with_lmt", t.life_cycle.with_lmt),
+            ] {
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(err(param, format!("{v} ({})", t.name), "must be in 0..1"));
+                }
+            }
+        }
         for (param, v) in [
-            ("content.cachable", self.content.cachable),
-            (
-                "content.life_cycle.variance",
-                self.content.life_cycle.variance,
-            ),
-            (
-                "content.life_cycle.with_lmt",
-                self.content.life_cycle.with_lmt,
-            ),
             ("popularity.recurrence", self.popularity.recurrence),
             ("requests.basic", self.requests.basic),
             ("requests.ims200", self.requests.ims200),

@@ -1,17 +1,49 @@
 //! The object universe: every property of an object follows from its id.
+//!
+//! Object ids: bits 0..40 a sequence number, bits 40..52 the world (the
+//! worker that created the object), bits 52..59 the index of an embedded
+//! object within its page (0 for pages and other directly requested
+//! objects). An embedded object lives on its page's server.
 
+use crate::content::{ContentType, Mix};
 use crate::lifecycle::ObjectTimes;
-use crate::model::Content;
 use cacheoff_base::rng::{key, mix2, unit_f64, Stream};
+use std::sync::Arc;
+
+pub const WORLD_SHIFT: u32 = 40;
+const WORLD_MASK: u64 = 0xFFF;
+const EMBED_SHIFT: u32 = 52;
+/// Most embedded objects per page.
+pub const MAX_EMBEDDED: u32 = 127;
+const URL_PREFIX: &str = "/cacheoff/";
+
+/// The id of the `k`-th (1-based) object embedded in `page`.
+pub fn embedded_oid(page: u64, k: u32) -> u64 {
+    page | u64::from(k.min(MAX_EMBEDDED)) << EMBED_SHIFT
+}
+
+/// Splits an id into its page (itself for a page) and embedded index.
+pub fn split_oid(oid: u64) -> (u64, u32) {
+    let k = (oid >> EMBED_SHIFT) as u32 & MAX_EMBEDDED;
+    (oid & !(u64::from(MAX_EMBEDDED) << EMBED_SHIFT), k)
+}
 
 /// What robots and servers both know about one object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ObjectInfo {
     pub oid: u64,
+    /// Index of the content type.
+    pub ctype: u16,
+    /// Index of the URL extension within the type (None: no extension).
+    pub ext: Option<u16>,
     /// Body length in bytes.
     pub size: u64,
     /// Answered with `Cache-Control: public` (else `private,no-cache`).
     pub cachable: bool,
+    /// Responses carry `Content-MD5`.
+    pub md5: bool,
+    /// Objects embedded in this one (fetched after it).
+    pub embeds: u32,
     /// Index of the origin server that owns the object.
     pub server: u32,
     /// Seed of the body bytes (see `cacheoff_http::body`).
@@ -20,57 +52,88 @@ pub struct ObjectInfo {
     pub life_seed: u64,
 }
 
-/// Object ids are `world << WORLD_SHIFT | sequence`: each robot-side worker
-/// creates objects in its own world.
-pub const WORLD_SHIFT: u32 = 40;
-
-/// Maps object ids to [`ObjectInfo`]; cheap to copy and share read-only.
+/// Maps object ids to [`ObjectInfo`]; cheap to clone and share read-only.
 ///
 /// Servers are split into `partitions` groups (server `i` is in group
-/// `i mod partitions`); an object of world `w` lives on a server of group
+/// `i mod partitions`); objects of world `w` live on servers of group
 /// `w mod partitions`. With one partition per worker, a worker's robots
 /// only talk to its own servers in a direct run, which keeps traffic off
 /// other cores.
 #[derive(Debug, Clone)]
 pub struct ObjectSpace {
     key: u64,
-    content: Content,
+    types: Arc<[ContentType]>,
+    mix: Arc<Mix>,
     servers: u32,
     partitions: u32,
 }
 
 impl ObjectSpace {
-    pub fn new(seed: u64, content: &Content, servers: u32) -> ObjectSpace {
-        ObjectSpace::partitioned(seed, content, servers, 1)
-    }
-
-    /// As [`new`](Self::new) with servers split into `partitions` groups
-    /// (at most one per server).
-    pub fn partitioned(seed: u64, content: &Content, servers: u32, partitions: u32) -> ObjectSpace {
+    /// The content types must pass [`Mix::new`] (workload validation
+    /// checks that).
+    pub fn new(seed: u64, types: &[ContentType], servers: u32, partitions: u32) -> ObjectSpace {
         let servers = servers.max(1);
         ObjectSpace {
             key: key(seed, Stream::Objects),
-            content: content.clone(),
+            mix: Arc::new(Mix::new(types).expect("validated content types")),
+            types: types.into(),
             servers,
             partitions: partitions.clamp(1, servers),
         }
     }
 
-    fn server_of(&self, oid: u64, h: u64) -> u32 {
-        let part = ((oid >> WORLD_SHIFT) % u64::from(self.partitions)) as u32;
+    pub fn types(&self) -> &[ContentType] {
+        &self.types
+    }
+
+    fn server_of(&self, page: u64) -> u32 {
+        let part = (((page >> WORLD_SHIFT) & WORLD_MASK) % u64::from(self.partitions)) as u32;
         // Servers part, part + partitions, part + 2 * partitions, ...
         let in_part = (self.servers - part).div_ceil(self.partitions);
+        let h = mix2(self.key ^ 3, page);
         part + self.partitions * (h % u64::from(in_part)) as u32
+    }
+
+    fn type_of(&self, oid: u64) -> u16 {
+        let (page, k) = split_oid(oid);
+        let page_type = self.mix.direct_type(unit_f64(mix2(self.key ^ 6, page)));
+        if k == 0 {
+            page_type
+        } else {
+            self.mix.embed_of(page_type).unwrap_or(page_type)
+        }
     }
 
     pub fn get(&self, oid: u64) -> ObjectInfo {
         // Independent hashes per property so they are uncorrelated.
         let h = |salt: u64| mix2(self.key ^ salt, oid);
+        let ctype = self.type_of(oid);
+        let t = &self.types[ctype as usize];
+        let ext = (!t.extensions.is_empty()).then(|| {
+            let u = unit_f64(h(7));
+            let mut acc = 0.0;
+            t.extensions
+                .iter()
+                .position(|e| {
+                    acc += e.share;
+                    u < acc
+                })
+                .unwrap_or(t.extensions.len() - 1) as u16
+        });
+        let (page, k) = split_oid(oid);
+        let embeds = match (&t.embeds, k) {
+            (Some(e), 0) => (e.count.sample_hashed(h(8)) as u32).min(MAX_EMBEDDED),
+            _ => 0,
+        };
         ObjectInfo {
             oid,
-            size: self.content.size.sample_hashed(h(1)).round() as u64,
-            cachable: unit_f64(h(2)) < self.content.cachable,
-            server: self.server_of(oid, h(3)),
+            ctype,
+            ext,
+            size: t.size.sample_hashed(h(1)).round() as u64,
+            cachable: unit_f64(h(2)) < t.cachable,
+            md5: unit_f64(h(9)) < t.md5,
+            embeds,
+            server: self.server_of(page),
             body_seed: h(4),
             life_seed: h(5),
         }
@@ -79,24 +142,57 @@ impl ObjectSpace {
     /// The object's `Last-Modified` and `Expires` at `now` (Unix seconds)
     /// in a world that began at `epoch`.
     pub fn times(&self, o: &ObjectInfo, epoch: f64, now: f64) -> ObjectTimes {
-        self.content.life_cycle.times(o.life_seed, epoch, now)
+        self.types[o.ctype as usize]
+            .life_cycle
+            .times(o.life_seed, epoch, now)
+    }
+
+    /// `Content-Type` of the object's responses.
+    pub fn mime(&self, o: &ObjectInfo) -> &str {
+        &self.types[o.ctype as usize].mime
+    }
+
+    /// Appends the object's URL path: `/cacheoff/<16 hex digits><ext>`.
+    pub fn write_path(&self, out: &mut String, o: &ObjectInfo) {
+        use std::fmt::Write;
+        let _ = write!(out, "{URL_PREFIX}{:016x}", o.oid);
+        if let Some(e) = o.ext {
+            out.push_str(&self.types[o.ctype as usize].extensions[e as usize].ext);
+        }
+    }
+
+    /// The object a URL path names, if the path is exactly the object's.
+    pub fn parse_path(&self, path: &str) -> Option<ObjectInfo> {
+        let rest = path.strip_prefix(URL_PREFIX)?;
+        let hex = rest.get(..16)?;
+        let oid = u64::from_str_radix(hex, 16).ok()?;
+        let info = self.get(oid);
+        let mut canonical = String::with_capacity(path.len());
+        self.write_path(&mut canonical, &info);
+        (canonical == path).then_some(info)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Dist, Quantity};
+    use crate::content::{Embeds, Extension};
+    use crate::{Dist, LifeCycle, Quantity};
+
+    fn one_type() -> Vec<ContentType> {
+        vec![ContentType::single(
+            "obj",
+            Dist::exp(Quantity::Size, 13.0 * 1024.0),
+            0.8,
+            LifeCycle::static_two_years(),
+        )]
+    }
 
     #[test]
     fn properties_depend_on_id_only_and_match_shares() {
-        let content = Content {
-            size: Dist::exp(Quantity::Size, 13.0 * 1024.0),
-            cachable: 0.8,
-            life_cycle: crate::LifeCycle::static_two_years(),
-        };
-        let a = ObjectSpace::new(5, &content, 10);
-        let b = ObjectSpace::new(5, &content, 10);
+        let types = one_type();
+        let a = ObjectSpace::new(5, &types, 10, 1);
+        let b = ObjectSpace::new(5, &types, 10, 1);
         let n = 100_000u64;
         let mut cachable = 0;
         let mut size = 0u64;
@@ -117,7 +213,7 @@ mod tests {
         );
         assert!(per_server.iter().all(|&c| c > 9_000 && c < 11_000));
         // Partitioned: world w's objects stay on servers i with i % 3 == w % 3.
-        let p = ObjectSpace::partitioned(5, &content, 10, 3);
+        let p = ObjectSpace::new(5, &types, 10, 3);
         for world in 0..6u64 {
             for seq in 0..1000 {
                 let o = p.get(world << WORLD_SHIFT | seq);
@@ -126,7 +222,77 @@ mod tests {
             }
         }
         // Another seed gives another universe.
-        let c = ObjectSpace::new(6, &content, 10);
+        let c = ObjectSpace::new(6, &types, 10, 1);
         assert!((0..100).any(|oid| c.get(oid) != a.get(oid)));
+    }
+
+    #[test]
+    fn pages_embed_objects_of_their_embedded_type_on_the_same_server() {
+        let mut page = ContentType::single(
+            "html",
+            Dist::constant(Quantity::Size, 100.0),
+            1.0,
+            LifeCycle::default(),
+        );
+        page.share = 0.5;
+        page.embeds = Some(Embeds {
+            type_name: "image".into(),
+            count: Dist::zipf(13),
+        });
+        page.extensions = vec![
+            Extension {
+                ext: ".html".into(),
+                share: 0.6,
+            },
+            Extension {
+                ext: ".htm".into(),
+                share: 0.4,
+            },
+        ];
+        let mut image = ContentType::single(
+            "image",
+            Dist::constant(Quantity::Size, 7.0),
+            1.0,
+            LifeCycle::default(),
+        );
+        image.embedded_only = true;
+        let mut other = ContentType::single(
+            "other",
+            Dist::constant(Quantity::Size, 9.0),
+            1.0,
+            LifeCycle::default(),
+        );
+        other.share = 0.5;
+        let types = vec![page, image, other.clone()];
+        let s = ObjectSpace::new(1, &types, 50, 2);
+        let mut pages = 0;
+        let mut embedded = 0u64;
+        let mut html_ext = 0;
+        for seq in 0..20_000u64 {
+            let o = s.get(1 << WORLD_SHIFT | seq);
+            assert_ne!(o.ctype, 1, "images are never requested directly");
+            if o.ctype == 0 {
+                pages += 1;
+                embedded += u64::from(o.embeds);
+                html_ext += usize::from(o.ext == Some(0));
+                for k in 1..=o.embeds {
+                    let e = s.get(embedded_oid(o.oid, k));
+                    assert_eq!((e.ctype, e.size, e.server), (1, 7, o.server));
+                    assert_eq!(split_oid(e.oid), (o.oid, k));
+                }
+            }
+            let mut path = String::new();
+            s.write_path(&mut path, &o);
+            assert_eq!(s.parse_path(&path), Some(o));
+            assert_eq!(s.parse_path(&format!("{path}x")), None);
+        }
+        let share = f64::from(pages) / 20_000.0;
+        assert!((share - 0.5).abs() < 0.015, "page share {share}");
+        let mean = embedded as f64 / f64::from(pages);
+        assert!((mean - 4.45).abs() < 0.15, "embedded per page {mean}");
+        let html = html_ext as f64 / f64::from(pages);
+        assert!((html - 0.6).abs() < 0.02, ".html share {html}");
+        let mix = Mix::new(&types).unwrap();
+        assert!((mix.embedded_per_direct(&types) - 0.5 * Dist::zipf(13).mean()).abs() < 1e-9);
     }
 }
