@@ -76,7 +76,7 @@ pub struct RunArgs {
 
     /// Total request rate at peak load, e.g. 400/s; `max` runs closed-loop
     /// (each robot sends its next request as soon as a connection is free).
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, visible_alias = "peak-rate", value_name = "RATE")]
     pub rate: Option<RateArg>,
 
     /// Number of robots (simulated browsers), each with its own address.
@@ -94,6 +94,11 @@ pub struct RunArgs {
     /// Length of the warm-up phase before it, e.g. 10s.
     #[arg(long, value_name = "TIME")]
     pub warmup: Option<Dur>,
+
+    /// Compress time: every phase keeps its share of the run, scaled so the
+    /// plateau (e.g. PolyMix's 4 h peak) lasts this long.
+    #[arg(long, value_name = "TIME")]
+    pub plateau: Option<Dur>,
 
     /// Seed of every random choice; the same seed gives the same plan.
     #[arg(long, value_name = "N")]

@@ -35,6 +35,7 @@ pub fn resolve_workload(a: &RunArgs) -> Result<Workload, Failure> {
         servers: a.servers,
         duration: a.duration,
         warmup: a.warmup,
+        plateau: a.plateau,
         seed: a.seed,
         size: dist(Quantity::Size, &a.size)?,
         think_time: dist(Quantity::Time, &a.think_time)?,

@@ -504,3 +504,60 @@ fn an_ideal_cache_hits_every_offered_hit_of_the_content_mix() {
         t.dhr.offered
     );
 }
+
+#[test]
+fn phase_factors_shape_recurrence_population_and_special_requests() {
+    let text = r#"
+name = "factors"
+peak_rate = "1500/s"
+[robots]
+count = 100
+[servers]
+count = 10
+[requests]
+basic = 0.9
+ims304 = 0.1
+[[phases]]
+name = "fresh"
+duration = "3s"
+recurrence_begin = 0.0
+recurrence_end = 0.0
+[[phases]]
+name = "half"
+duration = "3s"
+population_begin = 0.5
+population_end = 0.5
+[[phases]]
+name = "special"
+duration = "3s"
+special_begin = 3.0
+special_end = 3.0
+measured = true
+"#;
+    let w = cacheoff_workload::load_text("factors.toml", text, &Overrides::default()).unwrap();
+    let (_dir, r) = run(w, None);
+    let p = |name: &str| r.summary.phases.iter().find(|p| p.name == name).unwrap();
+    assert_eq!(r.summary.total.errors.total, 0, "{:?}", r.summary.total.errors.by_kind);
+    // No revisits: nothing is offered as a hit.
+    assert_eq!(p("fresh").dhr.offered, 0.0);
+    assert!(p("special").dhr.offered > 40.0);
+    // Half the robots: half the rate.
+    let ratio = p("half").rate_xps / p("special").rate_xps;
+    assert!((ratio - 0.5).abs() < 0.06, "rate ratio {ratio}");
+    // Special requests tripled: 30% IMS (304s), 70% basic.
+    let s = p("special");
+    let ims = s.request_types["ims304"] as f64 / s.xacts as f64;
+    assert!((ims - 0.3).abs() < 0.03, "ims304 share {ims}");
+    let f = p("fresh");
+    let ims = f.request_types["ims304"] as f64 / f.xacts as f64;
+    assert!((ims - 0.1).abs() < 0.02, "ims304 share {ims}");
+}
+
+#[test]
+fn constant_arrivals_keep_the_rate() {
+    let mut w = simple(500.0, 50, 5, 1.0, 4.0);
+    w.robots.arrivals = cacheoff_workload::Arrivals::Constant;
+    let (_dir, r) = run(w, None);
+    let m = &r.summary.phases[1];
+    assert!((m.rate_xps / 500.0 - 1.0).abs() < 0.03, "rate {}", m.rate_xps);
+}

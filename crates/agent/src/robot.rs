@@ -19,7 +19,7 @@ use cacheoff_http::request::{write_request, RequestSpec};
 use cacheoff_http::response::parse_response;
 use cacheoff_http::{Framing, ResponseHead};
 use cacheoff_stats::{ErrorKind, Outcome, RequestType, XactRecord};
-use cacheoff_workload::{embedded_oid, ObjectInfo};
+use cacheoff_workload::{embedded_oid, Arrivals, Factors, ObjectInfo};
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -47,6 +47,7 @@ enum Target {
 }
 
 pub struct Robot {
+    id: u32,
     ip: Ipv4Addr,
     rng: RefCell<SimRng>,
     idle: RefCell<Vec<Conn>>,
@@ -57,6 +58,7 @@ pub struct Robot {
 impl Robot {
     pub fn new(shared: &Shared, id: u32) -> Robot {
         Robot {
+            id,
             ip: shared.robot_ip(id),
             rng: RefCell::new(stream(shared.wl.seed, Stream::Robot(id))),
             idle: RefCell::new(Vec::new()),
@@ -135,24 +137,30 @@ pub async fn start_robots(ctx: Rc<WorkerCtx>, robots: Vec<Rc<Robot>>) {
 async fn pace(ctx: Rc<WorkerCtx>, robots: Vec<Rc<Robot>>, rate: f64) {
     let shared = ctx.shared.clone();
     let schedule = &shared.schedule;
-    let max_load = shared
-        .wl
-        .phases
-        .iter()
-        .map(|p| p.load_begin.max(p.load_end))
-        .fold(0.0, f64::max);
+    let max_load = schedule.max_load();
     let cand_rate = rate * max_load;
     if cand_rate <= 0.0 || robots.is_empty() {
         return;
     }
     let total_ns = (schedule.total_s() * 1e9) as u64;
+    let constant = shared.wl.robots.arrivals == Arrivals::Constant;
     let gap_ns = |rng: &mut SimRng| -> u64 {
+        if constant {
+            return (1e9 / cand_rate) as u64;
+        }
         let u: f64 = rng.gen();
         (-(1.0 - u).ln() / cand_rate * 1e9) as u64
     };
+    let robot_count = f64::from(shared.wl.robots.count);
     let mut heap: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::with_capacity(robots.len());
     for (i, r) in robots.iter().enumerate() {
-        let t = gap_ns(&mut r.rng.borrow_mut());
+        let mut rng = r.rng.borrow_mut();
+        // Constant streams start at a random point of their first gap.
+        let t = if constant {
+            (rng.gen::<f64>() * 1e9 / cand_rate) as u64
+        } else {
+            gap_ns(&mut rng)
+        };
         heap.push(Reverse((t, i)));
     }
     let start = shared.start;
@@ -191,11 +199,15 @@ async fn pace(ctx: Rc<WorkerCtx>, robots: Vec<Rc<Robot>>, rate: f64) {
             heap.pop();
             let robot = &robots[i];
             let accept = {
-                let load = schedule.load_at(t as f64 / 1e9);
+                let f = schedule.factors_at(t as f64 / 1e9);
                 let mut rng = robot.rng.borrow_mut();
                 let next = t + gap_ns(&mut rng).max(1);
                 heap.push(Reverse((next, i)));
-                load >= max_load || rng.gen::<f64>() * max_load < load
+                f.is_some_and(|f| {
+                    // Robots beyond the live population sit this one out.
+                    f64::from(robot.id) < f.population * robot_count
+                        && (f.load >= max_load || rng.gen::<f64>() * max_load < f.load)
+                })
             };
             if accept {
                 let p = plan(&ctx, robot, start + Duration::from_nanos(t));
@@ -223,17 +235,32 @@ async fn closed_loop(ctx: Rc<WorkerCtx>, robot: Rc<Robot>) {
 /// Chooses the object of a request due at `intended`.
 fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
     let wl = &ctx.shared.wl;
+    let f = ctx
+        .shared
+        .schedule
+        .factors_at(ctx.shared.secs_at(intended))
+        .unwrap_or(Factors {
+            load: 1.0,
+            recurrence: 1.0,
+            special: 1.0,
+            population: 1.0,
+        });
     let pick = {
         let mut rng = robot.rng.borrow_mut();
         ctx.world
             .borrow_mut()
-            .pick(&mut *rng, wl.popularity.recurrence)
+            .pick(&mut *rng, (wl.popularity.recurrence * f.recurrence).clamp(0.0, 1.0))
     };
     let info = ctx.shared.objects.get(pick.oid);
     let prior_fetch = pick.repeat && ctx.world.borrow().is_fetched(pick.seq);
     let rtype = {
         let u: f64 = robot.rng.borrow_mut().gen();
-        let shares = wl.requests.shares();
+        let mut shares = wl.requests.shares();
+        // The phase scales the special requests; basic ones fill the rest.
+        for s in &mut shares[1..] {
+            *s *= f.special;
+        }
+        shares[0] = (1.0 - shares[1..].iter().sum::<f64>()).max(0.0);
         let mut acc = 0.0;
         RequestType::ALL
             .iter()

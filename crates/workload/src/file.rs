@@ -9,7 +9,7 @@ use crate::content::ContentType;
 use crate::dist::{deserialize_dist, Dist, Quantity};
 use crate::lifecycle::LifeCycle;
 use crate::model::{
-    Overrides, Popularity, RequestMix, RobotConfig, ServerConfig, Timeouts, Workload,
+    Arrivals, Overrides, Popularity, RequestMix, RobotConfig, ServerConfig, Timeouts, Workload,
 };
 use crate::schedule::Phase;
 use cacheoff_base::{Bytes, Dur, Rate};
@@ -80,6 +80,7 @@ struct RawRobots {
     #[serde(deserialize_with = "count_dist")]
     conn_reuse: Dist,
     backlog: u32,
+    arrivals: Arrivals,
 }
 
 impl Default for RawRobots {
@@ -92,6 +93,7 @@ impl Default for RawRobots {
             max_conns: 4,
             conn_reuse: Dist::constant(Quantity::Count, 128.0),
             backlog: 64,
+            arrivals: Arrivals::Poisson,
         }
     }
 }
@@ -152,6 +154,7 @@ struct RawWorkload {
     requests: RequestMix,
     timeouts: Timeouts,
     interval: Dur,
+    plateau: Option<Dur>,
     phases: Vec<Phase>,
 }
 
@@ -174,6 +177,7 @@ impl Default for RawWorkload {
             requests: RequestMix::BASIC_ONLY,
             timeouts: Timeouts::default(),
             interval: Dur::secs(5.0),
+            plateau: None,
             phases: Vec::new(),
         }
     }
@@ -268,6 +272,7 @@ fn resolve(raw: RawWorkload, o: &Overrides) -> Workload {
             max_conns: raw.robots.max_conns,
             conn_reuse: raw.robots.conn_reuse,
             backlog: raw.robots.backlog,
+            arrivals: raw.robots.arrivals,
         },
         servers: ServerConfig {
             count: servers,
@@ -281,6 +286,7 @@ fn resolve(raw: RawWorkload, o: &Overrides) -> Workload {
         popularity: raw.popularity,
         requests: raw.requests,
         phases: raw.phases,
+        plateau: raw.plateau,
         timeouts: raw.timeouts,
         interval: raw.interval,
     };

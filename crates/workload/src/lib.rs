@@ -27,7 +27,7 @@ pub use dist::{Dist, DistError, Quantity};
 pub use file::{builtin_names, load, load_text, LoadError};
 pub use lifecycle::{LifeCycle, ObjectTimes};
 pub use model::{
-    Overrides, Popularity, RequestMix, RobotConfig, ServerConfig, Timeouts, Workload, WorkloadError,
+    Arrivals, Overrides, Popularity, RequestMix, RobotConfig, ServerConfig, Timeouts, Workload, WorkloadError,
 };
 pub use objects::{embedded_oid, split_oid, ObjectInfo, ObjectSpace, MAX_EMBEDDED, WORLD_SHIFT};
-pub use schedule::{Interval, Phase, Schedule};
+pub use schedule::{Factors, Interval, Phase, Schedule};

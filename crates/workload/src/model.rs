@@ -31,6 +31,10 @@ pub struct Workload {
     pub popularity: Popularity,
     pub requests: RequestMix,
     pub phases: Vec<Phase>,
+    /// Nominal length of the workload's plateau; `--plateau` scales every
+    /// phase by the ratio of the two (default: the last measured phase).
+    #[serde(default)]
+    pub plateau: Option<Dur>,
     pub timeouts: Timeouts,
     /// Length of a stats interval.
     pub interval: Dur,
@@ -51,6 +55,20 @@ pub struct RobotConfig {
     /// Due requests a robot may queue while all its connections are busy;
     /// more are dropped and counted as `backlog_overflow` errors.
     pub backlog: u32,
+    /// How a robot spaces its requests.
+    #[serde(default)]
+    pub arrivals: Arrivals,
+}
+
+/// Request spacing of a robot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    /// Exponential gaps (an open-loop Poisson stream).
+    #[default]
+    Poisson,
+    /// Equal gaps.
+    Constant,
 }
 
 /// The simulated origin servers.
@@ -161,6 +179,9 @@ pub struct Overrides {
     pub duration: Option<Dur>,
     /// Length of the first phase, if it is not measured.
     pub warmup: Option<Dur>,
+    /// Compress (or stretch) time: every phase is scaled by this over the
+    /// workload's nominal plateau.
+    pub plateau: Option<Dur>,
     pub seed: Option<u64>,
     pub size: Option<Dist>,
     pub think_time: Option<Dist>,
@@ -204,6 +225,18 @@ impl Workload {
         }
         if let Some(n) = o.max_conns {
             self.robots.max_conns = n;
+        }
+        if let Some(want) = o.plateau {
+            let nominal = self
+                .plateau
+                .or_else(|| self.phases.iter().rev().find(|p| p.measured).map(|p| p.duration));
+            if let Some(n) = nominal.filter(|n| !n.0.is_zero()) {
+                let k = want.as_secs_f64() / n.as_secs_f64();
+                for p in &mut self.phases {
+                    p.duration = Dur::secs(p.duration.as_secs_f64() * k);
+                }
+                self.plateau = Some(want);
+            }
         }
         if let Some(d) = o.duration {
             if let Some(p) = self.phases.iter_mut().rev().find(|p| p.measured) {
@@ -408,6 +441,19 @@ mod tests {
         };
         let e = load("simple", &bad).unwrap_err().to_string();
         assert!(e.contains("127.0.0.0/8"), "{e}");
+    }
+
+    #[test]
+    fn plateau_compresses_every_phase_in_proportion() {
+        let o = Overrides {
+            plateau: Some(Dur::secs(6.0)),
+            ..Default::default()
+        };
+        // simple: warm 10s, meas 1min (the nominal plateau).
+        let w = load("simple", &o).unwrap();
+        assert_eq!(w.phases[0].duration, Dur::secs(1.0));
+        assert_eq!(w.phases[1].duration, Dur::secs(6.0));
+        assert_eq!(w.plateau, Some(Dur::secs(6.0)));
     }
 
     #[test]
