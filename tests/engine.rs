@@ -8,6 +8,7 @@ use cacheoff_stats::log::read_intervals;
 use cacheoff_testkit::{Faults, ProxyOptions, ReplyFraming, TestProxy};
 use cacheoff_workload::{load, Dist, Overrides, Quantity, Workload};
 use std::net::SocketAddr;
+use std::sync::{Condvar, Mutex};
 
 fn simple(rate: f64, robots: u32, servers: u32, warm: f64, meas: f64) -> Workload {
     load(
@@ -28,11 +29,43 @@ fn run(w: Workload, proxy: Option<SocketAddr>) -> (tempfile::TempDir, RunResult)
     run_stoppable(w, proxy, &StopHandle::new())
 }
 
+/// Runs share this machine's 2 cores and one process's descriptors: at
+/// most two run at once, and a big one (thousands of robots) runs alone.
+struct Gate {
+    used: Mutex<u32>,
+    freed: Condvar,
+}
+
+static GATE: Gate = Gate {
+    used: Mutex::new(0),
+    freed: Condvar::new(),
+};
+
+struct Slots(u32);
+
+impl Drop for Slots {
+    fn drop(&mut self) {
+        *GATE.used.lock().unwrap_or_else(|e| e.into_inner()) -= self.0;
+        GATE.freed.notify_all();
+    }
+}
+
+fn take_slots(w: &Workload) -> Slots {
+    let n = if w.robots.count >= 1000 { 2 } else { 1 };
+    let mut used = GATE.used.lock().unwrap_or_else(|e| e.into_inner());
+    while *used + n > 2 {
+        used = GATE.freed.wait(used).unwrap_or_else(|e| e.into_inner());
+    }
+    *used += n;
+    Slots(n)
+}
+
 fn run_stoppable(
     w: Workload,
     proxy: Option<SocketAddr>,
     stop: &StopHandle,
 ) -> (tempfile::TempDir, RunResult) {
+    let _slots = take_slots(&w);
     let dir = tempfile::tempdir().unwrap();
     let r = run_in(dir.path(), w, proxy, 2, true, &["test".into()], stop)
         .map_err(|f| f.error)
@@ -119,13 +152,7 @@ fn caching_proxy_hits_are_counted_and_uncachable_objects_never_hit() {
     // Every hit the proxy served is a hit the robots saw, and vice versa.
     assert_eq!(robot_hits, proxy.hits());
     assert_eq!(t.rt_ms.miss.count, proxy.misses());
-    assert_eq!(
-        proxy
-            .counters
-            .uncachable_hits
-            .load(std::sync::atomic::Ordering::Relaxed),
-        0
-    );
+    assert_eq!(t.errors.by_kind.get("uncachable_hit"), None);
     // An unbounded cache achieves almost exactly the offered hit ratio.
     assert!(
         (t.dhr.measured - t.dhr.offered).abs() < 2.0,
@@ -208,6 +235,24 @@ fn a_corrupted_body_byte_is_caught() {
     assert!(bad > 300, "body_mismatch {bad}");
     assert_eq!(t.errors.total, bad, "{:?}", t.errors.by_kind);
     assert_eq!(t.xacts, 0, "no corrupted reply counts as a success");
+}
+
+#[test]
+fn a_cache_that_stores_uncachable_replies_is_caught() {
+    let proxy = TestProxy::start(ProxyOptions {
+        cache: true,
+        faults: Faults {
+            cache_uncachable: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    let (_dir, r) = run(simple(1000.0, 50, 10, 1.0, 3.0), Some(proxy.addr));
+    let t = &r.summary.total;
+    let bad = t.errors.by_kind.get("uncachable_hit").copied().unwrap_or(0);
+    // About 20% of the repeats are of uncachable objects.
+    assert!(bad > 200, "{:?}", t.errors.by_kind);
+    assert_eq!(t.errors.total, bad, "{:?}", t.errors.by_kind);
 }
 
 #[test]
@@ -324,6 +369,7 @@ fn origin_answers_if_modified_since_and_the_request_mix_is_kept() {
         length: Dist::exp(Quantity::Time, 300.0),
         variance: 0.5,
         with_lmt: 1.0,
+        modified_ago: None,
     };
     let (_dir, r) = run(w, None);
     let t = &r.summary.total;
@@ -377,51 +423,17 @@ fn a_cache_that_ignores_request_headers_is_caught() {
     assert!((t.dhr.measured - t.dhr.offered).abs() < 2.0);
 }
 
-/// PolyMix-3's content types (workloads.md), as a workload file.
+/// PolyMix-3's content types (workloads.md) in a short workload.
 const POLYMIX_CONTENT: &str = r#"
 name = "polymix-content"
 peak_rate = "2000/s"
+content = "polymix"
 [robots]
 count = 200
 [servers]
 count = 20
 [popularity]
 recurrence = 0.7237
-[[content]]
-name = "image"
-share = 0.65
-size = "exp(4.5KB)"
-cachable = 0.80
-md5 = 0.01
-mime = "image/gif"
-extensions = [{ ext = ".gif", share = 0.34 }, { ext = ".jpeg", share = 0.33 }, { ext = ".png", share = 0.33 }]
-life_cycle = { length = "logn(30day,7day)", variance = 0.5, with_lmt = 1.0 }
-embedded_only = true
-[[content]]
-name = "html"
-share = 0.15
-size = "exp(8.5KB)"
-cachable = 0.90
-md5 = 0.01
-mime = "text/html"
-extensions = [{ ext = ".html", share = 0.6 }, { ext = ".htm", share = 0.4 }]
-life_cycle = { length = "logn(7day,1day)", variance = 0.33, with_lmt = 1.0 }
-embeds = { type = "image", count = "zipf(13)" }
-[[content]]
-name = "download"
-share = 0.005
-size = "logn(300KB,300KB)"
-cachable = 0.95
-md5 = 0.0001
-extensions = [{ ext = ".exe", share = 0.4 }, { ext = ".zip", share = 0.3 }, { ext = ".gz", share = 0.3 }]
-life_cycle = { length = "logn(0.5year,30day)", variance = 0.33, with_lmt = 1.0 }
-[[content]]
-name = "other"
-share = 0.195
-size = "logn(25KB,10KB)"
-cachable = 0.72
-md5 = 0.001
-life_cycle = { length = "unif(1day,1year)", variance = 0.5, with_lmt = 1.0 }
 [[phases]]
 name = "warm"
 duration = "1s"
@@ -446,28 +458,29 @@ fn content_types_pages_and_embedded_images_follow_the_mix() {
     let (_dir, r) = run(w, None);
     let t = &r.summary.total;
     assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
-    // The total rate includes the embedded images.
+    // The total rate includes the embedded images. Pages are revisited at
+    // random, so in a run this short the images per planned request vary
+    // by a few percent.
     assert!(
-        (t.rate_xps / 2000.0 - 1.0).abs() < 0.05,
+        (t.rate_xps / 2000.0 - 1.0).abs() < 0.08,
         "rate {}",
         t.rate_xps
     );
     let ct = &t.content_types;
-    let share = |k: &str| ct[k].xacts as f64 * 100.0 / t.xacts as f64;
-    // Shares of requests: images come 4.45 per page (zipf(13)), so they are
-    // 0.15 / 0.35 x 4.45 / (1 + 0.15 / 0.35 x 4.45) = 65.6% of requests.
-    let direct = 1.0 + 0.15 / 0.35 * 4.4499;
-    for (k, want) in [
-        ("image", 0.15 / 0.35 * 4.4499 / direct * 100.0),
-        ("html", 0.15 / 0.35 / direct * 100.0),
-        ("other", 0.195 / 0.35 / direct * 100.0),
-    ] {
+    // Planned requests pick types by their share of the directly requested
+    // types (images come only inside pages). Revisits pick pages at random,
+    // so a few thousand planned requests land within ~2 points.
+    let planned = (ct["html"].xacts + ct["other"].xacts + ct["download"].xacts) as f64;
+    for (k, want) in [("html", 0.15 / 0.35), ("other", 0.195 / 0.35)] {
+        let share = ct[k].xacts as f64 / planned;
         assert!(
-            (share(k) - want).abs() < 1.0,
-            "{k}: {:.2}% vs {want:.2}%",
-            share(k)
+            (share - want).abs() < 0.03,
+            "{k}: {share:.4} of planned vs {want:.4}"
         );
     }
+    // Every page brings its zipf(13) images (mean 4.45), fetched after it.
+    let per_page = ct["image"].xacts as f64 / ct["html"].xacts as f64;
+    assert!((per_page - 4.45).abs() < 0.4, "images per page {per_page}");
     // Mean reply sizes per type. Repeats make the samples few (about 800
     // distinct pages), so allow 10%; the size distributions themselves are
     // tested on 100k samples in the workload crate.
@@ -537,7 +550,11 @@ measured = true
     let w = cacheoff_workload::load_text("factors.toml", text, &Overrides::default()).unwrap();
     let (_dir, r) = run(w, None);
     let p = |name: &str| r.summary.phases.iter().find(|p| p.name == name).unwrap();
-    assert_eq!(r.summary.total.errors.total, 0, "{:?}", r.summary.total.errors.by_kind);
+    assert_eq!(
+        r.summary.total.errors.total, 0,
+        "{:?}",
+        r.summary.total.errors.by_kind
+    );
     // No revisits: nothing is offered as a hit.
     assert_eq!(p("fresh").dhr.offered, 0.0);
     assert!(p("special").dhr.offered > 40.0);
@@ -559,5 +576,101 @@ fn constant_arrivals_keep_the_rate() {
     w.robots.arrivals = cacheoff_workload::Arrivals::Constant;
     let (_dir, r) = run(w, None);
     let m = &r.summary.phases[1];
-    assert!((m.rate_xps / 500.0 - 1.0).abs() < 0.03, "rate {}", m.rate_xps);
+    assert!(
+        (m.rate_xps / 500.0 - 1.0).abs() < 0.03,
+        "rate {}",
+        m.rate_xps
+    );
+}
+
+fn builtin_with(name: &str, o: Overrides) -> Workload {
+    load(name, &o).unwrap()
+}
+
+#[test]
+fn datacomm_1_offers_55_percent_and_an_ideal_cache_achieves_it() {
+    let w = builtin_with(
+        "datacomm-1",
+        Overrides {
+            rate: Some(Some(Rate(500.0))),
+            plateau: Some(Dur::secs(24.0)),
+            ..Default::default()
+        },
+    );
+    // 24 min warm-up : 216 min : 1 min, compressed.
+    assert!((w.phases[0].duration.as_secs_f64() - 24.0 * 24.0 / 216.0).abs() < 1e-6);
+    let meas = |r: &RunResult| {
+        r.summary
+            .phases
+            .iter()
+            .find(|p| p.name == "meas")
+            .unwrap()
+            .clone()
+    };
+
+    // The offered hit ratio, from a direct run (there every reply waits for
+    // the think time, so no kind of reply is over-represented in a phase).
+    let (_dir, direct) = run(w.clone(), None);
+    let m = meas(&direct);
+    assert_eq!(
+        direct.summary.total.errors.total, 0,
+        "{:?}",
+        direct.summary.total.errors.by_kind
+    );
+    assert!(m.xacts > 10_000, "{}", m.xacts);
+    assert!(
+        (m.dhr.offered - 55.0).abs() <= 1.0,
+        "offered {}",
+        m.dhr.offered
+    );
+    assert_eq!(m.dhr.measured, 0.0);
+    assert!(
+        (m.rt_ms.miss.mean - 3000.0).abs() < 200.0,
+        "miss {}",
+        m.rt_ms.miss.mean
+    );
+
+    // Through an ideal cache, every offered hit is a hit. (Fast hits finish
+    // inside a short phase more often than slow misses, which shifts both
+    // ratios alike.)
+    let proxy = TestProxy::start(ProxyOptions {
+        cache: true,
+        ..Default::default()
+    });
+    let (_dir, cached) = run(w, Some(proxy.addr));
+    let m = meas(&cached);
+    assert_eq!(
+        cached.summary.total.errors.total, 0,
+        "{:?}",
+        cached.summary.total.errors.by_kind
+    );
+    assert!(
+        (m.dhr.measured - m.dhr.offered).abs() <= 2.0,
+        "measured {} offered {}",
+        m.dhr.measured,
+        m.dhr.offered
+    );
+    // Most hits are immediate; those collapsed onto a fetch in progress
+    // wait for it, which raises the mean but not the median.
+    assert!(m.rt_ms.hit.p50 < 50.0, "hit p50 {}", m.rt_ms.hit.p50);
+}
+
+#[test]
+fn downtime_runs_constant_load_through_its_dark_phase() {
+    let w = builtin_with(
+        "downtime",
+        Overrides {
+            rate: Some(Some(Rate(60.0))),
+            plateau: Some(Dur::secs(4.0)),
+            ..Default::default()
+        },
+    );
+    assert!(w.phases.iter().any(|p| p.dark && p.name == "dark"));
+    let (_dir, r) = run(w, None);
+    let names: Vec<&str> = r.summary.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["warm", "load", "dark", "meas"]);
+    let t = &r.summary.total;
+    assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    // PolyMix content: pages bring their images.
+    assert!(t.content_types["image"].xacts > t.content_types["html"].xacts * 3);
 }

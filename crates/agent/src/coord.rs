@@ -153,6 +153,7 @@ pub fn run(
         epoch: start_wall
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64()),
+        workers,
         wl,
     });
     sink.started(&servers);

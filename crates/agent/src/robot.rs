@@ -83,16 +83,12 @@ impl Robot {
 /// A request planned for an intended time.
 struct Planned {
     info: ObjectInfo,
-    /// The page's sequence number in the worker's world.
-    seq: u64,
     intended: Instant,
-    /// The object (or, for an embedded object, its page) was fetched
-    /// before: a cache could have it.
-    prior_fetch: bool,
+    /// The object (or, for an embedded object, its page) was requested
+    /// before.
+    repeat: bool,
     offered_hit: bool,
     rtype: RequestType,
-    /// An object embedded in a page, fetched after it.
-    embedded: bool,
 }
 
 struct Conn {
@@ -247,12 +243,14 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
         });
     let pick = {
         let mut rng = robot.rng.borrow_mut();
-        ctx.world
-            .borrow_mut()
-            .pick(&mut *rng, (wl.popularity.recurrence * f.recurrence).clamp(0.0, 1.0))
+        ctx.world.borrow_mut().pick(
+            &mut *rng,
+            (wl.popularity.recurrence * f.recurrence).clamp(0.0, 1.0),
+            wl.popularity.hot_set.as_ref(),
+        )
     };
     let info = ctx.shared.objects.get(pick.oid);
-    let prior_fetch = pick.repeat && ctx.world.borrow().is_fetched(pick.seq);
+    let repeat = pick.repeat;
     let rtype = {
         let u: f64 = robot.rng.borrow_mut().gen();
         let mut shares = wl.requests.shares();
@@ -273,12 +271,10 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
     };
     Planned {
         info,
-        seq: pick.seq,
         intended,
-        prior_fetch,
-        offered_hit: prior_fetch && info.cachable,
+        repeat,
+        offered_hit: repeat && info.cachable,
         rtype,
-        embedded: false,
     }
 }
 
@@ -286,17 +282,15 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
 /// browser fetches them.
 fn embedded_of<'a>(ctx: &'a WorkerCtx, page: &Planned) -> impl Iterator<Item = Planned> + 'a {
     let now = Instant::now();
-    let (prior_fetch, seq, oid) = (page.prior_fetch, page.seq, page.info.oid);
+    let (repeat, oid) = (page.repeat, page.info.oid);
     (1..=page.info.embeds).map(move |k| {
         let info = ctx.shared.objects.get(embedded_oid(oid, k));
         Planned {
             info,
-            seq,
             intended: now,
-            prior_fetch,
-            offered_hit: prior_fetch && info.cachable,
+            repeat,
+            offered_hit: repeat && info.cachable,
             rtype: RequestType::Basic,
-            embedded: true,
         }
     })
 }
@@ -438,9 +432,6 @@ fn fetch_embedded(ctx: &Rc<WorkerCtx>, robot: &Rc<Robot>, page: &Planned, page_o
 fn finish(ctx: &WorkerCtx, mut conn: Conn, p: &Planned, r: Result<Reply, Failure>) -> Option<Conn> {
     match r {
         Ok(reply) => {
-            if !p.embedded && reply.status == 200 {
-                ctx.world.borrow_mut().mark_fetched(p.seq);
-            }
             ctx.stats.borrow_mut().record_xact(&XactRecord {
                 outcome: reply.outcome,
                 bytes: reply.bytes,
@@ -699,6 +690,9 @@ async fn read_reply(conn: &mut Conn, shared: &Shared, ask: &Ask<'_>) -> Result<C
     }
     if ask.rtype == RequestType::Reload && outcome == Outcome::Hit {
         return Err(ErrorKind::ReloadHit.into());
+    }
+    if outcome == Outcome::Hit && head.status == 200 && !ask.info.cachable {
+        return Err(ErrorKind::UncachableHit.into());
     }
     Ok(Checked {
         outcome,

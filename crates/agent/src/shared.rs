@@ -19,6 +19,7 @@ pub struct Shared {
     /// Wall-clock time of `start` in Unix seconds: the epoch of object life
     /// cycles.
     pub epoch: f64,
+    pub workers: usize,
 }
 
 impl Shared {

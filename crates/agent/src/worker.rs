@@ -128,7 +128,14 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
     } = setup;
     let ctx = Rc::new(WorkerCtx {
         id,
-        world: RefCell::new(World::new(id, shared.wl.popularity.working_set_cap)),
+        world: RefCell::new(World::new(
+            id,
+            shared
+                .wl
+                .popularity
+                .working_set_cap
+                .map(|c| c / shared.workers as u64),
+        )),
         shared: shared.clone(),
         stats: RefCell::new(Snapshot::default()),
         xact_seq: Cell::new(0),

@@ -1,10 +1,15 @@
 //! A worker's history of requested objects: which object a robot asks for
-//! next, and whether a repeat is an offered hit.
+//! next.
 //!
 //! Owned by one worker (single-threaded); robots of that worker share it.
+//! The working set is the most recent `window` objects; repeat requests
+//! choose among them uniformly, or, with the hot set's probability, within
+//! the hot set (a small slice of the working set that jumps elsewhere when
+//! the working set slides past it).
 
 use cacheoff_base::rng::Rng;
-use cacheoff_workload::WORLD_SHIFT as WORKER_SHIFT;
+use cacheoff_workload::{HotSet, WORLD_SHIFT};
+
 /// Repeat requests choose among at most this many recent objects unless
 /// the workload caps the working set lower.
 pub const DEFAULT_WINDOW: u64 = 1 << 22;
@@ -13,9 +18,7 @@ pub struct World {
     worker: u64,
     next: u64,
     window: u64,
-    /// Ring bitset over the window: the object's first fetch completed, so a
-    /// cache could have it.
-    fetched: Vec<u64>,
+    hot_start: u64,
 }
 
 /// One choice of object.
@@ -23,26 +26,40 @@ pub struct World {
 pub struct Pick {
     pub oid: u64,
     pub seq: u64,
+    /// The object was requested before.
     pub repeat: bool,
 }
 
 impl World {
     pub fn new(worker: u32, window: Option<u64>) -> World {
-        let window = window.unwrap_or(DEFAULT_WINDOW).clamp(1, DEFAULT_WINDOW);
         World {
             worker: u64::from(worker),
             next: 0,
-            window,
-            fetched: vec![0; window.div_ceil(64) as usize],
+            window: window.unwrap_or(DEFAULT_WINDOW).max(1),
+            hot_start: 0,
         }
     }
 
-    /// Chooses a repeat (with probability `recurrence`, uniformly among the
-    /// window's objects) or a new object.
-    pub fn pick<R: Rng + ?Sized>(&mut self, rng: &mut R, recurrence: f64) -> Pick {
+    /// Chooses a repeat (with probability `recurrence`) or a new object.
+    pub fn pick<R: Rng + ?Sized>(
+        &mut self,
+        rng: &mut R,
+        recurrence: f64,
+        hot: Option<&HotSet>,
+    ) -> Pick {
         if self.next > 0 && rng.gen::<f64>() < recurrence {
             let lo = self.next.saturating_sub(self.window);
-            let seq = rng.gen_range(lo..self.next);
+            let n = self.next - lo;
+            let seq = match hot {
+                Some(h) if rng.gen::<f64>() < h.requests => {
+                    let len = ((h.working_set * n as f64) as u64).clamp(1, n);
+                    if self.hot_start < lo || self.hot_start + len > self.next {
+                        self.hot_start = lo + rng.gen_range(0..=n - len);
+                    }
+                    self.hot_start + rng.gen_range(0..len)
+                }
+                _ => rng.gen_range(lo..self.next),
+            };
             return Pick {
                 oid: self.oid(seq),
                 seq,
@@ -51,7 +68,6 @@ impl World {
         }
         let seq = self.next;
         self.next += 1;
-        self.set(seq, false);
         Pick {
             oid: self.oid(seq),
             seq,
@@ -60,36 +76,7 @@ impl World {
     }
 
     fn oid(&self, seq: u64) -> u64 {
-        self.worker << WORKER_SHIFT | seq
-    }
-
-    fn in_window(&self, seq: u64) -> bool {
-        seq < self.next && self.next - seq <= self.window
-    }
-
-    fn set(&mut self, seq: u64, v: bool) {
-        let i = seq % self.window;
-        let (w, b) = ((i / 64) as usize, i % 64);
-        if v {
-            self.fetched[w] |= 1 << b;
-        } else {
-            self.fetched[w] &= !(1 << b);
-        }
-    }
-
-    /// Records that a fetch of `seq` completed.
-    pub fn mark_fetched(&mut self, seq: u64) {
-        if self.in_window(seq) {
-            self.set(seq, true);
-        }
-    }
-
-    pub fn is_fetched(&self, seq: u64) -> bool {
-        if !self.in_window(seq) {
-            return false;
-        }
-        let i = seq % self.window;
-        self.fetched[(i / 64) as usize] >> (i % 64) & 1 == 1
+        self.worker << WORLD_SHIFT | seq
     }
 }
 
@@ -99,26 +86,76 @@ mod tests {
     use cacheoff_base::rng::{stream, Stream};
 
     #[test]
-    fn recurrence_and_fetched_marks() {
+    fn recurrence_and_the_working_set_window() {
         let mut w = World::new(3, Some(100));
         let mut rng = stream(1, Stream::Robot(0));
         let n = 100_000;
         let mut repeats = 0;
         for _ in 0..n {
-            let p = w.pick(&mut rng, 0.7);
-            assert_eq!(p.oid >> WORKER_SHIFT, 3);
+            let p = w.pick(&mut rng, 0.7, None);
+            assert_eq!(p.oid >> WORLD_SHIFT, 3);
             if p.repeat {
                 repeats += 1;
                 assert!(w.next - p.seq <= 100, "repeat inside the window");
-            } else {
-                assert!(!w.is_fetched(p.seq));
-                w.mark_fetched(p.seq);
-                assert!(w.is_fetched(p.seq));
             }
         }
         let share = f64::from(repeats) / f64::from(n);
         assert!((share - 0.7).abs() < 0.01, "{share}");
-        // Objects that fell out of the window are no longer offered.
-        assert!(!w.is_fetched(0));
+    }
+
+    #[test]
+    fn the_hot_set_gets_its_share_and_jumps_when_passed() {
+        let mut w = World::new(0, Some(10_000));
+        let mut rng = stream(2, Stream::Robot(0));
+        let hot = HotSet {
+            working_set: 0.01,
+            requests: 0.10,
+        };
+        // Fill the working set.
+        for _ in 0..20_000 {
+            w.pick(&mut rng, 0.0, Some(&hot));
+        }
+        let start = w.hot_start;
+        let mut in_hot = 0;
+        let mut repeats = 0;
+        for _ in 0..100_000 {
+            let p = w.pick(&mut rng, 0.5, Some(&hot));
+            if p.repeat {
+                repeats += 1;
+                if p.seq >= w.hot_start && p.seq < w.hot_start + 100 {
+                    in_hot += 1;
+                }
+            }
+        }
+        // 10% aimed at the hot set plus the uniform picks that land there.
+        let share = f64::from(in_hot) / f64::from(repeats);
+        assert!(share > 0.095 && share < 0.125, "hot share {share}");
+        // 50,000 new objects slid the 10,000-object window past the start.
+        assert!(w.hot_start >= w.next - 10_000, "the hot set moved");
+        assert_ne!(w.hot_start, start);
+    }
+}
+
+#[cfg(test)]
+mod offered_check {
+    use super::*;
+    use cacheoff_base::rng::{stream, Stream};
+    use cacheoff_workload::{load, ObjectSpace, Overrides};
+
+    #[test]
+    fn picks_offer_the_nominal_hit_ratio() {
+        let w = load("simple", &Overrides::default()).unwrap();
+        let objects = ObjectSpace::new(w.seed, &w.content, 600, 2);
+        let mut world = World::new(0, None);
+        let mut rng = stream(1, Stream::Robot(0));
+        let (mut offered, n) = (0u64, 1_000_000u64);
+        for _ in 0..n {
+            let p = world.pick(&mut rng, w.popularity.recurrence, None);
+            if p.repeat && objects.get(p.oid).cachable {
+                offered += 1;
+            }
+        }
+        let share = offered as f64 / n as f64;
+        assert!((share - 0.55).abs() < 0.003, "{share}");
     }
 }

@@ -43,6 +43,7 @@ closed_set! {
         BacklogOverflow = "backlog_overflow": "a due request was dropped because the robot's queue of waiting requests was full",
         OriginBadRequest = "origin_bad_request": "an origin server received a request it could not parse or map to an object",
         ReloadHit = "reload_hit": "a reload request (Cache-Control: no-cache) was answered from a cache instead of the origin server",
+        UncachableHit = "uncachable_hit": "a cache served a hit for an object the origin server marks uncachable",
     }
 }
 

@@ -1,7 +1,9 @@
 //! Test peers for scenario tests.
 //!
-//! [`TestProxy`] is a small caching forward proxy: it caches `200` replies
-//! marked `Cache-Control: public` by URL and serves repeats from memory, and
+//! [`TestProxy`] is a small caching forward proxy, an ideal cache: it keeps
+//! every `200` reply marked `Cache-Control: public` by URL forever, serves
+//! repeats from memory, collapses concurrent misses for one URL into one
+//! fetch, and
 //! it can misbehave on purpose ([`Faults`]) so tests can check that robots
 //! catch it. It runs on its own thread and runtime, listening on
 //! `127.0.0.1:0`.
@@ -17,6 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 
 /// Deliberate misbehaviour.
 #[derive(Debug, Clone, Copy, Default)]
@@ -25,6 +28,8 @@ pub struct Faults {
     pub corrupt_body: bool,
     /// Drop the transaction echo header from every reply.
     pub strip_echo: bool,
+    /// Cache replies the origin marked uncachable too.
+    pub cache_uncachable: bool,
 }
 
 /// How the proxy delimits reply bodies to its clients.
@@ -52,16 +57,29 @@ pub struct ProxyOptions {
 pub struct ProxyCounters {
     pub hits: AtomicU64,
     pub misses: AtomicU64,
-    /// Hits served for objects that were not cachable (must stay 0).
-    pub uncachable_hits: AtomicU64,
 }
 
 struct Stored {
     head: Vec<u8>,
     body: Vec<u8>,
+    cachable: bool,
 }
 
-type Cache = Arc<Mutex<HashMap<String, Arc<Stored>>>>;
+/// A cache slot: a stored reply, or a fetch in progress that concurrent
+/// requests for the same URL wait for (collapsed forwarding).
+enum Slot {
+    Ready(Arc<Stored>),
+    Pending(watch::Receiver<Option<Arc<Stored>>>),
+}
+
+type Cache = Arc<Mutex<HashMap<String, Slot>>>;
+
+/// What to do with one request.
+enum Plan {
+    Hit(Arc<Stored>),
+    Wait(watch::Receiver<Option<Arc<Stored>>>),
+    Fetch(Option<watch::Sender<Option<Arc<Stored>>>>),
+}
 
 pub struct TestProxy {
     pub addr: SocketAddr,
@@ -148,38 +166,70 @@ async fn client(mut s: TcpStream, opts: ProxyOptions, cache: Cache, counters: Ar
     while let Some(req) = read_request(&mut s, &mut buf).await {
         buf.drain(..req.head_len);
         let key = req.target.clone();
-        let cached = if opts.cache {
-            cache.lock().expect("cache lock").get(&key).cloned()
+        let keep = |st: &Stored| st.cachable || opts.faults.cache_uncachable;
+        let plan = if opts.cache {
+            let mut map = cache.lock().expect("cache lock");
+            match map.get(&key) {
+                Some(Slot::Ready(hit)) => Plan::Hit(hit.clone()),
+                Some(Slot::Pending(rx)) => Plan::Wait(rx.clone()),
+                None => {
+                    let (tx, rx) = watch::channel(None);
+                    map.insert(key.clone(), Slot::Pending(rx));
+                    Plan::Fetch(Some(tx))
+                }
+            }
         } else {
-            None
+            Plan::Fetch(None)
         };
-        let stored = match cached {
+        let mut publish = None;
+        let shared = match plan {
+            Plan::Hit(hit) => Some(hit),
+            Plan::Wait(mut rx) => {
+                let got = rx
+                    .wait_for(|v| v.is_some())
+                    .await
+                    .ok()
+                    .and_then(|v| v.clone());
+                got.filter(|st| keep(st))
+            }
+            Plan::Fetch(tx) => {
+                publish = tx;
+                None
+            }
+        };
+        let stored = match shared {
             Some(hit) => {
                 counters.hits.fetch_add(1, Ordering::Relaxed);
-                if parse_response(&hit.head, false, false)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|h| !h.cc_public)
-                {
-                    counters.uncachable_hits.fetch_add(1, Ordering::Relaxed);
-                }
                 hit
             }
             None => {
                 counters.misses.fetch_add(1, Ordering::Relaxed);
-                let Some((fetched, cachable)) = fetch(&req).await else {
+                let fetched = fetch(&req).await.map(Arc::new);
+                if opts.cache {
+                    let mut map = cache.lock().expect("cache lock");
+                    // Only the request that registered the fetch settles it.
+                    if matches!(map.get(&key), Some(Slot::Pending(_))) {
+                        match &fetched {
+                            Some(f) if keep(f) => {
+                                map.insert(key.clone(), Slot::Ready(f.clone()));
+                            }
+                            _ => {
+                                map.remove(&key);
+                            }
+                        }
+                    }
+                }
+                if let (Some(tx), Some(f)) = (publish.take(), &fetched) {
+                    // Waiters get the reply; a dropped sender (failed fetch)
+                    // sends them to the origin themselves.
+                    let _ = tx.send(Some(f.clone()));
+                }
+                let Some(fetched) = fetched else {
                     let _ = s
                         .write_all(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
                         .await;
                     return;
                 };
-                let fetched = Arc::new(fetched);
-                if opts.cache && cachable {
-                    cache
-                        .lock()
-                        .expect("cache lock")
-                        .insert(key, fetched.clone());
-                }
                 fetched
             }
         };
@@ -234,7 +284,7 @@ async fn client(mut s: TcpStream, opts: ProxyOptions, cache: Cache, counters: Ar
 
 /// Fetches a request from its origin on a new connection; returns the
 /// reply head (without the blank line) and body, and whether to cache it.
-async fn fetch(req: &RequestHead) -> Option<(Stored, bool)> {
+async fn fetch(req: &RequestHead) -> Option<Stored> {
     let authority = req.authority()?;
     let mut up = TcpStream::connect(authority).await.ok()?;
     let mut out = Vec::new();
@@ -290,12 +340,9 @@ async fn fetch(req: &RequestHead) -> Option<(Stored, bool)> {
         head_bytes.extend_from_slice(l);
         head_bytes.extend_from_slice(b"\r\n");
     }
-    let cachable = head.status == 200 && head.cc_public && !head.cc_no_cache;
-    Some((
-        Stored {
-            head: head_bytes,
-            body,
-        },
-        cachable,
-    ))
+    Some(Stored {
+        head: head_bytes,
+        body,
+        cachable: head.status == 200 && head.cc_public && !head.cc_no_cache,
+    })
 }

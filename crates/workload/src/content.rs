@@ -3,7 +3,53 @@
 
 use crate::dist::{deserialize_dist, Dist, Quantity};
 use crate::lifecycle::LifeCycle;
+use serde::de::{self, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
+
+/// Named content sets that workload files can use with
+/// `content = "name"` (the files in `workloads/content/`).
+const CONTENT_SETS: &[(&str, &str)] = &[(
+    "polymix",
+    include_str!("../../../workloads/content/polymix.toml"),
+)];
+
+/// The content types of a named set.
+pub fn content_set(name: &str) -> Option<Vec<ContentType>> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Set {
+        content: Vec<ContentType>,
+    }
+    let (_, text) = CONTENT_SETS.iter().find(|(n, _)| *n == name)?;
+    let set: Set = toml::from_str(text).expect("built-in content sets parse");
+    Some(set.content)
+}
+
+/// Deserializes `content` as a list of types or the name of a set.
+pub(crate) fn deserialize_content<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<ContentType>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Vec<ContentType>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("[[content]] tables or the name of a content set (\"polymix\")")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            content_set(v).ok_or_else(|| {
+                let names: Vec<&str> = CONTENT_SETS.iter().map(|(n, _)| *n).collect();
+                E::custom(format!(
+                    "unknown content set {v:?} (known: {})",
+                    names.join(", ")
+                ))
+            })
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            Deserialize::deserialize(de::value::SeqAccessDeserializer::new(seq))
+        }
+    }
+    d.deserialize_any(V)
+}
 
 /// One kind of object (image, HTML page, download, ...).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

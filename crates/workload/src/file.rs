@@ -18,8 +18,14 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 
 /// The built-in workloads: name and file text.
-const BUILTIN_FILES: &[(&str, &str)] =
-    &[("simple", include_str!("../../../workloads/simple.toml"))];
+const BUILTIN_FILES: &[(&str, &str)] = &[
+    ("simple", include_str!("../../../workloads/simple.toml")),
+    (
+        "datacomm-1",
+        include_str!("../../../workloads/datacomm-1.toml"),
+    ),
+    ("downtime", include_str!("../../../workloads/downtime.toml")),
+];
 
 /// Names of the built-in workloads.
 pub fn builtin_names() -> impl Iterator<Item = &'static str> {
@@ -149,6 +155,7 @@ struct RawWorkload {
     peak_rate: PeakRate,
     robots: RawRobots,
     servers: RawServers,
+    #[serde(deserialize_with = "crate::content::deserialize_content")]
     content: Vec<ContentType>,
     popularity: Popularity,
     requests: RequestMix,
@@ -188,6 +195,7 @@ impl Default for Popularity {
         Popularity {
             recurrence: 0.55 / 0.8,
             working_set_cap: None,
+            hot_set: None,
         }
     }
 }
@@ -383,6 +391,44 @@ mod tests {
         let e = load("simple", &o).unwrap_err().to_string();
         assert!(
             e.starts_with("workloads/simple.toml: robots.count = 0"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn every_builtin_loads_and_matches_its_file() {
+        for name in builtin_names() {
+            let w = load(name, &Overrides::default()).unwrap();
+            assert_eq!(w.name, name);
+            let path = format!("{}/../../workloads/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+            let from_file = load(&path, &Overrides::default()).unwrap();
+            assert_eq!(w, from_file, "{name}");
+        }
+        let d = load("datacomm-1", &Overrides::default()).unwrap();
+        assert!((d.offered_dhr() - 0.55).abs() < 1e-9);
+        let total: f64 = d.phases.iter().map(|p| p.duration.as_secs_f64()).sum();
+        assert_eq!(total, 4.0 * 3600.0 + 60.0);
+        let t = load("downtime", &Overrides::default()).unwrap();
+        assert!(t.phases.iter().any(|p| p.dark));
+        assert_eq!(t.robots.arrivals, Arrivals::Constant);
+    }
+
+    #[test]
+    fn content_may_name_a_set() {
+        let text =
+            "name = \"x\"\ncontent = \"polymix\"\n[[phases]]\nname = \"a\"\nduration = \"1s\"\n";
+        let w = load_text("w.toml", text, &Overrides::default()).unwrap();
+        let names: Vec<&str> = w.content.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["image", "html", "download", "other"]);
+        // PolyMix-3: 55% / (80% x 95%) recurrence offers about 58%.
+        let mut w = w;
+        w.popularity.recurrence = 0.55 / (0.8 * 0.95);
+        assert!((w.offered_dhr() - 0.58).abs() < 0.01, "{}", w.offered_dhr());
+        let e = load_text("w.toml", "content = \"nope\"\n", &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("w.toml:1:11: unknown content set \"nope\""),
             "{e}"
         );
     }

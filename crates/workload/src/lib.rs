@@ -21,13 +21,14 @@ mod model;
 mod objects;
 mod schedule;
 
-pub use content::{ContentType, Embeds, Extension, Mix};
+pub use content::{content_set, ContentType, Embeds, Extension, Mix};
 pub use describe::describe;
 pub use dist::{Dist, DistError, Quantity};
 pub use file::{builtin_names, load, load_text, LoadError};
 pub use lifecycle::{LifeCycle, ObjectTimes};
 pub use model::{
-    Arrivals, Overrides, Popularity, RequestMix, RobotConfig, ServerConfig, Timeouts, Workload, WorkloadError,
+    Arrivals, HotSet, Overrides, Popularity, RequestMix, RobotConfig, ServerConfig, Timeouts,
+    Workload, WorkloadError,
 };
 pub use objects::{embedded_oid, split_oid, ObjectInfo, ObjectSpace, MAX_EMBEDDED, WORLD_SHIFT};
 pub use schedule::{Factors, Interval, Phase, Schedule};

@@ -10,6 +10,7 @@
 
 use crate::dist::{deserialize_dist, Dist, Quantity};
 use cacheoff_base::rng::{mix2, unit_f64};
+use cacheoff_base::Dur;
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// How an object changes over time.
@@ -23,6 +24,10 @@ pub struct LifeCycle {
     pub variance: f64,
     /// Probability that responses carry `Last-Modified`.
     pub with_lmt: f64,
+    /// Every object was last modified this long before the run start
+    /// (instead of a random birthday per object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified_ago: Option<Dur>,
 }
 
 fn time_dist<'de, D: Deserializer<'de>>(d: D) -> Result<Dist, D::Error> {
@@ -51,6 +56,7 @@ impl LifeCycle {
             length: Dist::constant(Quantity::Time, 2.0 * 365.0 * 86_400.0),
             variance: 0.0,
             with_lmt: 1.0,
+            modified_ago: None,
         }
     }
 
@@ -58,7 +64,10 @@ impl LifeCycle {
     /// seconds), for a world that began at `epoch`.
     pub fn times(&self, h: u64, epoch: f64, now: f64) -> ObjectTimes {
         let cycle = self.length.sample_hashed(mix2(h, 1)).max(1.0);
-        let birthday = unit_f64(mix2(h, 2)) * cycle;
+        let birthday = match self.modified_ago {
+            Some(ago) => (cycle - ago.as_secs_f64()).rem_euclid(cycle),
+            None => unit_f64(mix2(h, 2)) * cycle,
+        };
         let variance = self.variance.clamp(0.0, 0.99);
         let modified = |k: i64| -> f64 {
             let shift = (unit_f64(mix2(h, 3 ^ (k as u64).wrapping_mul(0x9E37))) - 0.5) * variance;
@@ -88,6 +97,7 @@ mod tests {
             length: Dist::logn(Quantity::Time, 7.0 * 86_400.0, 86_400.0),
             variance: 0.33,
             with_lmt: 1.0,
+            modified_ago: None,
         }
     }
 
@@ -128,6 +138,7 @@ mod tests {
             length: Dist::constant(Quantity::Time, 1000.0),
             variance: 0.0,
             with_lmt: 1.0,
+            modified_ago: None,
         };
         for oid in 0..100 {
             let a = lc.times(mix64(oid), 0.0, 5000.0);
@@ -143,6 +154,24 @@ mod tests {
             let x = s.times(mix64(oid), 1e9, 1e9);
             assert!((1e9 - x.last_modified.unwrap() as f64) <= y2);
             assert!((x.expires as f64 - 1e9) <= y2);
+        }
+    }
+
+    #[test]
+    fn a_common_modification_date() {
+        // DataComm-1: everything modified a year before the start and
+        // expiring a year after it.
+        let year = 365.0 * 86_400.0;
+        let lc = LifeCycle {
+            length: Dist::constant(Quantity::Time, 2.0 * year),
+            variance: 0.0,
+            with_lmt: 1.0,
+            modified_ago: Some(Dur::secs(year)),
+        };
+        for oid in 0..100 {
+            let x = lc.times(mix64(oid), 1e9, 1e9 + 3600.0);
+            assert_eq!(x.last_modified, Some((1e9 - year) as i64));
+            assert_eq!(x.expires, (1e9 + year) as i64);
         }
     }
 

@@ -131,10 +131,23 @@ pub struct Popularity {
     /// Probability that a request revisits an object requested before
     /// (uniformly among them); otherwise a new object is requested.
     pub recurrence: f64,
-    /// Most objects that repeat requests choose from, per worker (the most
-    /// recent ones); `None` means the built-in bound of 4M.
+    /// Most objects that repeat requests choose from (the most recent
+    /// ones, split evenly among workers); `None` means 4M per worker.
     #[serde(default)]
     pub working_set_cap: Option<u64>,
+    /// A slice of the working set that gets a share of the repeat requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_set: Option<HotSet>,
+}
+
+/// The hot set: `working_set` of the working set gets `requests` of the
+/// repeat requests; it jumps to a new place when the working set slides
+/// past it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HotSet {
+    pub working_set: f64,
+    pub requests: f64,
 }
 
 /// Limits that keep a misbehaving proxy from stalling the robots.
@@ -227,9 +240,13 @@ impl Workload {
             self.robots.max_conns = n;
         }
         if let Some(want) = o.plateau {
-            let nominal = self
-                .plateau
-                .or_else(|| self.phases.iter().rev().find(|p| p.measured).map(|p| p.duration));
+            let nominal = self.plateau.or_else(|| {
+                self.phases
+                    .iter()
+                    .rev()
+                    .find(|p| p.measured)
+                    .map(|p| p.duration)
+            });
             if let Some(n) = nominal.filter(|n| !n.0.is_zero()) {
                 let k = want.as_secs_f64() / n.as_secs_f64();
                 for p in &mut self.phases {
@@ -346,6 +363,14 @@ impl Workload {
         }
         for (param, v) in [
             ("popularity.recurrence", self.popularity.recurrence),
+            (
+                "popularity.hot_set.working_set",
+                self.popularity.hot_set.map_or(0.0, |h| h.working_set),
+            ),
+            (
+                "popularity.hot_set.requests",
+                self.popularity.hot_set.map_or(0.0, |h| h.requests),
+            ),
             ("requests.basic", self.requests.basic),
             ("requests.ims200", self.requests.ims200),
             ("requests.ims304", self.requests.ims304),

@@ -28,6 +28,13 @@ pub fn split_oid(oid: u64) -> (u64, u32) {
     (oid & !(u64::from(MAX_EMBEDDED) << EMBED_SHIFT), k)
 }
 
+#[derive(Clone, Copy)]
+enum Property {
+    Type,
+    Cachable,
+    Embeds,
+}
+
 /// What robots and servers both know about one object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ObjectInfo {
@@ -94,9 +101,31 @@ impl ObjectSpace {
         part + self.partitions * (h % u64::from(in_part)) as u32
     }
 
+    /// A uniform number for a property of an object. Pages (directly
+    /// requested objects) take it from a Weyl sequence over their sequence
+    /// number, one irrational step per property (rationally independent,
+    /// so the properties are jointly equidistributed): any run of
+    /// consecutive objects has its shares almost exactly, and a compressed
+    /// run's small working set offers the nominal mix and hit ratio.
+    /// Embedded objects use a hash.
+    fn uniform(&self, oid: u64, property: Property) -> f64 {
+        let (page, k) = split_oid(oid);
+        let (salt, step) = match property {
+            Property::Type => (6, 0.618_033_988_749_894_9), // golden ratio - 1
+            Property::Cachable => (2, 0.414_213_562_373_095_1), // sqrt(2) - 1
+            Property::Embeds => (8, 0.732_050_807_568_877_2), // sqrt(3) - 1
+        };
+        if k > 0 {
+            return unit_f64(mix2(self.key ^ salt, oid));
+        }
+        let seq = page & ((1 << WORLD_SHIFT) - 1);
+        let offset = unit_f64(mix2(self.key ^ salt, page >> WORLD_SHIFT));
+        (offset + seq as f64 * step).fract()
+    }
+
     fn type_of(&self, oid: u64) -> u16 {
         let (page, k) = split_oid(oid);
-        let page_type = self.mix.direct_type(unit_f64(mix2(self.key ^ 6, page)));
+        let page_type = self.mix.direct_type(self.uniform(page, Property::Type));
         if k == 0 {
             page_type
         } else {
@@ -122,7 +151,10 @@ impl ObjectSpace {
         });
         let (page, k) = split_oid(oid);
         let embeds = match (&t.embeds, k) {
-            (Some(e), 0) => (e.count.sample_hashed(h(8)) as u32).min(MAX_EMBEDDED),
+            (Some(e), 0) => {
+                let u = self.uniform(oid, Property::Embeds);
+                (e.count.sample_with(|| u) as u32).min(MAX_EMBEDDED)
+            }
             _ => 0,
         };
         ObjectInfo {
@@ -130,7 +162,7 @@ impl ObjectSpace {
             ctype,
             ext,
             size: t.size.sample_hashed(h(1)).round() as u64,
-            cachable: unit_f64(h(2)) < t.cachable,
+            cachable: self.uniform(oid, Property::Cachable) < t.cachable,
             md5: unit_f64(h(9)) < t.md5,
             embeds,
             server: self.server_of(page),
@@ -205,7 +237,10 @@ mod tests {
             per_server[o.server as usize] += 1;
         }
         let share = cachable as f64 / n as f64;
-        assert!((share - 0.8).abs() < 0.01, "cachable share {share}");
+        assert!((share - 0.8).abs() < 0.0001, "cachable share {share}");
+        // Any run of consecutive objects has the share too.
+        let run = (5000..7000).filter(|o| a.get(*o).cachable).count();
+        assert!((run as f64 / 2000.0 - 0.8).abs() < 0.002, "{run}");
         let mean = size as f64 / n as f64;
         assert!(
             (mean / (13.0 * 1024.0) - 1.0).abs() < 0.02,
@@ -224,6 +259,33 @@ mod tests {
         // Another seed gives another universe.
         let c = ObjectSpace::new(6, &types, 10, 1);
         assert!((0..100).any(|oid| c.get(oid) != a.get(oid)));
+    }
+
+    #[test]
+    fn type_and_cachability_are_independent_draws() {
+        let types = crate::content_set("polymix").unwrap();
+        let s = ObjectSpace::new(3, &types, 10, 1);
+        let mut count = [0u32; 4];
+        let mut cachable = [0u32; 4];
+        for seq in 0..200_000u64 {
+            let o = s.get(seq);
+            count[o.ctype as usize] += 1;
+            cachable[o.ctype as usize] += u32::from(o.cachable);
+        }
+        for (i, t) in types.iter().enumerate() {
+            if t.embedded_only {
+                assert_eq!(count[i], 0);
+                continue;
+            }
+            let share = f64::from(count[i]) / 200_000.0;
+            assert!(
+                (share - t.share / 0.35).abs() < 0.002,
+                "{} share {share}",
+                t.name
+            );
+            let c = f64::from(cachable[i]) / f64::from(count[i]);
+            assert!((c - t.cachable).abs() < 0.02, "{} cachable {c}", t.name);
+        }
     }
 
     #[test]

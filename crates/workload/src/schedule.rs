@@ -147,7 +147,11 @@ impl Schedule {
         let i = self.phase_at(t)?;
         let p = &self.phases[i];
         let d = p.duration.as_secs_f64();
-        let x = if d > 0.0 { (t - self.starts[i]) / d } else { 0.0 };
+        let x = if d > 0.0 {
+            (t - self.starts[i]) / d
+        } else {
+            0.0
+        };
         Some(p.factors(x))
     }
 
