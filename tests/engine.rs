@@ -674,3 +674,32 @@ fn downtime_runs_constant_load_through_its_dark_phase() {
     // PolyMix content: pages bring their images.
     assert!(t.content_types["image"].xacts > t.content_types["html"].xacts * 3);
 }
+
+#[test]
+fn wan_emulation_adds_the_expected_round_trips() {
+    let case = |reuse: f64, size: f64| {
+        let mut w = simple(3.0, 1, 1, 0.5, 4.0);
+        w.robots.max_conns = 1;
+        w.robots.conn_reuse = Dist::constant(Quantity::Count, reuse);
+        w.content[0].size = Dist::constant(Quantity::Size, size);
+        w.servers.link = Some(cacheoff_workload::LinkConfig {
+            delay: Dur::secs(0.040),
+            loss: 0.0,
+        });
+        let (_dir, r) = run(w, None);
+        assert_eq!(r.summary.total.errors.total, 0);
+        r.summary.total.rt_uncorrected_ms.all.p50
+    };
+    // New connection each time: SYN, SYN-ACK, request, response = 4 x 40 ms.
+    let fresh = case(1.0, 1024.0);
+    assert!((fresh - 160.0).abs() < 12.0, "new connection {fresh} ms");
+    // Persistent connection: request and response = 2 x 40 ms.
+    let reused = case(1000.0, 1024.0);
+    assert!(
+        (reused - 80.0).abs() < 12.0,
+        "reused connection {reused} ms"
+    );
+    // 100 KB needs four slow-start rounds: 3 more round trips.
+    let big = case(1000.0, 100.0 * 1024.0);
+    assert!((big - 320.0).abs() < 15.0, "100 KB {big} ms");
+}

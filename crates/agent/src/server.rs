@@ -3,6 +3,7 @@
 //! A response is fully determined by the object: size, cachability, dates
 //! and body bytes; only the transaction echo and `Date` vary.
 
+use crate::link::Link;
 use crate::shared::http_date;
 use crate::worker::WorkerCtx;
 use cacheoff_base::rng::{stream, SimRng, Stream};
@@ -50,6 +51,9 @@ async fn connection(
         .conn_reuse
         .map(|d| (d.sample(&mut *rng.borrow_mut()) as u64).max(1))
         .unwrap_or(u64::MAX);
+    let link = cfg.link.as_ref().map(Link::new);
+    // A new connection's handshake delays its first request.
+    let mut setup = link.map(|l| l.setup(&mut rng.borrow_mut()));
     // Requests are small; the response buffer is lent per response.
     let mut inbuf: Vec<u8> = Vec::with_capacity(1024);
     let mut served = 0u64;
@@ -70,6 +74,11 @@ async fn connection(
         inbuf.drain(..head.head_len);
         if skip_body(&mut s, &mut inbuf, body_len).await.is_err() {
             return;
+        }
+        if let Some(l) = &link {
+            let travel = setup.take().unwrap_or_default()
+                + l.request(&mut rng.borrow_mut(), (head.head_len + body_len) as u64);
+            tokio::time::sleep(travel).await;
         }
         if !cfg.think_time.is_zero() {
             let secs = cfg.think_time.sample(&mut *rng.borrow_mut());
@@ -114,13 +123,27 @@ async fn connection(
             )
         });
         let send_body = head.method != Method::Head && !not_modified;
-        let ok = if !send_body {
-            s.write_all(&out).await.is_ok()
-        } else if info.size <= ONE_WRITE {
-            body::append(&mut out, info.body_seed, 0, info.size);
-            s.write_all(&out).await.is_ok()
-        } else {
-            write_large(&mut s, &out, info.body_seed, info.size).await
+        let body_len = if send_body { info.size } else { 0 };
+        let ok = match &link {
+            Some(l) => {
+                let rounds = l.response(&mut rng.borrow_mut(), out.len() as u64 + body_len);
+                write_paced(&mut s, &out, info.body_seed, body_len, &rounds).await
+            }
+            None if body_len <= ONE_WRITE => {
+                body::append(&mut out, info.body_seed, 0, body_len);
+                s.write_all(&out).await.is_ok()
+            }
+            None => {
+                write_range(
+                    &mut s,
+                    &out,
+                    info.body_seed,
+                    body_len,
+                    0,
+                    out.len() as u64 + body_len,
+                )
+                .await
+            }
         };
         ctx.give_buf(out);
         if !ok || !keep_alive {
@@ -129,17 +152,50 @@ async fn connection(
     }
 }
 
-async fn write_large(s: &mut TcpStream, head: &[u8], seed: u64, size: u64) -> bool {
-    if s.write_all(head).await.is_err() {
-        return false;
+/// Writes bytes `from..to` of `head` followed by `body_len` body bytes.
+async fn write_range(
+    s: &mut TcpStream,
+    head: &[u8],
+    seed: u64,
+    body_len: u64,
+    from: u64,
+    to: u64,
+) -> bool {
+    let head_len = head.len() as u64;
+    let mut at = from;
+    if at < head_len {
+        let end = to.min(head_len);
+        if s.write_all(&head[at as usize..end as usize]).await.is_err() {
+            return false;
+        }
+        at = end;
     }
-    let mut off = 0;
-    while off < size {
-        let piece = body::slice(seed, off, (size - off).min(64 * 1024) as usize);
+    let to = to.min(head_len + body_len);
+    while at < to {
+        let piece = body::slice(seed, at - head_len, (to - at).min(64 * 1024) as usize);
         if s.write_all(piece).await.is_err() {
             return false;
         }
-        off += piece.len() as u64;
+        at += piece.len() as u64;
+    }
+    true
+}
+
+/// Writes the response in the link's rounds, waiting before each.
+async fn write_paced(
+    s: &mut TcpStream,
+    head: &[u8],
+    seed: u64,
+    body_len: u64,
+    rounds: &[(Duration, u64)],
+) -> bool {
+    let mut at = 0;
+    for &(wait, n) in rounds {
+        tokio::time::sleep(wait).await;
+        if !write_range(s, head, seed, body_len, at, at + n).await {
+            return false;
+        }
+        at += n;
     }
     true
 }

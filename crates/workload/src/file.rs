@@ -9,7 +9,8 @@ use crate::content::ContentType;
 use crate::dist::{deserialize_dist, Dist, Quantity};
 use crate::lifecycle::LifeCycle;
 use crate::model::{
-    Arrivals, Overrides, Popularity, RequestMix, RobotConfig, ServerConfig, Timeouts, Workload,
+    Arrivals, LinkConfig, Overrides, Popularity, RequestMix, RobotConfig, ServerConfig, Timeouts,
+    Workload,
 };
 use crate::schedule::Phase;
 use cacheoff_base::{Bytes, Dur, Rate};
@@ -118,6 +119,7 @@ struct RawServers {
     #[serde(deserialize_with = "opt_count_dist")]
     conn_reuse: Option<Dist>,
     idle_timeout: Dur,
+    link: Option<LinkConfig>,
 }
 
 impl Default for RawServers {
@@ -131,6 +133,7 @@ impl Default for RawServers {
             think_time: Dist::constant(Quantity::Time, 0.0),
             conn_reuse: None,
             idle_timeout: Dur::secs(15.0),
+            link: None,
         }
     }
 }
@@ -289,6 +292,7 @@ fn resolve(raw: RawWorkload, o: &Overrides) -> Workload {
             think_time: raw.servers.think_time,
             conn_reuse: raw.servers.conn_reuse,
             idle_timeout: raw.servers.idle_timeout,
+            link: raw.servers.link,
         },
         content: raw.content,
         popularity: raw.popularity,

@@ -89,6 +89,20 @@ pub struct ServerConfig {
     pub conn_reuse: Option<Dist>,
     /// An idle persistent connection is closed after this long.
     pub idle_timeout: Dur,
+    /// WAN emulation on the servers' connections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkConfig>,
+}
+
+/// Packet delay and loss of a server's link (both directions).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    /// One-way delay of every packet.
+    pub delay: Dur,
+    /// Probability that a packet is lost (costing a retransmission timeout).
+    #[serde(default)]
+    pub loss: f64,
 }
 
 /// Shares of the request types (they add up to 1).
@@ -363,6 +377,10 @@ impl Workload {
         }
         for (param, v) in [
             ("popularity.recurrence", self.popularity.recurrence),
+            (
+                "servers.link.loss",
+                self.servers.link.map_or(0.0, |l| l.loss),
+            ),
             (
                 "popularity.hot_set.working_set",
                 self.popularity.hot_set.map_or(0.0, |h| h.working_set),
