@@ -357,6 +357,7 @@ fn polymix_requests(w: &mut Workload) {
         ims200: 0.05,
         ims304: 0.10,
         reload: 0.05,
+        ..cacheoff_workload::RequestMix::basic_only()
     };
 }
 
@@ -702,4 +703,34 @@ fn wan_emulation_adds_the_expected_round_trips() {
     // 100 KB needs four slow-start rounds: 3 more round trips.
     let big = case(1000.0, 100.0 * 1024.0);
     assert!((big - 320.0).abs() < 15.0, "100 KB {big} ms");
+}
+
+#[test]
+fn post_and_head_requests_reach_the_origin_and_are_checked() {
+    let with_methods = || {
+        let mut w = simple(1000.0, 50, 10, 1.0, 3.0);
+        w.requests.basic = 0.9;
+        w.requests.post = 0.05;
+        w.requests.head = 0.05;
+        w
+    };
+    for proxy in [
+        None,
+        Some(TestProxy::start(ProxyOptions {
+            cache: true,
+            ..Default::default()
+        })),
+    ] {
+        let (_dir, r) = run(with_methods(), proxy.as_ref().map(|p| p.addr));
+        let t = &r.summary.total;
+        assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+        for k in ["post", "head"] {
+            let share = t.request_types[k] as f64 / t.xacts as f64;
+            assert!((share - 0.05).abs() < 0.012, "{k}: {share}");
+        }
+        if proxy.is_some() {
+            // Only basic GETs count in hit ratios, and an ideal cache hits them all.
+            assert!((t.dhr.measured - t.dhr.offered).abs() < 2.0);
+        }
+    }
 }

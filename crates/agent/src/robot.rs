@@ -89,6 +89,8 @@ struct Planned {
     repeat: bool,
     offered_hit: bool,
     rtype: RequestType,
+    /// Body bytes of a POST.
+    post_len: u64,
 }
 
 struct Conn {
@@ -254,8 +256,9 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
     let rtype = {
         let u: f64 = robot.rng.borrow_mut().gen();
         let mut shares = wl.requests.shares();
-        // The phase scales the special requests; basic ones fill the rest.
-        for s in &mut shares[1..] {
+        // The phase scales the special requests (IMS and reloads); basic
+        // ones fill the rest.
+        for s in &mut shares[1..=3] {
             *s *= f.special;
         }
         shares[0] = (1.0 - shares[1..].iter().sum::<f64>()).max(0.0);
@@ -269,12 +272,18 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
             })
             .map_or(RequestType::Basic, |(t, _)| *t)
     };
+    let post_len = if rtype == RequestType::Post {
+        wl.requests.post_body.sample(&mut *robot.rng.borrow_mut()) as u64
+    } else {
+        0
+    };
     Planned {
         info,
         intended,
         repeat,
         offered_hit: repeat && info.cachable,
         rtype,
+        post_len,
     }
 }
 
@@ -291,6 +300,7 @@ fn embedded_of<'a>(ctx: &'a WorkerCtx, page: &Planned) -> impl Iterator<Item = P
             repeat,
             offered_hit: repeat && info.cachable,
             rtype: RequestType::Basic,
+            post_len: 0,
         }
     })
 }
@@ -576,10 +586,15 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
     let host = &shared.server_hosts[p.info.server as usize];
     let mut path = String::with_capacity(40);
     shared.objects.write_path(&mut path, &p.info);
+    let method = match rtype {
+        RequestType::Post => "POST",
+        RequestType::Head => "HEAD",
+        _ => "GET",
+    };
     write_request(
         &mut conn.buf,
         &RequestSpec {
-            method: "GET",
+            method,
             host,
             path: &path,
             absolute: shared.proxy.is_some(),
@@ -587,8 +602,10 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
             keep_alive: true,
             ims: ims_date.as_deref(),
             reload: rtype == RequestType::Reload,
+            body_len: p.post_len,
         },
     );
+    cacheoff_http::body::append(&mut conn.buf, xact, 0, p.post_len);
     let sent = Instant::now();
     ctx.stats
         .borrow_mut()
@@ -655,7 +672,7 @@ async fn read_reply(conn: &mut Conn, shared: &Shared, ask: &Ask<'_>) -> Result<C
                 Failure::Error(ErrorKind::PrematureClose)
             });
         }
-        match parse_response(&conn.buf, false, false) {
+        match parse_response(&conn.buf, ask.rtype == RequestType::Head, false) {
             Ok(Some(h)) => break h,
             Ok(None) => continue,
             Err(_) => return Err(ErrorKind::BadResponse.into()),
@@ -672,7 +689,11 @@ async fn read_reply(conn: &mut Conn, shared: &Shared, ask: &Ask<'_>) -> Result<C
         None if head.status == 304 => Outcome::Hit,
         None => return Err(ErrorKind::ForeignSource.into()),
     };
-    let size = if head.status == 304 { 0 } else { ask.info.size };
+    let size = if head.status == 304 || ask.rtype == RequestType::Head {
+        0
+    } else {
+        ask.info.size
+    };
     let (bytes, keep_alive) = read_body(conn, &head, ask.info.body_seed, size).await?;
     let want = if ask.rtype == RequestType::Ims304 {
         304
@@ -690,6 +711,9 @@ async fn read_reply(conn: &mut Conn, shared: &Shared, ask: &Ask<'_>) -> Result<C
     }
     if ask.rtype == RequestType::Reload && outcome == Outcome::Hit {
         return Err(ErrorKind::ReloadHit.into());
+    }
+    if ask.rtype == RequestType::Post && outcome == Outcome::Hit {
+        return Err(ErrorKind::PostHit.into());
     }
     if outcome == Outcome::Hit && head.status == 200 && !ask.info.cachable {
         return Err(ErrorKind::UncachableHit.into());

@@ -46,6 +46,8 @@ pub struct RequestSpec<'a> {
     pub ims: Option<&'a str>,
     /// Ask for a reload: `Cache-Control: no-cache` and `Pragma: no-cache`.
     pub reload: bool,
+    /// Length of the request body (sent by the caller after the head).
+    pub body_len: u64,
 }
 
 /// Appends a request head.
@@ -71,6 +73,11 @@ pub fn write_request(out: &mut Vec<u8>, r: &RequestSpec<'_>) {
     }
     if r.reload {
         out.extend_from_slice(b"Cache-Control: no-cache\r\nPragma: no-cache\r\n");
+    }
+    if r.body_len > 0 || r.method == "POST" {
+        out.extend_from_slice(b"Content-Length: ");
+        out.extend_from_slice(r.body_len.to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
     }
     if !r.keep_alive {
         out.extend_from_slice(b"Connection: close\r\n");
@@ -207,6 +214,7 @@ mod tests {
                 keep_alive: true,
                 ims: Some("Sun, 22 Nov 2026 00:00:00 GMT"),
                 reload: true,
+                body_len: 0,
             },
         );
         let h = parse_request(&b, false).unwrap().unwrap();

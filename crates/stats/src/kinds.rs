@@ -44,6 +44,7 @@ closed_set! {
         OriginBadRequest = "origin_bad_request": "an origin server received a request it could not parse or map to an object",
         ReloadHit = "reload_hit": "a reload request (Cache-Control: no-cache) was answered from a cache instead of the origin server",
         UncachableHit = "uncachable_hit": "a cache served a hit for an object the origin server marks uncachable",
+        PostHit = "post_hit": "a POST was answered from a cache instead of the origin server",
     }
 }
 
@@ -54,6 +55,8 @@ closed_set! {
         Ims200 = "ims200": "a GET with If-Modified-Since one second before Last-Modified: the answer must be 200 with the body",
         Ims304 = "ims304": "a GET with If-Modified-Since one second after Last-Modified: the answer must be 304",
         Reload = "reload": "a GET with Cache-Control: no-cache and Pragma: no-cache: the answer must come from the origin server",
+        Post = "post": "a POST with a body: the answer must come from the origin server",
+        Head = "head": "a HEAD: the answer is the object's head without a body",
     }
 }
 

@@ -165,9 +165,20 @@ async fn client(mut s: TcpStream, opts: ProxyOptions, cache: Cache, counters: Ar
     let mut buf = Vec::with_capacity(4096);
     while let Some(req) = read_request(&mut s, &mut buf).await {
         buf.drain(..req.head_len);
+        // The request body (POST), forwarded as is.
+        let want = req.content_length.unwrap_or(0) as usize;
+        while buf.len() < want {
+            buf.reserve(want - buf.len());
+            match s.read_buf(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+        let body: Vec<u8> = buf.drain(..want).collect();
         let key = req.target.clone();
         let keep = |st: &Stored| st.cachable || opts.faults.cache_uncachable;
-        let plan = if opts.cache {
+        // Only GETs are looked up and stored.
+        let plan = if opts.cache && req.method == cacheoff_http::Method::Get {
             let mut map = cache.lock().expect("cache lock");
             match map.get(&key) {
                 Some(Slot::Ready(hit)) => Plan::Hit(hit.clone()),
@@ -204,8 +215,8 @@ async fn client(mut s: TcpStream, opts: ProxyOptions, cache: Cache, counters: Ar
             }
             None => {
                 counters.misses.fetch_add(1, Ordering::Relaxed);
-                let fetched = fetch(&req).await.map(Arc::new);
-                if opts.cache {
+                let fetched = fetch(&req, &body).await.map(Arc::new);
+                if publish.is_some() {
                     let mut map = cache.lock().expect("cache lock");
                     // Only the request that registered the fetch settles it.
                     if matches!(map.get(&key), Some(Slot::Pending(_))) {
@@ -284,7 +295,7 @@ async fn client(mut s: TcpStream, opts: ProxyOptions, cache: Cache, counters: Ar
 
 /// Fetches a request from its origin on a new connection; returns the
 /// reply head (without the blank line) and body, and whether to cache it.
-async fn fetch(req: &RequestHead) -> Option<Stored> {
+async fn fetch(req: &RequestHead, body: &[u8]) -> Option<Stored> {
     let authority = req.authority()?;
     let mut up = TcpStream::connect(authority).await.ok()?;
     let mut out = Vec::new();
@@ -302,6 +313,7 @@ async fn fetch(req: &RequestHead) -> Option<Stored> {
         out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(b"Connection: close\r\n\r\n");
+    out.extend_from_slice(body);
     up.write_all(&out).await.ok()?;
     let mut buf = Vec::with_capacity(16 * 1024);
     let head = loop {
@@ -309,7 +321,9 @@ async fn fetch(req: &RequestHead) -> Option<Stored> {
         if up.read_buf(&mut buf).await.ok()? == 0 {
             return None;
         }
-        if let Some(h) = parse_response(&buf, false, false).ok()? {
+        if let Some(h) =
+            parse_response(&buf, req.method == cacheoff_http::Method::Head, false).ok()?
+        {
             break h;
         }
     };

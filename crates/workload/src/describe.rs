@@ -127,11 +127,21 @@ pub fn describe(w: &Workload) -> String {
         ),
     );
     let q = &w.requests;
+    let methods = if q.post > 0.0 || q.head > 0.0 {
+        format!(
+            ", POST {} (bodies {}), HEAD {}",
+            pct(q.post),
+            q.post_body,
+            pct(q.head)
+        )
+    } else {
+        String::new()
+    };
     row(
         &mut out,
         "request types",
         format!(
-            "basic {}, ims200 {}, ims304 {}, reload {}",
+            "basic {}, ims200 {}, ims304 {}, reload {}{methods}",
             pct(q.basic),
             pct(q.ims200),
             pct(q.ims304),

@@ -184,7 +184,7 @@ impl Default for RawWorkload {
                 LifeCycle::static_two_years(),
             )],
             popularity: Popularity::default(),
-            requests: RequestMix::BASIC_ONLY,
+            requests: RequestMix::basic_only(),
             timeouts: Timeouts::default(),
             interval: Dur::secs(5.0),
             plateau: None,

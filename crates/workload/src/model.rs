@@ -106,7 +106,7 @@ pub struct LinkConfig {
 }
 
 /// Shares of the request types (they add up to 1).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RequestMix {
     /// Plain GET; only these count in hit ratios.
@@ -122,19 +122,50 @@ pub struct RequestMix {
     /// come from the origin.
     #[serde(default)]
     pub reload: f64,
+    /// POST with a body of `post_body` bytes: the answer must come from
+    /// the origin.
+    #[serde(default)]
+    pub post: f64,
+    /// HEAD: the answer has no body.
+    #[serde(default)]
+    pub head: f64,
+    /// Size of POST bodies.
+    #[serde(default = "post_body", deserialize_with = "size_dist")]
+    pub post_body: Dist,
+}
+
+fn post_body() -> Dist {
+    Dist::unif(Quantity::Size, 0.0, 8192.0)
+}
+
+fn size_dist<'de, D: Deserializer<'de>>(d: D) -> Result<Dist, D::Error> {
+    deserialize_dist(d, Quantity::Size)
 }
 
 impl RequestMix {
-    pub const BASIC_ONLY: RequestMix = RequestMix {
-        basic: 1.0,
-        ims200: 0.0,
-        ims304: 0.0,
-        reload: 0.0,
-    };
+    pub fn basic_only() -> RequestMix {
+        RequestMix {
+            basic: 1.0,
+            ims200: 0.0,
+            ims304: 0.0,
+            reload: 0.0,
+            post: 0.0,
+            head: 0.0,
+            post_body: post_body(),
+        }
+    }
 
-    /// The shares in the order basic, ims200, ims304, reload.
-    pub fn shares(&self) -> [f64; 4] {
-        [self.basic, self.ims200, self.ims304, self.reload]
+    /// The shares in the order of `RequestType`: basic, ims200, ims304,
+    /// reload, post, head.
+    pub fn shares(&self) -> [f64; 6] {
+        [
+            self.basic,
+            self.ims200,
+            self.ims304,
+            self.reload,
+            self.post,
+            self.head,
+        ]
     }
 }
 
@@ -393,6 +424,8 @@ impl Workload {
             ("requests.ims200", self.requests.ims200),
             ("requests.ims304", self.requests.ims304),
             ("requests.reload", self.requests.reload),
+            ("requests.post", self.requests.post),
+            ("requests.head", self.requests.head),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(err(param, v.to_string(), "must be a probability in 0..1"));
