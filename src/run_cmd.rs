@@ -159,6 +159,9 @@ pub fn run_in(
         fn interval(&mut self, r: &IntervalRecord) {
             self.inner.interval(r);
         }
+        fn warn(&mut self, message: &str) {
+            eprintln!("cacheoff: warning: {message}");
+        }
     }
     let mut starter = Starter {
         inner: &mut sink,

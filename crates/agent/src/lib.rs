@@ -36,7 +36,7 @@ pub enum AgentError {
         worker: usize,
         source: std::io::Error,
     },
-    #[error("the run may need {needed} open files but the limit is {limit}: raise it (ulimit -n) or use fewer robots or --max-conns")]
+    #[error("the run may need up to {needed} open files but the limit is {limit}; if connections fail, raise it (ulimit -n) or use fewer robots or --max-conns")]
     FdLimit { needed: u64, limit: u64 },
     #[error("worker {0} stopped unexpectedly")]
     WorkerDied(usize),

@@ -208,7 +208,11 @@ async fn pace(ctx: Rc<WorkerCtx>, robots: Vec<Rc<Robot>>, rate: f64) {
                 })
             };
             if accept {
-                let p = plan(&ctx, robot, start + Duration::from_nanos(t));
+                let intended = start + Duration::from_nanos(t);
+                ctx.stats
+                    .borrow_mut()
+                    .record_issue(us_since(intended, Instant::now()));
+                let p = plan(&ctx, robot, intended);
                 dispatch(&ctx, robot, p);
             }
         }

@@ -8,6 +8,9 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// A request sent later than this after its intended time counts as late.
+pub const LATE_SEND_US: u64 = 10_000;
+
 /// Most content types counted separately (the rest share the last slot).
 pub const MAX_CONTENT_TYPES: usize = 16;
 
@@ -91,6 +94,14 @@ pub struct Counters {
     pub conns_open: u64,
     /// Requests sent, successful or not.
     pub sent: u64,
+    /// Requests sent more than [`LATE_SEND_US`] after their intended time.
+    pub sent_late: u64,
+    /// Planned requests the pacer issued (handed to a connection or queued
+    /// behind the robot's busy connections) more than [`LATE_SEND_US`]
+    /// after their intended time: the engine itself fell behind.
+    pub issued_late: u64,
+    /// Planned requests issued.
+    pub issued: u64,
     /// Successful transactions by request type.
     pub by_type: [u64; RequestType::COUNT],
     /// Successful transactions and their body bytes by content type.
@@ -149,7 +160,14 @@ impl Snapshot {
 
     pub fn record_send(&mut self, lag_us: u64) {
         self.c.sent += 1;
+        self.c.sent_late += u64::from(lag_us > LATE_SEND_US);
         self.send_lag.saturating_record(lag_us.max(1));
+    }
+
+    /// Counts a planned request handed out by the pacer `lag_us` late.
+    pub fn record_issue(&mut self, lag_us: u64) {
+        self.c.issued += 1;
+        self.c.issued_late += u64::from(lag_us > LATE_SEND_US);
     }
 
     pub fn errors_total(&self) -> u64 {
@@ -180,6 +198,9 @@ impl Snapshot {
         a.conns_opened += b.conns_opened;
         a.conns_open += b.conns_open;
         a.sent += b.sent;
+        a.sent_late += b.sent_late;
+        a.issued += b.issued;
+        a.issued_late += b.issued_late;
         self.rt.add(&o.rt);
         self.rt_uncorrected.add(&o.rt_uncorrected);
         let _ = self.send_lag.add(&o.send_lag);
@@ -318,6 +339,12 @@ pub struct Entry {
     /// From the actual send.
     pub rt_uncorrected_ms: LatencySet,
     pub send_lag_ms: Latency,
+    /// Share of requests sent more than 10 ms after their intended time,
+    /// in percent.
+    pub sent_late_percent: f64,
+    /// Share of planned requests the pacer issued more than 10 ms after
+    /// their intended time, in percent: the engine fell behind its plan.
+    pub issued_late_percent: f64,
     pub errors: Errors,
     pub conns: Conns,
     /// Successful transactions per request type name.
@@ -372,6 +399,8 @@ impl Entry {
             rt_ms: LatencySet::of(&a.snap.rt),
             rt_uncorrected_ms: LatencySet::of(&a.snap.rt_uncorrected),
             send_lag_ms: Latency::of(&a.snap.send_lag),
+            sent_late_percent: pct(c.sent_late, c.sent),
+            issued_late_percent: pct(c.issued_late, c.issued),
             errors: Errors {
                 total: errors_total,
                 percent: pct(errors_total, c.sent.max(c.xacts + errors_total)),
