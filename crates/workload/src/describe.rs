@@ -27,7 +27,14 @@ pub fn describe(w: &Workload) -> String {
         (Some(r), Some(per)) => row(
             &mut out,
             "peak request rate",
-            format!("{r} in total, {:.4}/s per robot (Poisson)", per),
+            format!(
+                "{r} in total, {:.4}/s per robot ({})",
+                per,
+                match w.robots.arrivals {
+                    crate::Arrivals::Poisson => "Poisson",
+                    crate::Arrivals::Constant => "constant intervals",
+                }
+            ),
         ),
         _ => row(
             &mut out,
@@ -71,6 +78,17 @@ pub fn describe(w: &Workload) -> String {
             s.idle_timeout
         ),
     );
+    if let Some(l) = &s.link {
+        row(
+            &mut out,
+            "server link",
+            format!(
+                "{} one-way delay per packet, {} packet loss (emulated, both directions)",
+                l.delay,
+                pct(l.loss)
+            ),
+        );
+    }
     let _ = writeln!(out, "\nContent");
     for t in &w.content {
         let mut facts = vec![
@@ -111,11 +129,16 @@ pub fn describe(w: &Workload) -> String {
         &mut out,
         "recurrence",
         format!(
-            "{} of requests revisit an earlier object (uniform popularity{})",
+            "{} of requests revisit an earlier object (uniform popularity{}{})",
             pct(w.popularity.recurrence),
             w.popularity
                 .working_set_cap
-                .map_or(String::new(), |c| format!(", among the last {c} objects"))
+                .map_or(String::new(), |c| format!(", among the last {c} objects")),
+            w.popularity.hot_set.map_or(String::new(), |h| format!(
+                "; a hot set of {} of the working set gets {} of revisits",
+                pct(h.working_set),
+                pct(h.requests)
+            ))
         ),
     );
     row(
@@ -160,24 +183,36 @@ pub fn describe(w: &Workload) -> String {
     let _ = writeln!(out, "\nPhases");
     let _ = writeln!(
         out,
-        "  {:>2}  {:<8} {:>10}  {:<13} measured",
-        "#", "name", "duration", "load"
+        "  {:>2}  {:<8} {:>10}  {:<13} {:<13} {:<13} {:<13} notes",
+        "#", "name", "duration", "load", "recurrence", "special req.", "robots alive"
     );
-    for (i, p) in w.phases.iter().enumerate() {
-        let load = if p.load_begin == p.load_end {
-            pct(p.load_begin)
+    let ramp = |a: f64, b: f64| {
+        if a == b {
+            pct(a)
         } else {
-            format!("{} -> {}", pct(p.load_begin), pct(p.load_end))
-        };
-        let _ = writeln!(
-            out,
-            "  {:>2}  {:<8} {:>10}  {:<13} {}",
+            format!("{} -> {}", pct(a), pct(b))
+        }
+    };
+    for (i, p) in w.phases.iter().enumerate() {
+        let mut notes = Vec::new();
+        if p.measured {
+            notes.push("measured");
+        }
+        if p.dark {
+            notes.push("dark: devices under test powered off");
+        }
+        let line = format!(
+            "  {:>2}  {:<8} {:>10}  {:<13} {:<13} {:<13} {:<13} {}",
             i + 1,
             p.name,
             p.duration.to_string(),
-            load,
-            if p.measured { "yes" } else { "" }
+            ramp(p.load_begin, p.load_end),
+            ramp(p.recurrence_begin, p.recurrence_end),
+            ramp(p.special_begin, p.special_end),
+            ramp(p.population_begin, p.population_end),
+            notes.join(", ")
         );
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     let total: f64 = w.phases.iter().map(|p| p.duration.as_secs_f64()).sum();
     let _ = writeln!(out, "  total {}", Dur::secs(total));
@@ -201,8 +236,8 @@ mod tests {
             "68.75% of requests revisit",
             "about 55%",
             "basic 100%, ims200 0%",
-            "   1  warm            10s  100%",
-            "   2  meas           1min  100%          yes",
+            "   1  warm            10s  100%          100%          100%          100%",
+            "   2  meas           1min  100%          100%          100%          100%          measured",
             "total 70s",
         ] {
             assert!(d.contains(needle), "missing {needle:?} in:\n{d}");
