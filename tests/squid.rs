@@ -4,7 +4,7 @@
 use cacheoff::run_cmd::run_in;
 use cacheoff_agent::StopHandle;
 use cacheoff_base::{Dur, Rate};
-use cacheoff_workload::{load, Overrides};
+use cacheoff_workload::{load, load_text, Overrides};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -142,4 +142,67 @@ fn squid_hits_match_its_access_log() {
         t.dhr.measured,
         t.dhr.offered
     );
+}
+
+/// PolyMix content and PolyMix-4's request mix: IMS, reloads, POST, HEAD.
+const SPECIAL_MIX: &str = r#"
+name = "squid-mix"
+peak_rate = "300/s"
+content = "polymix"
+[robots]
+count = 300
+[servers]
+count = 50
+think_time = "norm(50ms,20ms)"
+[popularity]
+recurrence = 0.7237
+[requests]
+basic = 0.784
+ims200 = 0.05
+ims304 = 0.10
+reload = 0.05
+post = 0.015
+head = 0.001
+[[phases]]
+name = "warm"
+duration = "5s"
+[[phases]]
+name = "meas"
+duration = "30s"
+measured = true
+"#;
+
+#[test]
+#[ignore = "needs Debian's squid; .ci/run installs it and runs this"]
+fn squid_answers_every_request_type_correctly() {
+    let dir = tempfile::tempdir().unwrap();
+    let squid = start_squid(dir.path());
+    let w = load_text("squid-mix.toml", SPECIAL_MIX, &Overrides::default()).unwrap();
+    let run_dir = dir.path().join("run");
+    std::fs::create_dir(&run_dir).unwrap();
+    let r = run_in(
+        &run_dir,
+        w,
+        Some(squid.addr),
+        2,
+        true,
+        &["squid-test".into()],
+        &StopHandle::new(),
+    )
+    .map_err(|f| f.error)
+    .unwrap();
+    drop(squid);
+    let t = &r.summary.total;
+    eprintln!(
+        "xacts {}, types {:?}, DHR {} (offered {}), errors {:?}",
+        t.xacts, t.request_types, t.dhr.measured, t.dhr.offered, t.errors.by_kind
+    );
+    assert!(t.xacts > 8_000, "xacts {}", t.xacts);
+    // Squid answers IMS by Last-Modified, sends reloads and POSTs to the
+    // origin and never serves an uncachable object: no errors at all.
+    assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    for k in ["ims200", "ims304", "reload", "post"] {
+        assert!(t.request_types[k] > 30, "{k}: {:?}", t.request_types);
+    }
+    assert!(t.dhr.measured > 45.0 && (t.dhr.offered - t.dhr.measured) < 6.0);
 }
