@@ -734,3 +734,26 @@ fn post_and_head_requests_reach_the_origin_and_are_checked() {
         }
     }
 }
+
+#[test]
+fn http10_keep_alive_connections_persist() {
+    for proxy in [
+        None,
+        Some(TestProxy::start(ProxyOptions {
+            cache: true,
+            ..Default::default()
+        })),
+    ] {
+        let mut w = simple(600.0, 20, 2, 1.0, 2.0);
+        w.robots.http10 = true;
+        let (_dir, r) = run(w, proxy.as_ref().map(|p| p.addr));
+        let t = &r.summary.total;
+        assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+        assert!(
+            t.conns.opened * 10 < t.xacts,
+            "opened {} for {}",
+            t.conns.opened,
+            t.xacts
+        );
+    }
+}

@@ -607,6 +607,7 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
             ims: ims_date.as_deref(),
             reload: rtype == RequestType::Reload,
             body_len: p.post_len,
+            http10: shared.wl.robots.http10,
         },
     );
     cacheoff_http::body::append(&mut conn.buf, xact, 0, p.post_len);

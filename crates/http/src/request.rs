@@ -48,6 +48,9 @@ pub struct RequestSpec<'a> {
     pub reload: bool,
     /// Length of the request body (sent by the caller after the head).
     pub body_len: u64,
+    /// Send HTTP/1.0 (persistent only with `Connection: keep-alive`, as
+    /// PolyMix robots do) instead of HTTP/1.1.
+    pub http10: bool,
 }
 
 /// Appends a request head.
@@ -59,7 +62,11 @@ pub fn write_request(out: &mut Vec<u8>, r: &RequestSpec<'_>) {
         out.extend_from_slice(r.host.as_bytes());
     }
     out.extend_from_slice(r.path.as_bytes());
-    out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+    out.extend_from_slice(if r.http10 {
+        b" HTTP/1.0\r\nHost: "
+    } else {
+        b" HTTP/1.1\r\nHost: "
+    });
     out.extend_from_slice(r.host.as_bytes());
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(XACT_HEADER.as_bytes());
@@ -79,8 +86,10 @@ pub fn write_request(out: &mut Vec<u8>, r: &RequestSpec<'_>) {
         out.extend_from_slice(r.body_len.to_string().as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    if !r.keep_alive {
-        out.extend_from_slice(b"Connection: close\r\n");
+    match (r.keep_alive, r.http10) {
+        (false, false) => out.extend_from_slice(b"Connection: close\r\n"),
+        (true, true) => out.extend_from_slice(b"Connection: keep-alive\r\n"),
+        _ => {}
     }
     out.extend_from_slice(b"\r\n");
 }
@@ -215,6 +224,7 @@ mod tests {
                 ims: Some("Sun, 22 Nov 2026 00:00:00 GMT"),
                 reload: true,
                 body_len: 0,
+                http10: false,
             },
         );
         let h = parse_request(&b, false).unwrap().unwrap();
@@ -228,6 +238,29 @@ mod tests {
         assert!(h.keep_alive);
         assert_eq!(h.head_len, b.len());
         assert!(parse_request(&b[..b.len() - 1], false).unwrap().is_none());
+    }
+
+    #[test]
+    fn http10_robots_ask_for_keep_alive() {
+        let mut b = Vec::new();
+        write_request(
+            &mut b,
+            &RequestSpec {
+                method: "GET",
+                host: "h:1",
+                path: "/",
+                absolute: false,
+                xact: 1,
+                keep_alive: true,
+                ims: None,
+                reload: false,
+                body_len: 0,
+                http10: true,
+            },
+        );
+        let h = parse_request(&b, false).unwrap().unwrap();
+        assert_eq!(h.minor, 0);
+        assert!(h.keep_alive);
     }
 
     #[test]

@@ -47,10 +47,15 @@ pub fn describe(w: &Workload) -> String {
         &mut out,
         "robots",
         format!(
-            "{} at {} .. {}; at most {} open connections each, each reused for {} transactions; up to {} waiting requests",
+            "{} at {} .. {}; {}; at most {} open connections each, each reused for {} transactions; up to {} waiting requests",
             r.count,
             r.first_ip,
             last_ip(r.first_ip, r.count),
+            if r.http10 {
+                "HTTP/1.0 with keep-alive"
+            } else {
+                "HTTP/1.1"
+            },
             r.max_conns,
             r.conn_reuse,
             r.backlog
@@ -230,7 +235,7 @@ mod tests {
         for needle in [
             "simple: exp(13KB) objects",
             "400/s in total, 0.4000/s per robot",
-            "1000 at 127.1.0.1 .. 127.1.3.232",
+            "1000 at 127.1.0.1 .. 127.1.3.232; HTTP/1.1",
             "600 at 127.2.0.1 .. 127.2.2.88",
             "object                 100% of the content mix; size exp(13KB); 80% cachable",
             "68.75% of requests revisit",

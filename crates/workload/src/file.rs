@@ -88,6 +88,7 @@ struct RawRobots {
     conn_reuse: Dist,
     backlog: u32,
     arrivals: Arrivals,
+    http10: bool,
 }
 
 impl Default for RawRobots {
@@ -101,6 +102,7 @@ impl Default for RawRobots {
             conn_reuse: Dist::constant(Quantity::Count, 128.0),
             backlog: 64,
             arrivals: Arrivals::Poisson,
+            http10: false,
         }
     }
 }
@@ -284,6 +286,7 @@ fn resolve(raw: RawWorkload, o: &Overrides) -> Workload {
             conn_reuse: raw.robots.conn_reuse,
             backlog: raw.robots.backlog,
             arrivals: raw.robots.arrivals,
+            http10: raw.robots.http10,
         },
         servers: ServerConfig {
             count: servers,

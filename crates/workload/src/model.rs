@@ -58,6 +58,10 @@ pub struct RobotConfig {
     /// How a robot spaces its requests.
     #[serde(default)]
     pub arrivals: Arrivals,
+    /// Send HTTP/1.0 requests with `Connection: keep-alive` (PolyMix) rather
+    /// than HTTP/1.1.
+    #[serde(default)]
+    pub http10: bool,
 }
 
 /// Request spacing of a robot.
