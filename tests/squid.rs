@@ -1,7 +1,7 @@
 //! Squid from Debian as the proxy under test. `.ci/run` installs Squid and
 //! runs this test (it is ignored by a plain `cargo test`).
 
-use cacheoff::run_cmd::run_in;
+use cacheoff::run_cmd::{run_in, RunResult};
 use cacheoff_agent::StopHandle;
 use cacheoff_base::{Dur, Rate};
 use cacheoff_workload::{load, load_text, Overrides};
@@ -80,23 +80,11 @@ fn start_squid(dir: &Path) -> Squid {
     Squid { child, addr }
 }
 
-#[test]
-#[ignore = "needs Debian's squid; .ci/run installs it and runs this"]
-fn squid_hits_match_its_access_log() {
+/// Runs `w` through a fresh Squid; returns the result and Squid's access
+/// log.
+fn run_through_squid(w: cacheoff_workload::Workload) -> (RunResult, String) {
     let dir = tempfile::tempdir().unwrap();
     let squid = start_squid(dir.path());
-    let w = load(
-        "simple",
-        &Overrides {
-            rate: Some(Some(Rate(300.0))),
-            robots: Some(300),
-            servers: Some(50),
-            warmup: Some(Dur::secs(5.0)),
-            duration: Some(Dur::secs(60.0)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
     let run_dir = dir.path().join("run");
     std::fs::create_dir(&run_dir).unwrap();
     let r = run_in(
@@ -110,9 +98,28 @@ fn squid_hits_match_its_access_log() {
     )
     .map_err(|f| f.error)
     .unwrap();
-    drop(squid); // flushes the access log
-    let t = &r.summary.total;
+    drop(squid); // stops Squid, which flushes its access log
     let log = std::fs::read_to_string(dir.path().join("access.log")).unwrap();
+    (r, log)
+}
+
+#[test]
+#[ignore = "needs Debian's squid; .ci/run installs it and runs this"]
+fn squid_hits_match_its_access_log() {
+    let w = load(
+        "simple",
+        &Overrides {
+            rate: Some(Some(Rate(300.0))),
+            robots: Some(300),
+            servers: Some(50),
+            warmup: Some(Dur::secs(5.0)),
+            duration: Some(Dur::secs(60.0)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (r, log) = run_through_squid(w);
+    let t = &r.summary.total;
     let squid_hits = log
         .lines()
         .filter(|l| l.contains("TCP_HIT/") || l.contains("TCP_MEM_HIT/"))
@@ -175,23 +182,8 @@ measured = true
 #[test]
 #[ignore = "needs Debian's squid; .ci/run installs it and runs this"]
 fn squid_answers_every_request_type_correctly() {
-    let dir = tempfile::tempdir().unwrap();
-    let squid = start_squid(dir.path());
     let w = load_text("squid-mix.toml", SPECIAL_MIX, &Overrides::default()).unwrap();
-    let run_dir = dir.path().join("run");
-    std::fs::create_dir(&run_dir).unwrap();
-    let r = run_in(
-        &run_dir,
-        w,
-        Some(squid.addr),
-        2,
-        true,
-        &["squid-test".into()],
-        &StopHandle::new(),
-    )
-    .map_err(|f| f.error)
-    .unwrap();
-    drop(squid);
+    let (r, _log) = run_through_squid(w);
     let t = &r.summary.total;
     eprintln!(
         "xacts {}, types {:?}, DHR {} (offered {}), errors {:?}",
