@@ -84,6 +84,7 @@ impl World {
 mod tests {
     use super::*;
     use cacheoff_base::rng::{stream, Stream};
+    use cacheoff_workload::{load, ObjectSpace, Overrides};
 
     #[test]
     fn recurrence_and_the_working_set_window() {
@@ -134,13 +135,6 @@ mod tests {
         assert!(w.hot_start >= w.next - 10_000, "the hot set moved");
         assert_ne!(w.hot_start, start);
     }
-}
-
-#[cfg(test)]
-mod offered_check {
-    use super::*;
-    use cacheoff_base::rng::{stream, Stream};
-    use cacheoff_workload::{load, ObjectSpace, Overrides};
 
     #[test]
     fn picks_offer_the_nominal_hit_ratio() {
