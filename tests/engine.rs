@@ -757,3 +757,43 @@ fn http10_keep_alive_connections_persist() {
         );
     }
 }
+
+#[test]
+fn deliberate_aborts_are_counted_as_aborts_not_errors() {
+    for proxy in [
+        None,
+        Some(TestProxy::start(ProxyOptions {
+            cache: true,
+            ..Default::default()
+        })),
+    ] {
+        let mut w = simple(1000.0, 50, 10, 1.0, 3.0);
+        w.aborts = cacheoff_workload::Aborts {
+            robot: 0.05,
+            server: 0.05,
+        };
+        let (_dir, r) = run(w, proxy.as_ref().map(|p| p.addr));
+        let t = &r.summary.total;
+        assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+        let share = |n: u64| n as f64 / t.sent as f64;
+        assert!(
+            (share(t.aborts.robot) - 0.05).abs() < 0.012,
+            "robot {:?}",
+            t.aborts
+        );
+        if proxy.is_none() {
+            assert!(
+                (share(t.aborts.server) - 0.05).abs() < 0.012,
+                "server {:?}",
+                t.aborts
+            );
+        } else {
+            // Hits never reach the origin, so only misses can be aborted.
+            assert!(
+                t.aborts.server > 0 && share(t.aborts.server) < 0.05,
+                "{:?}",
+                t.aborts
+            );
+        }
+    }
+}

@@ -160,6 +160,7 @@ pub fn run(
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64()),
         workers,
+        abort_key: cacheoff_base::rng::key(wl.seed, cacheoff_base::rng::Stream::Aborts),
         wl,
     });
     sink.started(&servers);

@@ -466,6 +466,10 @@ fn finish(ctx: &WorkerCtx, mut conn: Conn, p: &Planned, r: Result<Reply, Failure
             ctx.error(ErrorKind::PrematureClose);
             None
         }
+        Err(Failure::Aborted(by_server)) => {
+            ctx.stats.borrow_mut().record_abort(by_server);
+            None
+        }
     }
 }
 
@@ -547,6 +551,8 @@ struct Reply {
 
 enum Failure {
     Error(ErrorKind),
+    /// Aborted on purpose, by the robot or (`true`) by the server.
+    Aborted(bool),
     /// The connection was closed before any response byte arrived.
     StaleConn,
 }
@@ -621,8 +627,16 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
         rtype,
         ims_lmt,
         xact,
+        robot_abort: shared.wl.aborts.robot_aborts(shared.abort_key, xact),
     };
-    match tokio::time::timeout_at(deadline, read_reply(conn, shared, &ask)).await {
+    let result = tokio::time::timeout_at(deadline, read_reply(conn, shared, &ask)).await;
+    // A transaction the server was to abort fails one way or another (a
+    // proxy may turn it into an error page): that is the abort.
+    let server_abort = shared.wl.aborts.server_aborts(shared.abort_key, xact);
+    match result {
+        Ok(Err(Failure::StaleConn | Failure::Error(_))) | Err(_) if server_abort => {
+            Err(Failure::Aborted(true))
+        }
         Ok(Ok(r)) => Ok(Reply {
             outcome: r.outcome,
             rtype,
@@ -644,6 +658,8 @@ struct Ask<'a> {
     /// The `Last-Modified` the IMS date was derived from.
     ims_lmt: Option<i64>,
     xact: u64,
+    /// Close the connection as soon as the reply starts.
+    robot_abort: bool,
 }
 
 /// A reply that passed every check.
@@ -683,6 +699,9 @@ async fn read_reply(conn: &mut Conn, shared: &Shared, ask: &Ask<'_>) -> Result<C
             Err(_) => return Err(ErrorKind::BadResponse.into()),
         }
     };
+    if ask.robot_abort {
+        return Err(Failure::Aborted(false));
+    }
     if head.status != 200 && head.status != 304 {
         return Err(ErrorKind::HttpStatus.into());
     }

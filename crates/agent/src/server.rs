@@ -124,6 +124,17 @@ async fn connection(
         });
         let send_body = head.method != Method::Head && !not_modified;
         let body_len = if send_body { info.size } else { 0 };
+        let shared = &ctx.shared;
+        if head
+            .xact
+            .is_some_and(|x| shared.wl.aborts.server_aborts(shared.abort_key, x))
+        {
+            // Abort on purpose: half the reply, then close.
+            let half = (out.len() as u64 + body_len) / 2;
+            let _ = write_range(&mut s, &out, info.body_seed, body_len, 0, half).await;
+            ctx.give_buf(out);
+            return;
+        }
         let ok = match &link {
             Some(l) => {
                 let rounds = l.response(&mut rng.borrow_mut(), out.len() as u64 + body_len);

@@ -20,6 +20,8 @@ pub struct Shared {
     /// cycles.
     pub epoch: f64,
     pub workers: usize,
+    /// Key of the abort decisions (from the seed).
+    pub abort_key: u64,
 }
 
 impl Shared {

@@ -40,6 +40,8 @@ pub enum Stream {
     Server(u32),
     /// Object properties (hashed with the object id, not a stream).
     Objects,
+    /// Abort decisions (hashed with the transaction id).
+    Aborts,
 }
 
 impl Stream {
@@ -48,6 +50,7 @@ impl Stream {
             Stream::Robot(i) => (1 << 40) | u64::from(i),
             Stream::Server(i) => (2 << 40) | u64::from(i),
             Stream::Objects => 3 << 40,
+            Stream::Aborts => 4 << 40,
         }
     }
 }

@@ -102,6 +102,9 @@ pub struct Counters {
     pub issued_late: u64,
     /// Planned requests issued.
     pub issued: u64,
+    /// Transactions aborted on purpose by the robot and by the server.
+    pub aborted_robot: u64,
+    pub aborted_server: u64,
     /// Successful transactions by request type.
     pub by_type: [u64; RequestType::COUNT],
     /// Successful transactions and their body bytes by content type.
@@ -170,6 +173,15 @@ impl Snapshot {
         self.c.issued_late += u64::from(lag_us > LATE_SEND_US);
     }
 
+    /// Counts a deliberate abort (`by_server`: the origin's).
+    pub fn record_abort(&mut self, by_server: bool) {
+        if by_server {
+            self.c.aborted_server += 1;
+        } else {
+            self.c.aborted_robot += 1;
+        }
+    }
+
     pub fn errors_total(&self) -> u64 {
         self.c.errors.iter().sum()
     }
@@ -200,6 +212,8 @@ impl Snapshot {
         a.sent += b.sent;
         a.sent_late += b.sent_late;
         a.issued += b.issued;
+        a.aborted_robot += b.aborted_robot;
+        a.aborted_server += b.aborted_server;
         a.issued_late += b.issued_late;
         self.rt.add(&o.rt);
         self.rt_uncorrected.add(&o.rt_uncorrected);
@@ -311,6 +325,12 @@ pub struct Errors {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Aborted {
+    pub robot: u64,
+    pub server: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Conns {
     /// Open at the end of the span.
     pub open: u64,
@@ -346,6 +366,8 @@ pub struct Entry {
     /// their intended time, in percent: the engine fell behind its plan.
     pub issued_late_percent: f64,
     pub errors: Errors,
+    /// Transactions aborted on purpose, as the workload asks.
+    pub aborts: Aborted,
     pub conns: Conns,
     /// Successful transactions per request type name.
     pub request_types: BTreeMap<String, u64>,
@@ -405,6 +427,10 @@ impl Entry {
                 total: errors_total,
                 percent: pct(errors_total, c.sent.max(c.xacts + errors_total)),
                 by_kind,
+            },
+            aborts: Aborted {
+                robot: c.aborted_robot,
+                server: c.aborted_server,
             },
             conns: Conns {
                 open: a.conns_open_last,

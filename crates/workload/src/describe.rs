@@ -176,6 +176,17 @@ pub fn describe(w: &Workload) -> String {
             pct(q.reload)
         ),
     );
+    if w.aborts.robot > 0.0 || w.aborts.server > 0.0 {
+        row(
+            &mut out,
+            "aborts",
+            format!(
+                "robots abort {} of transactions as the reply starts, servers {} halfway through the body",
+                pct(w.aborts.robot),
+                pct(w.aborts.server)
+            ),
+        );
+    }
     let _ = writeln!(out, "\nLimits");
     row(
         &mut out,

@@ -9,8 +9,8 @@ use crate::content::ContentType;
 use crate::dist::{deserialize_dist, Dist, Quantity};
 use crate::lifecycle::LifeCycle;
 use crate::model::{
-    Arrivals, LinkConfig, Overrides, Popularity, RequestMix, RobotConfig, ServerConfig, Timeouts,
-    Workload,
+    Aborts, Arrivals, LinkConfig, Overrides, Popularity, RequestMix, RobotConfig, ServerConfig,
+    Timeouts, Workload,
 };
 use crate::schedule::Phase;
 use cacheoff_base::{Bytes, Dur, Rate};
@@ -164,6 +164,7 @@ struct RawWorkload {
     content: Vec<ContentType>,
     popularity: Popularity,
     requests: RequestMix,
+    aborts: Aborts,
     timeouts: Timeouts,
     interval: Dur,
     plateau: Option<Dur>,
@@ -187,6 +188,7 @@ impl Default for RawWorkload {
             )],
             popularity: Popularity::default(),
             requests: RequestMix::basic_only(),
+            aborts: Aborts::default(),
             timeouts: Timeouts::default(),
             interval: Dur::secs(5.0),
             plateau: None,
@@ -300,6 +302,7 @@ fn resolve(raw: RawWorkload, o: &Overrides) -> Workload {
         content: raw.content,
         popularity: raw.popularity,
         requests: raw.requests,
+        aborts: raw.aborts,
         phases: raw.phases,
         plateau: raw.plateau,
         timeouts: raw.timeouts,

@@ -27,8 +27,8 @@ pub use dist::{Dist, DistError, Quantity};
 pub use file::{builtin_names, load, load_text, LoadError};
 pub use lifecycle::{LifeCycle, ObjectTimes};
 pub use model::{
-    Arrivals, HotSet, LinkConfig, Overrides, Popularity, RequestMix, RobotConfig, ServerConfig,
-    Timeouts, Workload, WorkloadError,
+    Aborts, Arrivals, HotSet, LinkConfig, Overrides, Popularity, RequestMix, RobotConfig,
+    ServerConfig, Timeouts, Workload, WorkloadError,
 };
 pub use objects::{embedded_oid, split_oid, ObjectInfo, ObjectSpace, MAX_EMBEDDED, WORLD_SHIFT};
 pub use schedule::{Factors, Interval, Phase, Schedule};

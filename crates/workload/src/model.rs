@@ -30,6 +30,9 @@ pub struct Workload {
     pub content: Vec<ContentType>,
     pub popularity: Popularity,
     pub requests: RequestMix,
+    /// Transactions deliberately cut short.
+    #[serde(default)]
+    pub aborts: Aborts,
     pub phases: Vec<Phase>,
     /// Nominal length of the workload's plateau; `--plateau` scales every
     /// phase by the ratio of the two (default: the last measured phase).
@@ -107,6 +110,32 @@ pub struct LinkConfig {
     /// Probability that a packet is lost (costing a retransmission timeout).
     #[serde(default)]
     pub loss: f64,
+}
+
+/// Probabilities that a transaction is aborted on purpose: by the robot
+/// (it closes the connection once the reply starts) or by the origin server
+/// (it closes the connection halfway through the body). Which transactions
+/// follows from their ids, so robots know the server's aborts in advance and
+/// count them as aborts, not errors.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Aborts {
+    pub robot: f64,
+    pub server: f64,
+}
+
+impl Aborts {
+    fn draw(p: f64, key: u64, xact: u64, salt: u64) -> bool {
+        p > 0.0 && cacheoff_base::rng::unit_f64(cacheoff_base::rng::mix2(key ^ salt, xact)) < p
+    }
+    /// Whether the robot aborts transaction `xact` (`key` from the seed).
+    pub fn robot_aborts(&self, key: u64, xact: u64) -> bool {
+        Self::draw(self.robot, key, xact, 0xA1)
+    }
+    /// Whether the origin server aborts transaction `xact`.
+    pub fn server_aborts(&self, key: u64, xact: u64) -> bool {
+        Self::draw(self.server, key, xact, 0xA2)
+    }
 }
 
 /// Shares of the request types (they add up to 1).
@@ -429,6 +458,8 @@ impl Workload {
             ("requests.ims304", self.requests.ims304),
             ("requests.reload", self.requests.reload),
             ("requests.post", self.requests.post),
+            ("aborts.robot", self.aborts.robot),
+            ("aborts.server", self.aborts.server),
             ("requests.head", self.requests.head),
         ] {
             if !(0.0..=1.0).contains(&v) {
