@@ -100,6 +100,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "TIME")]
     pub plateau: Option<Dur>,
 
+    /// Capacity of the cache under test (disk + RAM), e.g. 2GB; fill phases
+    /// fetch a multiple of it.
+    #[arg(long, value_name = "SIZE")]
+    pub cache_size: Option<cacheoff_base::Bytes>,
+
+    /// Request rate of the fill phases (at most the peak rate).
+    #[arg(long, value_name = "RATE")]
+    pub fill_rate: Option<Rate>,
+
     /// Seed of every random choice; the same seed gives the same plan.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,

@@ -36,6 +36,8 @@ pub fn resolve_workload(a: &RunArgs) -> Result<Workload, Failure> {
         duration: a.duration,
         warmup: a.warmup,
         plateau: a.plateau,
+        cache_size: a.cache_size,
+        fill_rate: a.fill_rate,
         seed: a.seed,
         size: dist(Quantity::Size, &a.size)?,
         think_time: dist(Quantity::Time, &a.think_time)?,
@@ -44,7 +46,9 @@ pub fn resolve_workload(a: &RunArgs) -> Result<Workload, Failure> {
         server_port: a.server_port,
         max_conns: a.max_conns,
     };
-    load(&a.workload, &o).map_err(Failure::usage)
+    let w = load(&a.workload, &o).map_err(Failure::usage)?;
+    w.check_runnable().map_err(Failure::usage)?;
+    Ok(w)
 }
 
 struct FileAndConsole {

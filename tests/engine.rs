@@ -797,3 +797,149 @@ fn deliberate_aborts_are_counted_as_aborts_not_errors() {
         }
     }
 }
+
+#[test]
+fn a_fill_phase_ends_once_its_goal_is_met() {
+    let text = r#"
+name = "fill-test"
+peak_rate = "2000/s"
+fill_rate = "1000/s"
+cache_size = "2MB"
+interval = "1s"
+[robots]
+count = 100
+[servers]
+count = 10
+[[content]]
+name = "o"
+share = 1.0
+size = "const(10KB)"
+cachable = 1.0
+[popularity]
+recurrence = 0.0
+working_set_cap = 2000
+[[phases]]
+name = "warm"
+duration = "1s"
+[[phases]]
+name = "fill"
+duration = "60s"
+load_begin = "fill"
+load_end = "fill"
+goal = { fill = 2.0, freeze = true }
+[[phases]]
+name = "top"
+duration = "2s"
+measured = true
+"#;
+    let w = cacheoff_workload::load_text("fill.toml", text, &Overrides::default()).unwrap();
+    let started = std::time::Instant::now();
+    let (dir, r) = run(w, None);
+    // 4 MB of 10 KB misses at 1000/s take well under a second; the phase
+    // ends two intervals after the one that met the goal.
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "the 60 s limit was not used"
+    );
+    assert!(!r.summary.interrupted);
+    let p = |n: &str| {
+        r.summary
+            .phases
+            .iter()
+            .find(|p| p.name == n)
+            .unwrap()
+            .clone()
+    };
+    let fill = p("fill");
+    assert!(
+        fill.duration_s >= 2.0 && fill.duration_s <= 4.0,
+        "fill {}",
+        fill.duration_s
+    );
+    assert!(fill.fill_bytes >= 4 * 1024 * 1024, "{}", fill.fill_bytes);
+    // The fill phase ran at the fill rate, the top phase at the peak.
+    assert!(
+        (fill.rate_xps / 1000.0 - 1.0).abs() < 0.1,
+        "fill rate {}",
+        fill.rate_xps
+    );
+    let top = p("top");
+    assert!((top.duration_s - 2.0).abs() < 0.01);
+    assert!(
+        (top.rate_xps / 2000.0 - 1.0).abs() < 0.1,
+        "top rate {}",
+        top.rate_xps
+    );
+    // Interval times are run time: contiguous across the jump.
+    let iv = read_intervals(dir.path()).unwrap();
+    for pair in iv.windows(2) {
+        assert!((pair[1].start_s - pair[0].end_s).abs() < 1e-6, "{pair:?}");
+    }
+    assert!(iv.last().unwrap().end_s < 8.0);
+}
+
+#[test]
+fn a_fill_goal_needs_the_cache_size() {
+    let text =
+        "name = \"x\"\n[[phases]]\nname = \"fill\"\nduration = \"1h\"\ngoal = { fill = 2.0 }\n";
+    let w = cacheoff_workload::load_text("x.toml", text, &Overrides::default()).unwrap();
+    let e = w.check_runnable().unwrap_err().to_string();
+    assert!(e.contains("--cache-size"), "{e}");
+}
+
+#[test]
+fn polymix_3_compressed_runs_every_phase() {
+    let w = builtin_with(
+        "polymix-3",
+        Overrides {
+            rate: Some(Some(Rate(200.0))),
+            cache_size: Some(cacheoff_base::Bytes(4 << 20)),
+            plateau: Some(Dur::secs(6.0)),
+            ..Default::default()
+        },
+    );
+    let started = std::time::Instant::now();
+    let (_dir, r) = run(w, None);
+    let names: Vec<&str> = r.summary.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "warm", "framp", "fill", "fexit", "inc1", "top1", "dec1", "idle", "inc2", "top2",
+            "dec2", "cool"
+        ]
+    );
+    assert_eq!(r.summary.measured_phase.as_deref(), Some("top2"));
+    let p = |n: &str| {
+        r.summary
+            .phases
+            .iter()
+            .find(|p| p.name == n)
+            .unwrap()
+            .clone()
+    };
+    // The fill phase (limit 24 h -> 36 s) ended at its goal: 8 MB of
+    // cachable misses.
+    let fill = p("fill");
+    assert!(fill.duration_s < 30.0, "fill {}", fill.duration_s);
+    assert!(started.elapsed().as_secs() < 75);
+    let t = &r.summary.total;
+    assert!(t.errors.percent < 1.0, "{:?}", t.errors.by_kind);
+    // Warm-up offers about 5%, the peaks about 58%.
+    assert!(
+        p("warm").dhr.offered < 15.0,
+        "warm {}",
+        p("warm").dhr.offered
+    );
+    let top2 = p("top2");
+    assert!(
+        (top2.dhr.offered - 58.0).abs() < 6.0,
+        "top2 offered {}",
+        top2.dhr.offered
+    );
+    // Misses pay the think time and the WAN round trips.
+    assert!(
+        top2.rt_ms.miss.mean > 2500.0,
+        "miss {}",
+        top2.rt_ms.miss.mean
+    );
+}

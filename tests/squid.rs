@@ -198,3 +198,37 @@ fn squid_answers_every_request_type_correctly() {
     }
     assert!(t.dhr.measured > 45.0 && (t.dhr.offered - t.dhr.measured) < 6.0);
 }
+
+#[test]
+#[ignore = "needs Debian's squid; .ci/run installs it and runs this"]
+fn squid_runs_a_compressed_polymix_3() {
+    let w = load(
+        "polymix-3",
+        &Overrides {
+            rate: Some(Some(Rate(200.0))),
+            cache_size: Some(cacheoff_base::Bytes(16 << 20)),
+            plateau: Some(Dur::secs(15.0)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (r, _log) = run_through_squid(w);
+    let t = &r.summary.total;
+    let top2 = r.summary.phases.iter().find(|p| p.name == "top2").unwrap();
+    eprintln!(
+        "total {} xacts, errors {:?}; top2 {} xacts, DHR {} of {}, rt hit {} miss {}",
+        t.xacts,
+        t.errors.by_kind,
+        top2.xacts,
+        top2.dhr.measured,
+        top2.dhr.offered,
+        top2.rt_ms.hit.mean,
+        top2.rt_ms.miss.mean
+    );
+    assert!(!r.summary.interrupted);
+    assert_eq!(r.summary.phases.len(), 12);
+    assert!(t.errors.percent < 1.0, "{:?}", t.errors.by_kind);
+    assert!(top2.dhr.measured > 25.0, "DHR {}", top2.dhr.measured);
+    // Hits skip the think time and the WAN.
+    assert!(top2.rt_ms.hit.mean < top2.rt_ms.miss.mean / 5.0);
+}

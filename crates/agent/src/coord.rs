@@ -1,7 +1,7 @@
 //! The coordinator: binds servers, starts workers, merges their interval
 //! snapshots, and builds the summary.
 
-use crate::shared::Shared;
+use crate::shared::{Jump, Shared};
 use crate::worker::{run_worker, WorkerSetup};
 use crate::AgentError;
 use cacheoff_stats::{Accum, Entry, IntervalRecord, Snapshot, Summary, FORMAT_VERSION};
@@ -161,6 +161,7 @@ pub fn run(
             .map_or(0.0, |d| d.as_secs_f64()),
         workers,
         abort_key: cacheoff_base::rng::key(wl.seed, cacheoff_base::rng::Stream::Aborts),
+        jump: std::sync::OnceLock::new(),
         wl,
     });
     sink.started(&servers);
@@ -207,6 +208,27 @@ pub fn run(
     Ok(RunOutcome { summary, servers })
 }
 
+/// Ends the goal phase of interval `idx` two intervals later (workers are
+/// already in the next one), unless it ends by then anyway.
+fn end_goal_phase(shared: &Shared, idx: u32) {
+    let intervals = &shared.intervals;
+    let phase = intervals[idx as usize].phase;
+    let after = idx + 2;
+    let Some(after_iv) = intervals.get(after as usize).filter(|iv| iv.phase == phase) else {
+        return;
+    };
+    let next = intervals.iter().find(|iv| iv.phase > phase);
+    let Some(next) = next.filter(|n| n.index > after + 1) else {
+        return;
+    };
+    let _ = shared.jump.set(Jump {
+        after,
+        to: next.index,
+        at_s: after_iv.end_s,
+        shift_s: next.start_s - after_iv.end_s,
+    });
+}
+
 /// Merges worker snapshots into intervals, phases and the total.
 fn collect(
     shared: &Shared,
@@ -225,6 +247,7 @@ fn collect(
     let mut phase_acc: Vec<Option<Accum>> = vec![None; phases.len()];
     let mut total = Accum::default();
     let mut next_index = 0u32;
+    let mut carry: Option<Snapshot> = None;
     let mut last_end = 0.0f64;
 
     loop {
@@ -284,19 +307,25 @@ fn collect(
             if entry.0 + done_before < workers {
                 break;
             }
-            let (_, snap, end_s) = pending.remove(&idx).expect("present");
+            let (_, mut snap, end_s) = pending.remove(&idx).expect("present");
+            if let Some(c) = carry.take() {
+                snap.add(&c);
+            }
             let iv = intervals[idx as usize];
             let end_s = end_s.max(iv.start_s);
             let duration = end_s - iv.start_s;
             let phase = &phases[iv.phase];
             let mut acc = Accum::default();
             acc.add_interval(&snap, duration);
+            // Records carry run time; a goal phase that ended early moved
+            // the rest of the schedule earlier.
+            let real_start = shared.real_s(iv.start_s);
             let record = IntervalRecord {
                 version: FORMAT_VERSION,
                 interval: idx,
                 phase: phase.name.clone(),
-                start_s: iv.start_s,
-                end_s,
+                start_s: real_start,
+                end_s: real_start + duration,
                 robots: shared.wl.robots.count,
                 load: shared.schedule.load_at((iv.start_s + end_s) / 2.0),
                 stats: acc.entry(&phase.name, &type_names),
@@ -307,7 +336,30 @@ fn collect(
                 .add_interval(&snap, duration);
             total.add_interval(&snap, duration);
             last_end = end_s;
-            next_index += 1;
+            if let Some(goal) = phase.goal {
+                if shared.jump.get().is_none() {
+                    let acc = phase_acc[iv.phase].as_ref().expect("just added");
+                    let cache = shared.wl.cache_size.map_or(0, |c| c.0) as f64;
+                    let filled = acc.snap.c.fill_bytes as f64 >= goal.fill * cache;
+                    let frozen = !goal.freeze || snap.c.ws_full as usize == workers;
+                    if filled && frozen {
+                        end_goal_phase(shared, idx);
+                    }
+                }
+            }
+            next_index = match shared.jump.get() {
+                Some(j) if j.after == idx => {
+                    // A worker that passed the jump point before it was
+                    // decided sent skipped intervals: fold them into the next.
+                    let skipped: Vec<u32> = pending.range(..j.to).map(|(i, _)| *i).collect();
+                    for i in skipped {
+                        let (_, s, _) = pending.remove(&i).expect("present");
+                        carry.get_or_insert_with(Snapshot::default).add(&s);
+                    }
+                    j.to
+                }
+                _ => idx + 1,
+            };
         }
         if finished.iter().all(Option::is_some) && pending.is_empty() {
             break;

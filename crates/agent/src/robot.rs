@@ -140,7 +140,7 @@ async fn pace(ctx: Rc<WorkerCtx>, robots: Vec<Rc<Robot>>, rate: f64) {
     if cand_rate <= 0.0 || robots.is_empty() {
         return;
     }
-    let total_ns = (schedule.total_s() * 1e9) as u64;
+    let total_s = schedule.total_s();
     let constant = shared.wl.robots.arrivals == Arrivals::Constant;
     let gap_ns = |rng: &mut SimRng| -> u64 {
         if constant {
@@ -164,8 +164,9 @@ async fn pace(ctx: Rc<WorkerCtx>, robots: Vec<Rc<Robot>>, rate: f64) {
     let start = shared.start;
     // Tokio's 1 ms timer is the fallback if a timerfd cannot be had.
     let mut timer = PreciseTimer::new().ok();
+    let sched = |t_ns: u64| shared.schedule_s(t_ns as f64 / 1e9);
     while let Some(&Reverse((t, _))) = heap.peek() {
-        if t >= total_ns || ctx.stopping.get() {
+        if sched(t) >= total_s || ctx.stopping.get() {
             break;
         }
         let due = start + Duration::from_nanos(t);
@@ -191,13 +192,13 @@ async fn pace(ctx: Rc<WorkerCtx>, robots: Vec<Rc<Robot>>, rate: f64) {
         }
         let now_ns = Instant::now().saturating_duration_since(start).as_nanos() as u64;
         while let Some(&Reverse((t, i))) = heap.peek() {
-            if t > now_ns || t >= total_ns {
+            if t > now_ns || sched(t) >= total_s {
                 break;
             }
             heap.pop();
             let robot = &robots[i];
             let accept = {
-                let f = schedule.factors_at(t as f64 / 1e9);
+                let f = schedule.factors_at(sched(t));
                 let mut rng = robot.rng.borrow_mut();
                 let next = t + gap_ns(&mut rng).max(1);
                 heap.push(Reverse((next, i)));
@@ -221,11 +222,12 @@ async fn pace(ctx: Rc<WorkerCtx>, robots: Vec<Rc<Robot>>, rate: f64) {
 
 /// Best effort: one request after another on one connection slot.
 async fn closed_loop(ctx: Rc<WorkerCtx>, robot: Rc<Robot>) {
-    let end = ctx.shared.start + Duration::from_secs_f64(ctx.shared.schedule.total_s());
-    tokio::time::sleep_until(tokio::time::Instant::from_std(ctx.shared.start)).await;
+    let shared = ctx.shared.clone();
+    let total_s = shared.schedule.total_s();
+    tokio::time::sleep_until(tokio::time::Instant::from_std(shared.start)).await;
     robot.drivers.set(robot.drivers.get() + 1);
     let mut conn = None;
-    while !ctx.stopping.get() && Instant::now() < end {
+    while !ctx.stopping.get() && shared.schedule_s(shared.secs_at(Instant::now())) < total_s {
         let p = plan(&ctx, &robot, Instant::now());
         ctx.in_flight.set(ctx.in_flight.get() + 1);
         conn = run_one(&ctx, &robot, conn, p).await;
@@ -240,7 +242,7 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
     let f = ctx
         .shared
         .schedule
-        .factors_at(ctx.shared.secs_at(intended))
+        .factors_at(ctx.shared.schedule_s(ctx.shared.secs_at(intended)))
         .unwrap_or(Factors {
             load: 1.0,
             recurrence: 1.0,
@@ -448,6 +450,9 @@ fn finish(ctx: &WorkerCtx, mut conn: Conn, p: &Planned, r: Result<Reply, Failure
         Ok(reply) => {
             ctx.stats.borrow_mut().record_xact(&XactRecord {
                 outcome: reply.outcome,
+                fills_cache: reply.outcome == Outcome::Miss
+                    && reply.status == 200
+                    && p.info.cachable,
                 bytes: reply.bytes,
                 rtype: reply.rtype,
                 ctype: p.info.ctype,

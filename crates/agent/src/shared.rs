@@ -22,9 +22,38 @@ pub struct Shared {
     pub workers: usize,
     /// Key of the abort decisions (from the seed).
     pub abort_key: u64,
+    /// Set once, by the coordinator, when a goal phase ends early.
+    pub jump: std::sync::OnceLock<Jump>,
+}
+
+/// A goal phase that ended early: after interval `after`, the schedule goes
+/// on with interval `to`, and schedule time runs `shift_s` ahead of the
+/// clock from schedule time `at_s` on.
+#[derive(Debug, Clone, Copy)]
+pub struct Jump {
+    pub after: u32,
+    pub to: u32,
+    pub at_s: f64,
+    pub shift_s: f64,
 }
 
 impl Shared {
+    /// Schedule time (phases, intervals) for `real_s` seconds of run time.
+    pub fn schedule_s(&self, real_s: f64) -> f64 {
+        match self.jump.get() {
+            Some(j) if real_s >= j.at_s => real_s + j.shift_s,
+            _ => real_s,
+        }
+    }
+
+    /// Run time for schedule time `sched_s` (inverse of [`schedule_s`]).
+    pub fn real_s(&self, sched_s: f64) -> f64 {
+        match self.jump.get() {
+            Some(j) if sched_s >= j.at_s + j.shift_s => sched_s - j.shift_s,
+            _ => sched_s,
+        }
+    }
+
     pub fn robot_ip(&self, robot: u32) -> Ipv4Addr {
         Ipv4Addr::from(u32::from(self.wl.robots.first_ip) + robot)
     }

@@ -159,15 +159,18 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
     // Interval ticks: hand over the stats at each boundary.
     let intervals = shared.intervals.clone();
     let mut interrupted = false;
-    for (k, iv) in intervals.iter().enumerate() {
-        let due = tokio::time::Instant::from_std(shared.start + Duration::from_secs_f64(iv.end_s));
+    let mut k = 0;
+    while k < intervals.len() {
+        let iv = intervals[k];
+        let end_real = shared.real_s(iv.end_s);
+        let due = tokio::time::Instant::from_std(shared.start + Duration::from_secs_f64(end_real));
         let last = k + 1 == intervals.len();
         tokio::select! {
             _ = tokio::time::sleep_until(due) => {}
             Ok(_) = stop.wait_for(|s| *s) => { interrupted = true; }
         }
         if interrupted || last {
-            let end_s = shared.secs_at(Instant::now()).min(iv.end_s);
+            let end_s = shared.schedule_s(shared.secs_at(Instant::now()).min(end_real));
             // The gauge before robots stop and close their connections.
             let open = ctx.open_conns.get();
             ctx.stopping.set(true);
@@ -183,6 +186,10 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
             ctx.open_conns.get(),
             false,
         );
+        k = match shared.jump.get() {
+            Some(j) if j.after as usize == k => j.to as usize,
+            _ => k + 1,
+        };
     }
     pacer.abort();
     // Keep serving other workers' robots until everyone is done.
@@ -207,6 +214,7 @@ fn send(ctx: &WorkerCtx, to: &Sender<WorkerMsg>, index: u32, end_s: f64, open: u
     let snap = {
         let mut s = ctx.stats.borrow_mut();
         s.c.conns_open = open;
+        s.c.ws_full = u64::from(ctx.world.borrow().is_full());
         let out = s.clone();
         s.reset();
         out

@@ -75,6 +75,11 @@ impl World {
         }
     }
 
+    /// The working set reached its cap and now slides (is frozen in size).
+    pub fn is_full(&self) -> bool {
+        self.next >= self.window
+    }
+
     fn oid(&self, seq: u64) -> u64 {
         self.worker << WORLD_SHIFT | seq
     }

@@ -80,6 +80,10 @@ impl Bytes {
     pub const TB: u64 = 1 << 40;
     const EXAMPLES: &'static str = "512, 13KB, 1.5MB, 2GB";
 
+    pub fn from_gb(n: u64) -> Bytes {
+        Bytes(n * Self::GB)
+    }
+
     fn from_f64(v: f64, input: &str) -> Result<Bytes, UnitError> {
         if !v.is_finite() || v < 0.0 || v > u64::MAX as f64 {
             return Err(UnitError {

@@ -62,6 +62,8 @@ impl RtHists {
 #[derive(Debug, Clone, Copy)]
 pub struct XactRecord {
     pub outcome: Outcome,
+    /// A miss of a cachable object with a body: it fills a cache.
+    pub fills_cache: bool,
     /// Body bytes received.
     pub bytes: u64,
     /// Only basic requests count in hit ratios.
@@ -102,6 +104,10 @@ pub struct Counters {
     pub issued_late: u64,
     /// Planned requests issued.
     pub issued: u64,
+    /// Body bytes of cachable misses (what a cache stores).
+    pub fill_bytes: u64,
+    /// Workers whose working set reached its cap (a gauge).
+    pub ws_full: u64,
     /// Transactions aborted on purpose by the robot and by the server.
     pub aborted_robot: u64,
     pub aborted_server: u64,
@@ -137,6 +143,9 @@ impl Snapshot {
         let c = &mut self.c;
         c.xacts += 1;
         c.bytes += x.bytes;
+        if x.fills_cache {
+            c.fill_bytes += x.bytes;
+        }
         c.by_type[x.rtype as usize] += 1;
         let ct = &mut c.by_ctype[usize::from(x.ctype).min(MAX_CONTENT_TYPES - 1)];
         ct.0 += 1;
@@ -213,6 +222,8 @@ impl Snapshot {
         a.sent_late += b.sent_late;
         a.issued += b.issued;
         a.aborted_robot += b.aborted_robot;
+        a.fill_bytes += b.fill_bytes;
+        a.ws_full += b.ws_full;
         a.aborted_server += b.aborted_server;
         a.issued_late += b.issued_late;
         self.rt.add(&o.rt);
@@ -246,6 +257,8 @@ impl Accum {
         let open = s.c.conns_open;
         self.snap.add(s);
         self.snap.c.conns_open = 0;
+        // A gauge: the latest interval's value.
+        self.snap.c.ws_full = s.c.ws_full;
         self.duration_s += duration_s;
         self.conns_open_max = self.conns_open_max.max(open);
         self.conns_open_last = open;
@@ -350,6 +363,8 @@ pub struct Entry {
     pub rate_xps: f64,
     /// Body bytes of successful transactions.
     pub bytes: u64,
+    /// Body bytes of cachable misses: what a cache had to store.
+    pub fill_bytes: u64,
     pub sent: u64,
     /// Over successful basic GETs.
     pub dhr: Ratio,
@@ -409,6 +424,7 @@ impl Entry {
                 0.0
             },
             bytes: c.bytes,
+            fill_bytes: c.fill_bytes,
             sent: c.sent,
             dhr: Ratio {
                 offered: pct(c.offered_hits, c.basic),
@@ -468,6 +484,7 @@ mod tests {
             outcome,
             bytes,
             rtype: RequestType::Basic,
+            fills_cache: false,
             ctype: 0,
             offered_hit: offered,
             rt_corrected_us: us,

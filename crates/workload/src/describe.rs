@@ -209,8 +209,19 @@ pub fn describe(w: &Workload) -> String {
             format!("{} -> {}", pct(a), pct(b))
         }
     };
+    let fill = w.fill_factor();
     for (i, p) in w.phases.iter().enumerate() {
         let mut notes = Vec::new();
+        let goal;
+        if let Some(g) = &p.goal {
+            goal = format!(
+                "ends once {} x the cache size ({}) was fetched as cachable misses{}; the duration is a limit",
+                g.fill,
+                w.cache_size.map_or("not set".to_string(), |c| c.to_string()),
+                if g.freeze { " and the working set is full" } else { "" }
+            );
+            notes.push(goal.as_str());
+        }
         if p.measured {
             notes.push("measured");
         }
@@ -222,7 +233,7 @@ pub fn describe(w: &Workload) -> String {
             i + 1,
             p.name,
             p.duration.to_string(),
-            ramp(p.load_begin, p.load_end),
+            ramp(p.load_begin.factor(fill), p.load_end.factor(fill)),
             ramp(p.recurrence_begin, p.recurrence_end),
             ramp(p.special_begin, p.special_end),
             ramp(p.population_begin, p.population_end),

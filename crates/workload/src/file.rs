@@ -26,6 +26,10 @@ const BUILTIN_FILES: &[(&str, &str)] = &[
         include_str!("../../../workloads/datacomm-1.toml"),
     ),
     ("downtime", include_str!("../../../workloads/downtime.toml")),
+    (
+        "polymix-3",
+        include_str!("../../../workloads/polymix-3.toml"),
+    ),
 ];
 
 /// Names of the built-in workloads.
@@ -168,6 +172,8 @@ struct RawWorkload {
     timeouts: Timeouts,
     interval: Dur,
     plateau: Option<Dur>,
+    cache_size: Option<Bytes>,
+    fill_rate: Option<Rate>,
     phases: Vec<Phase>,
 }
 
@@ -192,6 +198,8 @@ impl Default for RawWorkload {
             timeouts: Timeouts::default(),
             interval: Dur::secs(5.0),
             plateau: None,
+            cache_size: None,
+            fill_rate: None,
             phases: Vec::new(),
         }
     }
@@ -203,6 +211,7 @@ impl Default for Popularity {
             recurrence: 0.55 / 0.8,
             working_set_cap: None,
             hot_set: None,
+            working_set_time: None,
         }
     }
 }
@@ -305,6 +314,8 @@ fn resolve(raw: RawWorkload, o: &Overrides) -> Workload {
         aborts: raw.aborts,
         phases: raw.phases,
         plateau: raw.plateau,
+        cache_size: raw.cache_size,
+        fill_rate: raw.fill_rate,
         timeouts: raw.timeouts,
         interval: raw.interval,
     };
@@ -407,13 +418,34 @@ mod tests {
 
     #[test]
     fn every_builtin_loads_and_matches_its_file() {
+        let o = Overrides {
+            cache_size: Some(Bytes::from_gb(1)),
+            ..Default::default()
+        };
         for name in builtin_names() {
-            let w = load(name, &Overrides::default()).unwrap();
+            let w = load(name, &o).unwrap();
             assert_eq!(w.name, name);
             let path = format!("{}/../../workloads/{name}.toml", env!("CARGO_MANIFEST_DIR"));
-            let from_file = load(&path, &Overrides::default()).unwrap();
+            let from_file = load(&path, &o).unwrap();
             assert_eq!(w, from_file, "{name}");
         }
+        let p = load("polymix-3", &o).unwrap();
+        assert!(
+            (p.offered_dhr() - 0.58).abs() < 0.005,
+            "{}",
+            p.offered_dhr()
+        );
+        assert_eq!(p.robots.count, 1000);
+        assert_eq!(p.servers.count, 600);
+        // peak x 0.45 x 75% x 4 h objects.
+        assert_eq!(p.popularity.working_set_cap, Some(1_944_000));
+        assert!(p.phases.iter().any(|ph| ph.goal.is_some()));
+        let e = load("polymix-3", &Overrides::default())
+            .unwrap()
+            .check_runnable()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--cache-size"), "{e}");
         let d = load("datacomm-1", &Overrides::default()).unwrap();
         assert!((d.offered_dhr() - 0.55).abs() < 1e-9);
         let total: f64 = d.phases.iter().map(|p| p.duration.as_secs_f64()).sum();

@@ -31,4 +31,4 @@ pub use model::{
     ServerConfig, Timeouts, Workload, WorkloadError,
 };
 pub use objects::{embedded_oid, split_oid, ObjectInfo, ObjectSpace, MAX_EMBEDDED, WORLD_SHIFT};
-pub use schedule::{Factors, Interval, Phase, Schedule};
+pub use schedule::{Factors, FillGoal, Interval, Load, Phase, Schedule};

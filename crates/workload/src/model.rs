@@ -6,7 +6,7 @@
 use crate::content::{ContentType, Mix};
 use crate::dist::{deserialize_dist, Dist, Quantity};
 use crate::schedule::{Phase, Schedule};
-use cacheoff_base::{Dur, Rate};
+use cacheoff_base::{Bytes, Dur, Rate};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::net::Ipv4Addr;
 
@@ -38,6 +38,12 @@ pub struct Workload {
     /// phase by the ratio of the two (default: the last measured phase).
     #[serde(default)]
     pub plateau: Option<Dur>,
+    /// Capacity of the cache under test (disk + RAM), for fill goals.
+    #[serde(default)]
+    pub cache_size: Option<Bytes>,
+    /// Request rate during the fill phases (`load = "fill"`).
+    #[serde(default)]
+    pub fill_rate: Option<Rate>,
     pub timeouts: Timeouts,
     /// Length of a stats interval.
     pub interval: Dur,
@@ -216,6 +222,10 @@ pub struct Popularity {
     /// A slice of the working set that gets a share of the repeat requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hot_set: Option<HotSet>,
+    /// Sets the working-set cap to peak rate x this, when no cap is given
+    /// (PolyMix-3: 0.45 x 75% x 4 h); scaled with `--plateau`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_set_time: Option<Dur>,
 }
 
 /// The hot set: `working_set` of the working set gets `requests` of the
@@ -273,6 +283,8 @@ pub struct Overrides {
     /// Compress (or stretch) time: every phase is scaled by this over the
     /// workload's nominal plateau.
     pub plateau: Option<Dur>,
+    pub cache_size: Option<Bytes>,
+    pub fill_rate: Option<Rate>,
     pub seed: Option<u64>,
     pub size: Option<Dist>,
     pub think_time: Option<Dist>,
@@ -330,8 +342,24 @@ impl Workload {
                 for p in &mut self.phases {
                     p.duration = Dur::secs(p.duration.as_secs_f64() * k);
                 }
+                if let Some(t) = &mut self.popularity.working_set_time {
+                    *t = Dur::secs(t.as_secs_f64() * k);
+                }
                 self.plateau = Some(want);
             }
+        }
+        if let Some(c) = o.cache_size {
+            self.cache_size = Some(c);
+        }
+        if let Some(f) = o.fill_rate {
+            self.fill_rate = Some(f);
+        }
+        if let (None, Some(t), Some(r)) = (
+            self.popularity.working_set_cap,
+            self.popularity.working_set_time,
+            self.peak_rate,
+        ) {
+            self.popularity.working_set_cap = Some((r.per_sec() * t.as_secs_f64()).ceil() as u64);
         }
         if let Some(d) = o.duration {
             if let Some(p) = self.phases.iter_mut().rev().find(|p| p.measured) {
@@ -346,7 +374,15 @@ impl Workload {
     }
 
     pub fn schedule(&self) -> Schedule {
-        Schedule::new(&self.phases)
+        Schedule::new(&self.phases, self.fill_factor())
+    }
+
+    /// The fill rate's share of the peak rate (1 when not set).
+    pub fn fill_factor(&self) -> f64 {
+        match (self.fill_rate, self.peak_rate) {
+            (Some(f), Some(p)) if p.per_sec() > 0.0 => f.per_sec() / p.per_sec(),
+            _ => 1.0,
+        }
     }
 
     /// The request rate of one robot at load factor 1.
@@ -392,6 +428,21 @@ impl Workload {
     /// fetched after their pages).
     pub fn direct_share(&self) -> f64 {
         Mix::new(&self.content).map_or(1.0, |m| 1.0 / (1.0 + m.embedded_per_direct(&self.content)))
+    }
+
+    /// Checks what a run needs beyond a valid workload: the user
+    /// parameters a fill goal depends on.
+    pub fn check_runnable(&self) -> Result<(), WorkloadError> {
+        if self.phases.iter().any(|p| p.goal.is_some()) && self.cache_size.is_none() {
+            return Err(WorkloadError {
+                workload: self.name.clone(),
+                param: "cache_size",
+                value: "none".into(),
+                why: "this workload fills the cache: give the cache size (--cache-size, e.g. 2GB)"
+                    .into(),
+            });
+        }
+        Ok(())
     }
 
     /// Checks ranges and consistency.
@@ -485,11 +536,21 @@ impl Workload {
                     "must be above zero",
                 ));
             }
-            if p.load_begin < 0.0 || p.load_end < 0.0 {
+            let f = self.fill_factor();
+            if p.load_begin.factor(f) < 0.0 || p.load_end.factor(f) < 0.0 {
                 return Err(err(
                     "phases.load",
                     format!("{}..{}", p.load_begin, p.load_end),
                     "load factors must not be negative",
+                ));
+            }
+        }
+        if let (Some(f), Some(p)) = (self.fill_rate, self.peak_rate) {
+            if f.per_sec() > p.per_sec() {
+                return Err(err(
+                    "fill_rate",
+                    f.to_string(),
+                    "must not exceed the peak rate",
                 ));
             }
         }

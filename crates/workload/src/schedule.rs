@@ -12,11 +12,11 @@ pub struct Phase {
     pub name: String,
     pub duration: Dur,
     /// Load factor (share of the peak request rate) at the phase start.
-    #[serde(default = "full_load")]
-    pub load_begin: f64,
+    #[serde(default)]
+    pub load_begin: Load,
     /// Load factor at the phase end; it changes linearly in between.
-    #[serde(default = "full_load")]
-    pub load_end: f64,
+    #[serde(default)]
+    pub load_end: Load,
     /// Whether the headline figures are taken over this phase.
     #[serde(default)]
     pub measured: bool,
@@ -40,6 +40,94 @@ pub struct Phase {
     /// downtime test's dark phase); the run keeps sending.
     #[serde(default)]
     pub dark: bool,
+    /// End the phase early once this goal is met (its duration is then a
+    /// limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<FillGoal>,
+}
+
+/// A phase goal: fill the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FillGoal {
+    /// Cachable-miss bytes to fetch, in multiples of the cache size.
+    pub fill: f64,
+    /// Also wait until the working set stops growing (reaches its cap).
+    #[serde(default)]
+    pub freeze: bool,
+}
+
+/// A load factor: a share of the peak rate, or the fill rate's share.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Load {
+    Factor(f64),
+    /// The workload's fill rate ÷ peak rate.
+    FillRate,
+}
+
+impl Default for Load {
+    fn default() -> Self {
+        Load::Factor(1.0)
+    }
+}
+
+impl Load {
+    /// The factor, given the fill rate's share of the peak.
+    pub fn factor(self, fill: f64) -> f64 {
+        match self {
+            Load::Factor(f) => f,
+            Load::FillRate => fill,
+        }
+    }
+}
+
+impl std::fmt::Display for Load {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Load::Factor(v) => write!(f, "{v}"),
+            Load::FillRate => f.write_str("fill"),
+        }
+    }
+}
+
+impl Serialize for Load {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Load::Factor(v) => s.serialize_f64(*v),
+            Load::FillRate => s.serialize_str("fill"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Load {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Load;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a load factor (a number) or \"fill\" (the fill rate)")
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Load, E> {
+                Ok(Load::Factor(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Load, E> {
+                Ok(Load::Factor(v as f64))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Load, E> {
+                Ok(Load::Factor(v as f64))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Load, E> {
+                if v == "fill" {
+                    Ok(Load::FillRate)
+                } else {
+                    Err(E::custom(format!(
+                        "{v:?} is not a load factor (a number or \"fill\")"
+                    )))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// The phase factors at one moment.
@@ -57,8 +145,8 @@ impl Phase {
         Phase {
             name: name.into(),
             duration,
-            load_begin,
-            load_end,
+            load_begin: Load::Factor(load_begin),
+            load_end: Load::Factor(load_end),
             measured: false,
             recurrence_begin: 1.0,
             recurrence_end: 1.0,
@@ -67,22 +155,19 @@ impl Phase {
             population_begin: 1.0,
             population_end: 1.0,
             dark: false,
+            goal: None,
         }
     }
 
-    fn factors(&self, x: f64) -> Factors {
+    fn factors(&self, x: f64, fill: f64) -> Factors {
         let lerp = |a: f64, b: f64| a + (b - a) * x;
         Factors {
-            load: lerp(self.load_begin, self.load_end),
+            load: lerp(self.load_begin.factor(fill), self.load_end.factor(fill)),
             recurrence: lerp(self.recurrence_begin, self.recurrence_end),
             special: lerp(self.special_begin, self.special_end),
             population: lerp(self.population_begin, self.population_end),
         }
     }
-}
-
-fn full_load() -> f64 {
-    1.0
 }
 
 fn one() -> f64 {
@@ -104,10 +189,13 @@ pub struct Schedule {
     phases: Vec<Phase>,
     starts: Vec<f64>,
     total_s: f64,
+    /// The fill rate's share of the peak, for `Load::FillRate`.
+    fill: f64,
 }
 
 impl Schedule {
-    pub fn new(phases: &[Phase]) -> Schedule {
+    /// `fill` is the fill rate's share of the peak rate.
+    pub fn new(phases: &[Phase], fill: f64) -> Schedule {
         let mut starts = Vec::with_capacity(phases.len());
         let mut t = 0.0;
         for p in phases {
@@ -118,6 +206,7 @@ impl Schedule {
             phases: phases.to_vec(),
             starts,
             total_s: t,
+            fill,
         }
     }
 
@@ -152,14 +241,18 @@ impl Schedule {
         } else {
             0.0
         };
-        Some(p.factors(x))
+        Some(p.factors(x, self.fill))
     }
 
     /// The largest load factor of the run.
     pub fn max_load(&self) -> f64 {
         self.phases
             .iter()
-            .map(|p| p.load_begin.max(p.load_end))
+            .map(|p| {
+                p.load_begin
+                    .factor(self.fill)
+                    .max(p.load_end.factor(self.fill))
+            })
             .fold(0.0, f64::max)
     }
 
@@ -195,7 +288,10 @@ mod tests {
 
     #[test]
     fn load_ramps_linearly_and_intervals_cut_at_phases() {
-        let s = Schedule::new(&[phase("ramp", 12.0, 0.0, 1.0), phase("top", 10.0, 1.0, 1.0)]);
+        let s = Schedule::new(
+            &[phase("ramp", 12.0, 0.0, 1.0), phase("top", 10.0, 1.0, 1.0)],
+            1.0,
+        );
         assert_eq!(s.total_s(), 22.0);
         assert!((s.load_at(6.0) - 0.5).abs() < 1e-9);
         assert_eq!(s.load_at(15.0), 1.0);
@@ -205,7 +301,7 @@ mod tests {
         p.recurrence_begin = 0.05 / 0.55;
         p.recurrence_end = 1.0;
         p.population_begin = 0.0;
-        let f = Schedule::new(&[p]).factors_at(5.0).unwrap();
+        let f = Schedule::new(&[p], 1.0).factors_at(5.0).unwrap();
         assert!((f.load - 0.1).abs() < 1e-12);
         assert!((f.recurrence - (0.05 / 0.55 + 1.0) / 2.0).abs() < 1e-12);
         assert!((f.population - 0.5).abs() < 1e-12);
