@@ -943,3 +943,36 @@ fn polymix_3_compressed_runs_every_phase() {
         top2.rt_ms.miss.mean
     );
 }
+
+#[test]
+fn polymix_4_compressed_varies_live_robots_and_mixes_methods() {
+    let w = builtin_with(
+        "polymix-4",
+        Overrides {
+            rate: Some(Some(Rate(250.0))),
+            cache_size: Some(cacheoff_base::Bytes(4 << 20)),
+            plateau: Some(Dur::secs(6.0)),
+            ..Default::default()
+        },
+    );
+    let (_dir, r) = run(w, None);
+    let p = |n: &str| {
+        r.summary
+            .phases
+            .iter()
+            .find(|p| p.name == n)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(r.summary.phases.len(), 10);
+    let t = &r.summary.total;
+    assert!(t.errors.percent < 1.0, "{:?}", t.errors.by_kind);
+    // Load held at 1.0: the idle phase's 10% of live robots plan ~10% of
+    // the top phase's requests per second. (Replies lag by the 2.5 s think
+    // time, longer than this compressed idle phase, so compare the plan.)
+    let plan_rate = |n: &str| p(n).issued as f64 / p(n).duration_s;
+    let ratio = plan_rate("idle") / plan_rate("top2");
+    assert!((ratio - 0.1).abs() < 0.05, "idle/top2 {ratio}");
+    assert!(t.request_types["post"] > 0 && t.request_types["head"] > 0);
+    assert!(t.aborts.robot + t.aborts.server > 0, "{:?}", t.aborts);
+}

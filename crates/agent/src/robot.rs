@@ -251,10 +251,16 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
         });
     let pick = {
         let mut rng = robot.rng.borrow_mut();
+        let objects = &ctx.shared.objects;
         ctx.world.borrow_mut().pick(
             &mut *rng,
             (wl.popularity.recurrence * f.recurrence).clamp(0.0, 1.0),
             wl.popularity.hot_set.as_ref(),
+            wl.popularity.bhr_discrimination,
+            &|oid| {
+                let o = objects.get(oid);
+                o.cachable.then_some(o.size)
+            },
         )
     };
     let info = ctx.shared.objects.get(pick.oid);

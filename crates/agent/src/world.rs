@@ -41,11 +41,17 @@ impl World {
     }
 
     /// Chooses a repeat (with probability `recurrence`) or a new object.
+    /// With probability `discrimination` a repeat looks at the chosen
+    /// object's four neighbours and takes the smallest cachable one
+    /// (`cachable_size` gives an object's size if cachable): PolyMix-4's
+    /// byte-hit-ratio discrimination.
     pub fn pick<R: Rng + ?Sized>(
         &mut self,
         rng: &mut R,
         recurrence: f64,
         hot: Option<&HotSet>,
+        discrimination: f64,
+        cachable_size: &dyn Fn(u64) -> Option<u64>,
     ) -> Pick {
         if self.next > 0 && rng.gen::<f64>() < recurrence {
             let lo = self.next.saturating_sub(self.window);
@@ -59,6 +65,16 @@ impl World {
                     self.hot_start + rng.gen_range(0..len)
                 }
                 _ => rng.gen_range(lo..self.next),
+            };
+            let seq = if discrimination > 0.0 && rng.gen::<f64>() < discrimination {
+                let first = seq.saturating_sub(2).max(lo);
+                let last = (seq + 2).min(self.next - 1);
+                (first..=last)
+                    .filter_map(|q| cachable_size(self.oid(q)).map(|size| (size, q)))
+                    .min()
+                    .map_or(seq, |(_, q)| q)
+            } else {
+                seq
             };
             return Pick {
                 oid: self.oid(seq),
@@ -98,7 +114,7 @@ mod tests {
         let n = 100_000;
         let mut repeats = 0;
         for _ in 0..n {
-            let p = w.pick(&mut rng, 0.7, None);
+            let p = w.pick(&mut rng, 0.7, None, 0.0, &|_| None);
             assert_eq!(p.oid >> WORLD_SHIFT, 3);
             if p.repeat {
                 repeats += 1;
@@ -119,13 +135,13 @@ mod tests {
         };
         // Fill the working set.
         for _ in 0..20_000 {
-            w.pick(&mut rng, 0.0, Some(&hot));
+            w.pick(&mut rng, 0.0, Some(&hot), 0.0, &|_| None);
         }
         let start = w.hot_start;
         let mut in_hot = 0;
         let mut repeats = 0;
         for _ in 0..100_000 {
-            let p = w.pick(&mut rng, 0.5, Some(&hot));
+            let p = w.pick(&mut rng, 0.5, Some(&hot), 0.0, &|_| None);
             if p.repeat {
                 repeats += 1;
                 if p.seq >= w.hot_start && p.seq < w.hot_start + 100 {
@@ -142,6 +158,34 @@ mod tests {
     }
 
     #[test]
+    fn byte_hit_ratio_discrimination_prefers_small_cachable_objects() {
+        let w = load("simple", &Overrides::default()).unwrap();
+        let objects = ObjectSpace::new(w.seed, &w.content, 600, 2);
+        let size = |oid: u64| {
+            let o = objects.get(oid);
+            o.cachable.then_some(o.size)
+        };
+        let mean_repeat_size = |d: f64| {
+            let mut world = World::new(0, None);
+            let mut rng = stream(3, Stream::Robot(0));
+            let (mut total, mut n) = (0u64, 0u64);
+            for _ in 0..200_000 {
+                let p = world.pick(&mut rng, 0.7, None, d, &size);
+                if p.repeat {
+                    total += objects.get(p.oid).size;
+                    n += 1;
+                }
+            }
+            total as f64 / n as f64
+        };
+        // The smallest of five exp(13KB) objects is about 13KB / 5.
+        let plain = mean_repeat_size(0.0);
+        let biased = mean_repeat_size(0.9);
+        assert!((plain / 13312.0 - 1.0).abs() < 0.05, "plain {plain}");
+        assert!(biased < plain * 0.4, "biased {biased} vs {plain}");
+    }
+
+    #[test]
     fn picks_offer_the_nominal_hit_ratio() {
         let w = load("simple", &Overrides::default()).unwrap();
         let objects = ObjectSpace::new(w.seed, &w.content, 600, 2);
@@ -149,7 +193,7 @@ mod tests {
         let mut rng = stream(1, Stream::Robot(0));
         let (mut offered, n) = (0u64, 1_000_000u64);
         for _ in 0..n {
-            let p = world.pick(&mut rng, w.popularity.recurrence, None);
+            let p = world.pick(&mut rng, w.popularity.recurrence, None, 0.0, &|_| None);
             if p.repeat && objects.get(p.oid).cachable {
                 offered += 1;
             }

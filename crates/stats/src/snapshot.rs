@@ -365,6 +365,8 @@ pub struct Entry {
     pub bytes: u64,
     /// Body bytes of cachable misses: what a cache had to store.
     pub fill_bytes: u64,
+    /// Planned requests the pacer issued (embedded objects not included).
+    pub issued: u64,
     pub sent: u64,
     /// Over successful basic GETs.
     pub dhr: Ratio,
@@ -425,6 +427,7 @@ impl Entry {
             },
             bytes: c.bytes,
             fill_bytes: c.fill_bytes,
+            issued: c.issued,
             sent: c.sent,
             dhr: Ratio {
                 offered: pct(c.offered_hits, c.basic),

@@ -236,7 +236,10 @@ pub fn describe(w: &Workload) -> String {
             ramp(p.load_begin.factor(fill), p.load_end.factor(fill)),
             ramp(p.recurrence_begin, p.recurrence_end),
             ramp(p.special_begin, p.special_end),
-            ramp(p.population_begin, p.population_end),
+            ramp(
+                p.population_begin.factor(fill),
+                p.population_end.factor(fill)
+            ),
             notes.join(", ")
         );
         let _ = writeln!(out, "{}", line.trim_end());

@@ -30,6 +30,10 @@ const BUILTIN_FILES: &[(&str, &str)] = &[
         "polymix-3",
         include_str!("../../../workloads/polymix-3.toml"),
     ),
+    (
+        "polymix-4",
+        include_str!("../../../workloads/polymix-4.toml"),
+    ),
 ];
 
 /// Names of the built-in workloads.
@@ -211,6 +215,7 @@ impl Default for Popularity {
             recurrence: 0.55 / 0.8,
             working_set_cap: None,
             hot_set: None,
+            bhr_discrimination: 0.0,
             working_set_time: None,
         }
     }
@@ -446,6 +451,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("--cache-size"), "{e}");
+        let p4 = load("polymix-4", &o).unwrap();
+        assert_eq!(p4.robots.count, 1250);
+        assert!((p4.requests.shares().iter().sum::<f64>() - 1.0).abs() < 1e-9);
+        assert!((p4.offered_dhr() - 0.55 / 0.8 * 0.8 * 1.0).abs() < 0.02);
         let d = load("datacomm-1", &Overrides::default()).unwrap();
         assert!((d.offered_dhr() - 0.55).abs() < 1e-9);
         let total: f64 = d.phases.iter().map(|p| p.duration.as_secs_f64()).sum();

@@ -222,6 +222,10 @@ pub struct Popularity {
     /// A slice of the working set that gets a share of the repeat requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hot_set: Option<HotSet>,
+    /// Probability that a revisit takes the smallest cachable object among
+    /// the chosen one and its four neighbours (PolyMix-4: 90%).
+    #[serde(default)]
+    pub bhr_discrimination: f64,
     /// Sets the working-set cap to peak rate x this, when no cap is given
     /// (PolyMix-3: 0.45 x 75% x 4 h); scaled with `--plateau`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -492,6 +496,10 @@ impl Workload {
         }
         for (param, v) in [
             ("popularity.recurrence", self.popularity.recurrence),
+            (
+                "popularity.bhr_discrimination",
+                self.popularity.bhr_discrimination,
+            ),
             (
                 "servers.link.loss",
                 self.servers.link.map_or(0.0, |l| l.loss),

@@ -32,10 +32,10 @@ pub struct Phase {
     #[serde(default = "one")]
     pub special_end: f64,
     /// Share of the robots that are alive.
-    #[serde(default = "one")]
-    pub population_begin: f64,
-    #[serde(default = "one")]
-    pub population_end: f64,
+    #[serde(default)]
+    pub population_begin: Load,
+    #[serde(default)]
+    pub population_end: Load,
     /// The devices under test are powered off during this phase (the
     /// downtime test's dark phase); the run keeps sending.
     #[serde(default)]
@@ -57,7 +57,8 @@ pub struct FillGoal {
     pub freeze: bool,
 }
 
-/// A load factor: a share of the peak rate, or the fill rate's share.
+/// A load or population factor: a number, or the fill rate's share of the
+/// peak (`"fill"`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Load {
     Factor(f64),
@@ -152,8 +153,8 @@ impl Phase {
             recurrence_end: 1.0,
             special_begin: 1.0,
             special_end: 1.0,
-            population_begin: 1.0,
-            population_end: 1.0,
+            population_begin: Load::Factor(1.0),
+            population_end: Load::Factor(1.0),
             dark: false,
             goal: None,
         }
@@ -165,7 +166,10 @@ impl Phase {
             load: lerp(self.load_begin.factor(fill), self.load_end.factor(fill)),
             recurrence: lerp(self.recurrence_begin, self.recurrence_end),
             special: lerp(self.special_begin, self.special_end),
-            population: lerp(self.population_begin, self.population_end),
+            population: lerp(
+                self.population_begin.factor(fill),
+                self.population_end.factor(fill),
+            ),
         }
     }
 }
@@ -300,7 +304,7 @@ mod tests {
         let mut p = phase("warm", 10.0, 0.1, 0.1);
         p.recurrence_begin = 0.05 / 0.55;
         p.recurrence_end = 1.0;
-        p.population_begin = 0.0;
+        p.population_begin = Load::Factor(0.0);
         let f = Schedule::new(&[p], 1.0).factors_at(5.0).unwrap();
         assert!((f.load - 0.1).abs() < 1e-12);
         assert!((f.recurrence - (0.05 / 0.55 + 1.0) / 2.0).abs() < 1e-12);
