@@ -34,6 +34,7 @@ const BUILTIN_FILES: &[(&str, &str)] = &[
         "polymix-4",
         include_str!("../../../workloads/polymix-4.toml"),
     ),
+    ("polyfill", include_str!("../../../workloads/polyfill.toml")),
 ];
 
 /// Names of the built-in workloads.
@@ -455,6 +456,12 @@ mod tests {
         assert_eq!(p4.robots.count, 1250);
         assert!((p4.requests.shares().iter().sum::<f64>() - 1.0).abs() < 1e-9);
         assert!((p4.offered_dhr() - 0.55 / 0.8 * 0.8 * 1.0).abs() < 0.02);
+        let f = load("polyfill", &o).unwrap();
+        assert!(
+            (f.offered_dhr() - 0.05).abs() < 0.005,
+            "{}",
+            f.offered_dhr()
+        );
         let d = load("datacomm-1", &Overrides::default()).unwrap();
         assert!((d.offered_dhr() - 0.55).abs() < 1e-9);
         let total: f64 = d.phases.iter().map(|p| p.duration.as_secs_f64()).sum();
