@@ -140,10 +140,7 @@ fn direct_run_has_no_hits_and_offers_the_configured_hit_ratio() {
 
 #[test]
 fn caching_proxy_hits_are_counted_and_uncachable_objects_never_hit() {
-    let proxy = TestProxy::start(ProxyOptions {
-        cache: true,
-        ..Default::default()
-    });
+    let proxy = TestProxy::caching();
     let (_dir, r) = run(simple(1500.0, 100, 20, 1.0, 5.0), Some(proxy.addr));
     let t = &r.summary.total;
     assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
@@ -219,12 +216,8 @@ fn forwarding_proxy_without_cache_gives_no_hits() {
 
 #[test]
 fn a_corrupted_body_byte_is_caught() {
-    let proxy = TestProxy::start(ProxyOptions {
-        cache: true,
-        faults: Faults {
-            corrupt_body: true,
-            ..Default::default()
-        },
+    let proxy = TestProxy::caching_with(Faults {
+        corrupt_body: true,
         ..Default::default()
     });
     let mut w = simple(300.0, 20, 5, 1.0, 1.0);
@@ -239,12 +232,8 @@ fn a_corrupted_body_byte_is_caught() {
 
 #[test]
 fn a_cache_that_stores_uncachable_replies_is_caught() {
-    let proxy = TestProxy::start(ProxyOptions {
-        cache: true,
-        faults: Faults {
-            cache_uncachable: true,
-            ..Default::default()
-        },
+    let proxy = TestProxy::caching_with(Faults {
+        cache_uncachable: true,
         ..Default::default()
     });
     let (_dir, r) = run(simple(1000.0, 50, 10, 1.0, 3.0), Some(proxy.addr));
@@ -257,12 +246,8 @@ fn a_cache_that_stores_uncachable_replies_is_caught() {
 
 #[test]
 fn a_reply_without_echo_is_a_foreign_source_error() {
-    let proxy = TestProxy::start(ProxyOptions {
-        cache: true,
-        faults: Faults {
-            strip_echo: true,
-            ..Default::default()
-        },
+    let proxy = TestProxy::caching_with(Faults {
+        strip_echo: true,
         ..Default::default()
     });
     let (_dir, r) = run(simple(300.0, 20, 5, 1.0, 1.0), Some(proxy.addr));
@@ -402,10 +387,7 @@ fn origin_answers_if_modified_since_and_the_request_mix_is_kept() {
 fn a_cache_that_ignores_request_headers_is_caught() {
     // The test proxy serves stored replies without looking at IMS or
     // no-cache: reloads become hits and IMS-304 requests get a 200.
-    let proxy = TestProxy::start(ProxyOptions {
-        cache: true,
-        ..Default::default()
-    });
+    let proxy = TestProxy::caching();
     let mut w = simple(1000.0, 50, 10, 1.0, 3.0);
     polymix_requests(&mut w);
     let (_dir, r) = run(w, Some(proxy.addr));
@@ -497,10 +479,7 @@ fn content_types_pages_and_embedded_images_follow_the_mix() {
 
 #[test]
 fn an_ideal_cache_hits_every_offered_hit_of_the_content_mix() {
-    let proxy = TestProxy::start(ProxyOptions {
-        cache: true,
-        ..Default::default()
-    });
+    let proxy = TestProxy::caching();
     let (_dir, r) = run(polymix_content(), Some(proxy.addr));
     let t = &r.summary.total;
     assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
@@ -634,10 +613,7 @@ fn datacomm_1_offers_55_percent_and_an_ideal_cache_achieves_it() {
     // Through an ideal cache, every offered hit is a hit. (Fast hits finish
     // inside a short phase more often than slow misses, which shifts both
     // ratios alike.)
-    let proxy = TestProxy::start(ProxyOptions {
-        cache: true,
-        ..Default::default()
-    });
+    let proxy = TestProxy::caching();
     let (_dir, cached) = run(w, Some(proxy.addr));
     let m = meas(&cached);
     assert_eq!(
@@ -714,13 +690,7 @@ fn post_and_head_requests_reach_the_origin_and_are_checked() {
         w.requests.head = 0.05;
         w
     };
-    for proxy in [
-        None,
-        Some(TestProxy::start(ProxyOptions {
-            cache: true,
-            ..Default::default()
-        })),
-    ] {
+    for proxy in [None, Some(TestProxy::caching())] {
         let (_dir, r) = run(with_methods(), proxy.as_ref().map(|p| p.addr));
         let t = &r.summary.total;
         assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
@@ -737,13 +707,7 @@ fn post_and_head_requests_reach_the_origin_and_are_checked() {
 
 #[test]
 fn http10_keep_alive_connections_persist() {
-    for proxy in [
-        None,
-        Some(TestProxy::start(ProxyOptions {
-            cache: true,
-            ..Default::default()
-        })),
-    ] {
+    for proxy in [None, Some(TestProxy::caching())] {
         let mut w = simple(600.0, 20, 2, 1.0, 2.0);
         w.robots.http10 = true;
         let (_dir, r) = run(w, proxy.as_ref().map(|p| p.addr));
@@ -760,13 +724,7 @@ fn http10_keep_alive_connections_persist() {
 
 #[test]
 fn deliberate_aborts_are_counted_as_aborts_not_errors() {
-    for proxy in [
-        None,
-        Some(TestProxy::start(ProxyOptions {
-            cache: true,
-            ..Default::default()
-        })),
-    ] {
+    for proxy in [None, Some(TestProxy::caching())] {
         let mut w = simple(1000.0, 50, 10, 1.0, 3.0);
         w.aborts = cacheoff_workload::Aborts {
             robot: 0.05,

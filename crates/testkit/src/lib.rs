@@ -129,6 +129,20 @@ impl TestProxy {
         }
     }
 
+    /// An ideal cache.
+    pub fn caching() -> TestProxy {
+        TestProxy::caching_with(Faults::default())
+    }
+
+    /// A cache with deliberate faults.
+    pub fn caching_with(faults: Faults) -> TestProxy {
+        TestProxy::start(ProxyOptions {
+            cache: true,
+            faults,
+            ..Default::default()
+        })
+    }
+
     pub fn hits(&self) -> u64 {
         self.counters.hits.load(Ordering::Relaxed)
     }
