@@ -49,6 +49,7 @@ async fn connection(
     let cfg = &ctx.shared.wl.servers;
     let limit = cfg
         .conn_reuse
+        .as_ref()
         .map(|d| (d.sample(&mut *rng.borrow_mut()) as u64).max(1))
         .unwrap_or(u64::MAX);
     let link = cfg.link.as_ref().map(Link::new);

@@ -77,6 +77,7 @@ pub fn describe(w: &Workload) -> String {
             },
             s.think_time,
             s.conn_reuse
+                .as_ref()
                 .map_or("without limit".to_string(), |d| format!(
                     "for {d} transactions"
                 )),

@@ -6,7 +6,10 @@
 use cacheoff_base::rng::{unit_f64, Rng};
 use cacheoff_base::{Bytes, Dur};
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
+use std::cell::RefCell;
 use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// What a distribution's values measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,7 +22,7 @@ pub enum Quantity {
     Count,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 enum Shape {
     Const(f64),
     Unif(f64, f64),
@@ -31,17 +34,73 @@ enum Shape {
     Logn(f64, f64),
     /// floor((N+1)^U), an integer in [1, N].
     Zipf(u64),
+    /// Weighted bins, each a value or a range drawn uniformly.
+    Table(Arc<Table>),
+}
+
+/// A tabulated distribution (`table(...)`): bins with relative weights.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    bins: Vec<Bin>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Bin {
+    lo: f64,
+    hi: f64,
+    weight: f64,
+    /// Sum of the weights up to and including this bin.
+    cumulative: f64,
+}
+
+impl Table {
+    fn total(&self) -> f64 {
+        self.bins.last().map_or(0.0, |b| b.cumulative)
+    }
+
+    fn sample_with(&self, mut next_u: impl FnMut() -> f64) -> f64 {
+        let at = next_u() * self.total();
+        let i = self
+            .bins
+            .partition_point(|b| b.cumulative <= at)
+            .min(self.bins.len() - 1);
+        let b = self.bins[i];
+        b.lo + next_u() * (b.hi - b.lo)
+    }
+
+    fn mean(&self) -> f64 {
+        let sum: f64 = self
+            .bins
+            .iter()
+            .map(|b| b.weight * (b.lo + b.hi) / 2.0)
+            .sum();
+        sum / self.total()
+    }
+}
+
+thread_local! {
+    /// Where `table(FILE)` looks for a relative FILE while a workload file
+    /// is being read (the workload file's directory).
+    static TABLE_DIR: RefCell<Option<PathBuf>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with relative table files resolved against `dir`.
+pub(crate) fn with_table_dir<T>(dir: Option<&Path>, f: impl FnOnce() -> T) -> T {
+    let old = TABLE_DIR.with(|d| d.replace(dir.map(Path::to_path_buf)));
+    let out = f();
+    TABLE_DIR.with(|d| *d.borrow_mut() = old);
+    out
 }
 
 /// A distribution of sizes, times or counts.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Dist {
     quantity: Quantity,
     shape: Shape,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("invalid distribution {input:?}: {why} (examples: const(13KB), exp(13KB), unif(1s,5s), norm(2.5s,1s), logn(25KB,10KB), zipf(64))")]
+#[error("invalid distribution {input:?}: {why} (examples: const(13KB), exp(13KB), unif(1s,5s), norm(2.5s,1s), logn(25KB,10KB), zipf(64), table(1KB 60, 4KB..64KB 40), table(sizes.txt))")]
 pub struct DistError {
     input: String,
     why: String,
@@ -93,6 +152,7 @@ impl Dist {
     pub fn mean(&self) -> f64 {
         match self.shape {
             Shape::Const(v) | Shape::Exp(v) | Shape::Norm(v, _) | Shape::Logn(v, _) => v,
+            Shape::Table(ref t) => t.mean(),
             Shape::Unif(a, b) => (a + b) / 2.0,
             Shape::Zipf(n) => {
                 let ln = ((n + 1) as f64).ln();
@@ -129,6 +189,7 @@ impl Dist {
                 (mu + sigma * z).exp()
             }
             Shape::Zipf(n) => ((n + 1) as f64).powf(next_u()).floor().clamp(1.0, n as f64),
+            Shape::Table(ref t) => t.sample_with(next_u),
         }
     }
 
@@ -148,8 +209,14 @@ impl Dist {
         })
     }
 
-    /// Parses `const(x)`, `unif(a,b)`, `exp(m)`, `norm(m,s)`, `zipf(n)`, or a
-    /// bare value (a constant), with values in the quantity's units.
+    /// Parses `const(x)`, `unif(a,b)`, `exp(m)`, `norm(m,s)`, `logn(m,s)`,
+    /// `zipf(n)`, `table(...)` or a bare value (a constant), with values in
+    /// the quantity's units.
+    ///
+    /// A table is inline, `table(1KB 60, 4KB..64KB 40)` (a value or a range
+    /// `lo..hi` drawn uniformly, then a relative weight), or a file,
+    /// `table(sizes.txt)`, with one such entry per line (`#` starts a
+    /// comment), relative to the workload file's directory.
     pub fn parse(quantity: Quantity, s: &str) -> Result<Dist, DistError> {
         let err = |why: String| DistError {
             input: s.into(),
@@ -165,24 +232,15 @@ impl Dist {
             }
             None => ("const", t),
         };
+        let value = |a: &str| parse_value(quantity, a).map_err(err);
+        if name.trim() == "table" {
+            let table = parse_table(quantity, args).map_err(err)?;
+            return Ok(Dist {
+                quantity,
+                shape: Shape::Table(Arc::new(table)),
+            });
+        }
         let args: Vec<&str> = args.split(',').map(str::trim).collect();
-        let value = |a: &str| -> Result<f64, DistError> {
-            match quantity {
-                Quantity::Size => a
-                    .parse::<Bytes>()
-                    .map(|b| b.0 as f64)
-                    .map_err(|e| err(e.to_string())),
-                Quantity::Time => a
-                    .parse::<Dur>()
-                    .map(|d| d.as_secs_f64())
-                    .map_err(|e| err(e.to_string())),
-                Quantity::Count => a
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|v| v.is_finite() && *v >= 0.0)
-                    .ok_or_else(|| err(format!("{a:?} is not a non-negative number"))),
-            }
-        };
         let want = |n: usize| -> Result<(), DistError> {
             if args.len() == n {
                 Ok(())
@@ -233,7 +291,7 @@ impl Dist {
             }
             other => {
                 return Err(err(format!(
-                    "unknown distribution {other:?} (known: const, unif, exp, norm, logn, zipf)"
+                    "unknown distribution {other:?} (known: const, unif, exp, norm, logn, zipf, table)"
                 )))
             }
         };
@@ -262,8 +320,107 @@ impl fmt::Display for Dist {
             Shape::Norm(a, b) => write!(f, "norm({},{})", v(a), v(b)),
             Shape::Logn(a, b) => write!(f, "logn({},{})", v(a), v(b)),
             Shape::Zipf(n) => write!(f, "zipf({n})"),
+            Shape::Table(ref t) => {
+                // Always inline, so a saved workload stands on its own.
+                f.write_str("table(")?;
+                for (i, b) in t.bins.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { ", " };
+                    let w = Dist::constant(Quantity::Count, 0.0).fmt_value(b.weight);
+                    if b.lo == b.hi {
+                        write!(f, "{sep}{} {w}", v(b.lo))?;
+                    } else {
+                        write!(f, "{sep}{}..{} {w}", v(b.lo), v(b.hi))?;
+                    }
+                }
+                f.write_str(")")
+            }
         }
     }
+}
+
+fn parse_value(quantity: Quantity, a: &str) -> Result<f64, String> {
+    match quantity {
+        Quantity::Size => a
+            .parse::<Bytes>()
+            .map(|b| b.0 as f64)
+            .map_err(|e| e.to_string()),
+        Quantity::Time => a
+            .parse::<Dur>()
+            .map(|d| d.as_secs_f64())
+            .map_err(|e| e.to_string()),
+        Quantity::Count => a
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| format!("{a:?} is not a non-negative number")),
+    }
+}
+
+/// The inside of `table(...)`: inline entries, or the name of a file of them.
+fn parse_table(quantity: Quantity, args: &str) -> Result<Table, String> {
+    let args = args.trim();
+    let is_file = !args.is_empty() && !args.contains(char::is_whitespace);
+    let (origin, text) = if is_file {
+        let path = TABLE_DIR.with(|d| match &*d.borrow() {
+            Some(dir) if Path::new(args).is_relative() => dir.join(args),
+            _ => PathBuf::from(args),
+        });
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read table file {}: {e}", path.display()))?;
+        (Some(path), text)
+    } else {
+        (None, args.replace(',', "\n"))
+    };
+    let mut bins = Vec::new();
+    let mut cumulative = 0.0;
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let at = |why: String| match &origin {
+            Some(p) => format!("{}:{}: {why}", p.display(), n + 1),
+            None => format!("entry {}: {why}", n + 1),
+        };
+        let mut words = line.split_whitespace();
+        let (Some(what), Some(weight), None) = (words.next(), words.next(), words.next()) else {
+            return Err(at(format!(
+                "expected a value or range and a weight, like \"4KB 10\" or \"1KB..8KB 10\", not {line:?}"
+            )));
+        };
+        let (lo, hi) = match what.split_once("..") {
+            Some((a, b)) => (
+                parse_value(quantity, a).map_err(&at)?,
+                parse_value(quantity, b).map_err(&at)?,
+            ),
+            None => {
+                let v = parse_value(quantity, what).map_err(&at)?;
+                (v, v)
+            }
+        };
+        if hi < lo {
+            return Err(at(format!("range {what} ends below its start")));
+        }
+        let weight: f64 = weight
+            .parse()
+            .ok()
+            .filter(|w: &f64| w.is_finite() && *w >= 0.0)
+            .ok_or_else(|| at(format!("weight {weight:?} is not a non-negative number")))?;
+        cumulative += weight;
+        bins.push(Bin {
+            lo,
+            hi,
+            weight,
+            cumulative,
+        });
+    }
+    if cumulative <= 0.0 {
+        return Err(match origin {
+            Some(p) => format!("table file {} has no entry with a weight", p.display()),
+            None => "a table needs at least one entry with a weight".into(),
+        });
+    }
+    Ok(Table { bins })
 }
 
 impl Serialize for Dist {
@@ -415,5 +572,88 @@ mod tests {
         let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64;
         assert!((mean - 2.5).abs() < 0.02, "mean {mean}");
         assert!((var.sqrt() - 1.0).abs() < 0.02, "sd {}", var.sqrt());
+    }
+
+    #[test]
+    fn inline_tables_parse_print_and_reject_bad_entries() {
+        let d = Dist::parse(Quantity::Size, "table(1KB 60, 4KB..64KB 40)").unwrap();
+        assert_eq!(d.to_string(), "table(1KB 60, 4KB..64KB 40)");
+        assert_eq!(Dist::parse(Quantity::Size, &d.to_string()).unwrap(), d);
+        let want = 0.6 * 1024.0 + 0.4 * 34.0 * 1024.0;
+        assert!((d.mean() - want).abs() < 1e-6, "{}", d.mean());
+        for bad in [
+            "table()",
+            "table(1KB)",
+            "table(1KB ten)",
+            "table(8KB..1KB 1)",
+            "table(1KB 0)",
+            "table(1KB 1 2)",
+        ] {
+            assert!(Dist::parse(Quantity::Size, bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn table_files_resolve_against_the_workload_directory_and_errors_name_the_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        std::fs::write(
+            dir.join("think.txt"),
+            "# think times\n0s 50   # half answer at once\n\n1s..3s 50\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("bad.txt"), "1s 1\n2x 1\n").unwrap();
+        let d = with_table_dir(Some(&dir), || {
+            Dist::parse(Quantity::Time, "table(think.txt)")
+        })
+        .unwrap();
+        assert_eq!(d.to_string(), "table(0s 50, 1s..3s 50)");
+        let e = with_table_dir(Some(&dir), || Dist::parse(Quantity::Time, "table(bad.txt)"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bad.txt:2:"), "{e}");
+        let e = Dist::parse(Quantity::Time, "table(/nonexistent/t.txt)")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot read table file /nonexistent/t.txt"), "{e}");
+    }
+
+    #[test]
+    fn table_values_pass_chi_square() {
+        let d = Dist::parse(Quantity::Count, "table(1 10, 2 20, 5 30, 9 40)").unwrap();
+        let mut rng = stream(5, Stream::Robot(0));
+        let n = 100_000;
+        let mut counts = [0u64; 10];
+        for _ in 0..n {
+            counts[d.sample(&mut rng) as usize] += 1;
+        }
+        let chi2: f64 = [(1, 0.1), (2, 0.2), (5, 0.3), (9, 0.4)]
+            .iter()
+            .map(|&(k, p)| {
+                let e = p * n as f64;
+                (counts[k] as f64 - e).powi(2) / e
+            })
+            .sum();
+        // 3 degrees of freedom, alpha = 0.001: 16.27.
+        assert!(chi2 < 16.27, "chi2 = {chi2}");
+        assert_eq!(counts.iter().sum::<u64>(), n);
+    }
+
+    #[test]
+    fn table_ranges_pass_kolmogorov_smirnov() {
+        // Piecewise uniform: 25% in [0,1), 75% in [1,4).
+        let d = Dist::parse(Quantity::Count, "table(0..1 1, 1..4 3)").unwrap();
+        let xs: Vec<f64> = (0..100_000u64)
+            .map(|i| d.sample_hashed(cacheoff_base::rng::mix2(11, i)))
+            .collect();
+        let cdf = |x: f64| {
+            if x < 1.0 {
+                0.25 * x
+            } else {
+                (0.25 + 0.75 * (x - 1.0) / 3.0).min(1.0)
+            }
+        };
+        let dn = ks(xs, cdf);
+        assert!(dn < 1.95 / (100_000f64).sqrt(), "D = {dn}");
     }
 }

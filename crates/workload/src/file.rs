@@ -6,7 +6,7 @@
 //! Every error names the file, line and column, and what was expected.
 
 use crate::content::ContentType;
-use crate::dist::{deserialize_dist, Dist, Quantity};
+use crate::dist::{deserialize_dist, with_table_dir, Dist, Quantity};
 use crate::lifecycle::LifeCycle;
 use crate::model::{
     Aborts, Arrivals, LinkConfig, Overrides, Popularity, RequestMix, RobotConfig, ServerConfig,
@@ -253,7 +253,8 @@ pub fn load(spec: &str, o: &Overrides) -> Result<Workload, LoadError> {
 
 /// Parses, resolves and validates workload text; `file` names it in errors.
 pub fn load_text(file: &str, text: &str, o: &Overrides) -> Result<Workload, LoadError> {
-    let raw: RawWorkload = toml::from_str(text).map_err(|e| {
+    let dir = Path::new(file).parent();
+    let raw: RawWorkload = with_table_dir(dir, || toml::from_str(text)).map_err(|e| {
         let (line, column) = e.span().map_or((0, 0), |s| line_col(text, s.start));
         LoadError::Invalid {
             file: file.into(),
@@ -495,5 +496,23 @@ mod tests {
     fn unknown_names_list_the_builtins() {
         let e = load("nope", &Overrides::default()).unwrap_err().to_string();
         assert!(e.contains("\"nope\"") && e.contains("simple"), "{e}");
+    }
+
+    #[test]
+    fn table_files_sit_beside_the_workload_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let wl = tmp.path().join("w.toml");
+        let text = "name = \"x\"\n[[content]]\nname = \"a\"\nshare = 1.0\ncachable = 1.0\nsize = \"table(sizes.txt)\"\n[[phases]]\nname = \"a\"\nduration = \"1s\"\n";
+        std::fs::write(&wl, text).unwrap();
+        std::fs::write(tmp.path().join("sizes.txt"), "1KB 3\n8KB..16KB 1\n").unwrap();
+        let w = load(wl.to_str().unwrap(), &Overrides::default()).unwrap();
+        assert_eq!(w.content[0].size.to_string(), "table(1KB 3, 8KB..16KB 1)");
+
+        std::fs::write(tmp.path().join("sizes.txt"), "1KB 3\n8KB..1KB 1\n").unwrap();
+        let e = load(wl.to_str().unwrap(), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("w.toml:6:8: "), "{e}");
+        assert!(e.contains("sizes.txt:2: range 8KB..1KB ends below its start"), "{e}");
     }
 }

@@ -313,13 +313,13 @@ impl Workload {
         if let Some(s) = o.seed {
             self.seed = s;
         }
-        if let Some(d) = o.size {
+        if let Some(d) = &o.size {
             for t in &mut self.content {
-                t.size = d;
+                t.size = d.clone();
             }
         }
-        if let Some(d) = o.think_time {
-            self.servers.think_time = d;
+        if let Some(d) = &o.think_time {
+            self.servers.think_time = d.clone();
         }
         if let Some(ip) = o.robot_ips {
             self.robots.first_ip = ip;
