@@ -385,9 +385,12 @@ fn origin_answers_if_modified_since_and_the_request_mix_is_kept() {
 
 #[test]
 fn a_cache_that_ignores_request_headers_is_caught() {
-    // The test proxy serves stored replies without looking at IMS or
+    // This cache serves stored replies without looking at IMS or
     // no-cache: reloads become hits and IMS-304 requests get a 200.
-    let proxy = TestProxy::caching();
+    let proxy = TestProxy::caching_with(Faults {
+        ignore_request_headers: true,
+        ..Faults::default()
+    });
     let mut w = simple(1000.0, 50, 10, 1.0, 3.0);
     polymix_requests(&mut w);
     let (_dir, r) = run(w, Some(proxy.addr));

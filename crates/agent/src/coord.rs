@@ -132,6 +132,14 @@ pub fn run(
 ) -> Result<RunOutcome, AgentError> {
     let wl = cfg.workload;
     let workers = cfg.workers.max(1);
+    let hosts = wl.robots.hosts() as usize;
+    if hosts * workers > cacheoff_workload::MAX_WORLDS {
+        return Err(AgentError::TooManyWorlds {
+            hosts,
+            workers,
+            max: cacheoff_workload::MAX_WORLDS,
+        });
+    }
     // Robot and server ends of every connection, listeners, and slack.
     let fds = 2 * u64::from(wl.robots.count) * u64::from(wl.robots.max_conns)
         + u64::from(wl.servers.count)

@@ -38,6 +38,12 @@ pub enum AgentError {
     },
     #[error("the run may need up to {needed} open files but the limit is {limit}; if connections fail, raise it (ulimit -n) or use fewer robots or --max-conns")]
     FdLimit { needed: u64, limit: u64 },
+    #[error("{hosts} client hosts x {workers} workers need {} working sets, more than the {max} object ids can tell apart; use fewer workers or a larger robots.per_host", hosts * workers)]
+    TooManyWorlds {
+        hosts: usize,
+        workers: usize,
+        max: usize,
+    },
     #[error("worker {0} stopped unexpectedly")]
     WorkerDied(usize),
 }

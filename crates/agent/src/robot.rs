@@ -19,7 +19,7 @@ use cacheoff_http::request::{write_request, RequestSpec};
 use cacheoff_http::response::parse_response;
 use cacheoff_http::{Framing, ResponseHead};
 use cacheoff_stats::{ErrorKind, Outcome, RequestType, XactRecord};
-use cacheoff_workload::{embedded_oid, Arrivals, Factors, ObjectInfo};
+use cacheoff_workload::{embedded_oid, Arrivals, Factors, ObjectInfo, Workload};
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -48,6 +48,8 @@ enum Target {
 
 pub struct Robot {
     id: u32,
+    /// The client host whose working set this robot uses.
+    host: u32,
     ip: Ipv4Addr,
     rng: RefCell<SimRng>,
     idle: RefCell<Vec<Conn>>,
@@ -59,6 +61,7 @@ impl Robot {
     pub fn new(shared: &Shared, id: u32) -> Robot {
         Robot {
             id,
+            host: shared.wl.robots.host_of(id),
             ip: shared.robot_ip(id),
             rng: RefCell::new(stream(shared.wl.seed, Stream::Robot(id))),
             idle: RefCell::new(Vec::new()),
@@ -252,11 +255,10 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
     let pick = {
         let mut rng = robot.rng.borrow_mut();
         let objects = &ctx.shared.objects;
-        ctx.world.borrow_mut().pick(
+        ctx.worlds[robot.host as usize].borrow_mut().pick(
             &mut *rng,
             (wl.popularity.recurrence * f.recurrence).clamp(0.0, 1.0),
-            wl.popularity.hot_set.as_ref(),
-            wl.popularity.bhr_discrimination,
+            &wl.popularity,
             &|oid| {
                 let o = objects.get(oid);
                 o.cachable.then_some(o.size)
@@ -265,30 +267,7 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
     };
     let info = ctx.shared.objects.get(pick.oid);
     let repeat = pick.repeat;
-    let rtype = {
-        let u: f64 = robot.rng.borrow_mut().gen();
-        let mut shares = wl.requests.shares();
-        // The phase scales the special requests (IMS and reloads); basic
-        // ones fill the rest.
-        for s in &mut shares[1..=3] {
-            *s *= f.special;
-        }
-        shares[0] = (1.0 - shares[1..].iter().sum::<f64>()).max(0.0);
-        let mut acc = 0.0;
-        RequestType::ALL
-            .iter()
-            .zip(shares)
-            .find(|(_, share)| {
-                acc += share;
-                u < acc
-            })
-            .map_or(RequestType::Basic, |(t, _)| *t)
-    };
-    let post_len = if rtype == RequestType::Post {
-        wl.requests.post_body.sample(&mut *robot.rng.borrow_mut()) as u64
-    } else {
-        0
-    };
+    let (rtype, post_len) = choose_request(wl, robot, f.special);
     Planned {
         info,
         intended,
@@ -299,20 +278,59 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
     }
 }
 
+/// The request type of one transaction (and a POST's body length): the
+/// workload's mix, with the phase's factor on the special requests (IMS
+/// and reloads); basic requests fill the rest.
+fn choose_request(wl: &Workload, robot: &Robot, special: f64) -> (RequestType, u64) {
+    let mut rng = robot.rng.borrow_mut();
+    let u: f64 = rng.gen();
+    let mut shares = wl.requests.shares();
+    for s in &mut shares[1..=3] {
+        *s *= special;
+    }
+    shares[0] = (1.0 - shares[1..].iter().sum::<f64>()).max(0.0);
+    let mut acc = 0.0;
+    let rtype = RequestType::ALL
+        .iter()
+        .zip(shares)
+        .find(|(_, share)| {
+            acc += share;
+            u < acc
+        })
+        .map_or(RequestType::Basic, |(t, _)| *t);
+    let post_len = if rtype == RequestType::Post {
+        wl.requests.post_body.sample(&mut *rng) as u64
+    } else {
+        0
+    };
+    (rtype, post_len)
+}
+
 /// After a page arrived: its embedded objects, due now, as a cache-less
-/// browser fetches them.
-fn embedded_of<'a>(ctx: &'a WorkerCtx, page: &Planned) -> impl Iterator<Item = Planned> + 'a {
+/// browser fetches them. Each is a transaction of its own and follows the
+/// request-type mix like any other.
+fn embedded_of<'a>(
+    ctx: &'a WorkerCtx,
+    robot: &'a Robot,
+    page: &Planned,
+) -> impl Iterator<Item = Planned> + 'a {
     let now = Instant::now();
+    let special = ctx
+        .shared
+        .schedule
+        .factors_at(ctx.shared.schedule_s(ctx.shared.secs_at(now)))
+        .map_or(1.0, |f| f.special);
     let (repeat, oid) = (page.repeat, page.info.oid);
     (1..=page.info.embeds).map(move |k| {
         let info = ctx.shared.objects.get(embedded_oid(oid, k));
+        let (rtype, post_len) = choose_request(&ctx.shared.wl, robot, special);
         Planned {
             info,
             intended: now,
             repeat,
             offered_hit: repeat && info.cachable,
-            rtype: RequestType::Basic,
-            post_len: 0,
+            rtype,
+            post_len,
         }
     })
 }
@@ -429,13 +447,13 @@ async fn run_one(
                 }
             };
             let r = exchange(ctx, &mut fresh, &p).await;
-            let page_ok = r.as_ref().is_ok_and(|r| r.status == 200);
+            let page_ok = page_arrived(&r);
             let conn = finish(ctx, fresh, &p, r);
             fetch_embedded(ctx, robot, &p, page_ok);
             conn
         }
         r => {
-            let page_ok = r.as_ref().is_ok_and(|r| r.status == 200);
+            let page_ok = page_arrived(&r);
             let conn = finish(ctx, conn, &p, r);
             fetch_embedded(ctx, robot, &p, page_ok);
             conn
@@ -443,9 +461,16 @@ async fn run_one(
     }
 }
 
+/// The browser has the page (a fresh body, or a 304 for the copy it
+/// holds), so it goes on to the embedded objects.
+fn page_arrived(r: &Result<Reply, Failure>) -> bool {
+    r.as_ref()
+        .is_ok_and(|r| (r.status == 200 && r.rtype != RequestType::Head) || r.status == 304)
+}
+
 fn fetch_embedded(ctx: &Rc<WorkerCtx>, robot: &Rc<Robot>, page: &Planned, page_ok: bool) {
     if page_ok && page.info.embeds > 0 && !ctx.stopping.get() {
-        for e in embedded_of(ctx, page) {
+        for e in embedded_of(ctx, robot, page) {
             dispatch(ctx, robot, e);
         }
     }
@@ -460,6 +485,7 @@ fn finish(ctx: &WorkerCtx, mut conn: Conn, p: &Planned, r: Result<Reply, Failure
                     && reply.status == 200
                     && p.info.cachable,
                 bytes: reply.bytes,
+                full_body: reply.status == 200 && reply.rtype != RequestType::Head,
                 rtype: reply.rtype,
                 ctype: p.info.ctype,
                 offered_hit: p.offered_hit,

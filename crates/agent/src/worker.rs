@@ -21,7 +21,11 @@ pub struct WorkerCtx {
     pub id: u32,
     pub shared: Arc<Shared>,
     pub stats: RefCell<Snapshot>,
-    pub world: RefCell<World>,
+    /// One working set per client host (indexed by host); each host's
+    /// robots on this worker share it.
+    pub worlds: Vec<RefCell<World>>,
+    /// This worker's robots per client host.
+    host_robots: Vec<u32>,
     xact_seq: Cell<u64>,
     /// Transactions started and not yet finished (for draining).
     pub in_flight: Cell<u64>,
@@ -126,16 +130,23 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
         mut stop,
         mut shutdown,
     } = setup;
+    let hosts = shared.wl.robots.hosts();
+    let mut host_robots = vec![0u32; hosts as usize];
+    for &r in &robots {
+        host_robots[shared.wl.robots.host_of(r) as usize] += 1;
+    }
     let ctx = Rc::new(WorkerCtx {
         id,
-        world: RefCell::new(World::new(
-            id,
-            shared
-                .wl
-                .popularity
-                .working_set_cap
-                .map(|c| c / shared.workers as u64),
-        )),
+        worlds: (0..hosts)
+            .map(|h| {
+                // The cap is divided among hosts and workers by robot count.
+                let cap = shared.wl.popularity.working_set_cap.map(|c| {
+                    c * u64::from(host_robots[h as usize]) / u64::from(shared.wl.robots.count)
+                });
+                RefCell::new(World::new(h * shared.workers as u32 + id, cap))
+            })
+            .collect(),
+        host_robots,
         shared: shared.clone(),
         stats: RefCell::new(Snapshot::default()),
         xact_seq: Cell::new(0),
@@ -214,7 +225,13 @@ fn send(ctx: &WorkerCtx, to: &Sender<WorkerMsg>, index: u32, end_s: f64, open: u
     let snap = {
         let mut s = ctx.stats.borrow_mut();
         s.c.conns_open = open;
-        s.c.ws_full = u64::from(ctx.world.borrow().is_full());
+        s.c.ws_full = u64::from(
+            ctx.worlds
+                .iter()
+                .zip(&ctx.host_robots)
+                .filter(|(_, n)| **n > 0)
+                .all(|(w, _)| w.borrow().is_full()),
+        );
         let out = s.clone();
         s.reset();
         out

@@ -8,7 +8,7 @@
 //! the working set slides past it).
 
 use cacheoff_base::rng::Rng;
-use cacheoff_workload::{HotSet, WORLD_SHIFT};
+use cacheoff_workload::{Popularity, WORLD_SHIFT};
 
 /// Repeat requests choose among at most this many recent objects unless
 /// the workload caps the working set lower.
@@ -40,23 +40,24 @@ impl World {
         }
     }
 
-    /// Chooses a repeat (with probability `recurrence`) or a new object.
-    /// With probability `discrimination` a repeat looks at the chosen
-    /// object's four neighbours and takes the smallest cachable one
-    /// (`cachable_size` gives an object's size if cachable): PolyMix-4's
-    /// byte-hit-ratio discrimination.
+    /// Chooses a repeat (with probability `recurrence`, the phase's) or a
+    /// new object. A repeat goes to the hot set or follows the popularity
+    /// model; then, with the byte-hit-ratio discrimination's probability
+    /// (PolyMix-4), it takes the smallest cachable object among the chosen
+    /// one and its four neighbours (`cachable_size` gives an object's size
+    /// if cachable).
     pub fn pick<R: Rng + ?Sized>(
         &mut self,
         rng: &mut R,
         recurrence: f64,
-        hot: Option<&HotSet>,
-        discrimination: f64,
+        pop: &Popularity,
         cachable_size: &dyn Fn(u64) -> Option<u64>,
     ) -> Pick {
+        let discrimination = pop.bhr_discrimination;
         if self.next > 0 && rng.gen::<f64>() < recurrence {
             let lo = self.next.saturating_sub(self.window);
             let n = self.next - lo;
-            let seq = match hot {
+            let seq = match &pop.hot_set {
                 Some(h) if rng.gen::<f64>() < h.requests => {
                     let len = ((h.working_set * n as f64) as u64).clamp(1, n);
                     if self.hot_start < lo || self.hot_start + len > self.next {
@@ -64,7 +65,7 @@ impl World {
                     }
                     self.hot_start + rng.gen_range(0..len)
                 }
-                _ => rng.gen_range(lo..self.next),
+                _ => self.next - pop.model.rank(n, rng.gen::<f64>()),
             };
             let seq = if discrimination > 0.0 && rng.gen::<f64>() < discrimination {
                 let first = seq.saturating_sub(2).max(lo);
@@ -105,7 +106,15 @@ impl World {
 mod tests {
     use super::*;
     use cacheoff_base::rng::{stream, Stream};
-    use cacheoff_workload::{load, ObjectSpace, Overrides};
+    use cacheoff_workload::{load, HotSet, ObjectSpace, Overrides, PopModel};
+
+    fn pop(hot_set: Option<HotSet>, bhr_discrimination: f64) -> Popularity {
+        Popularity {
+            hot_set,
+            bhr_discrimination,
+            ..Popularity::default()
+        }
+    }
 
     #[test]
     fn recurrence_and_the_working_set_window() {
@@ -114,7 +123,7 @@ mod tests {
         let n = 100_000;
         let mut repeats = 0;
         for _ in 0..n {
-            let p = w.pick(&mut rng, 0.7, None, 0.0, &|_| None);
+            let p = w.pick(&mut rng, 0.7, &pop(None, 0.0), &|_| None);
             assert_eq!(p.oid >> WORLD_SHIFT, 3);
             if p.repeat {
                 repeats += 1;
@@ -129,19 +138,22 @@ mod tests {
     fn the_hot_set_gets_its_share_and_jumps_when_passed() {
         let mut w = World::new(0, Some(10_000));
         let mut rng = stream(2, Stream::Robot(0));
-        let hot = HotSet {
-            working_set: 0.01,
-            requests: 0.10,
-        };
+        let hot = pop(
+            Some(HotSet {
+                working_set: 0.01,
+                requests: 0.10,
+            }),
+            0.0,
+        );
         // Fill the working set.
         for _ in 0..20_000 {
-            w.pick(&mut rng, 0.0, Some(&hot), 0.0, &|_| None);
+            w.pick(&mut rng, 0.0, &hot, &|_| None);
         }
         let start = w.hot_start;
         let mut in_hot = 0;
         let mut repeats = 0;
         for _ in 0..100_000 {
-            let p = w.pick(&mut rng, 0.5, Some(&hot), 0.0, &|_| None);
+            let p = w.pick(&mut rng, 0.5, &hot, &|_| None);
             if p.repeat {
                 repeats += 1;
                 if p.seq >= w.hot_start && p.seq < w.hot_start + 100 {
@@ -170,7 +182,7 @@ mod tests {
             let mut rng = stream(3, Stream::Robot(0));
             let (mut total, mut n) = (0u64, 0u64);
             for _ in 0..200_000 {
-                let p = world.pick(&mut rng, 0.7, None, d, &size);
+                let p = world.pick(&mut rng, 0.7, &pop(None, d), &size);
                 if p.repeat {
                     total += objects.get(p.oid).size;
                     n += 1;
@@ -193,12 +205,50 @@ mod tests {
         let mut rng = stream(1, Stream::Robot(0));
         let (mut offered, n) = (0u64, 1_000_000u64);
         for _ in 0..n {
-            let p = world.pick(&mut rng, w.popularity.recurrence, None, 0.0, &|_| None);
+            let p = world.pick(&mut rng, w.popularity.recurrence, &w.popularity, &|_| None);
             if p.repeat && objects.get(p.oid).cachable {
                 offered += 1;
             }
         }
         let share = offered as f64 / n as f64;
         assert!((share - 0.55).abs() < 0.003, "{share}");
+    }
+
+    #[test]
+    fn zipf_popularity_favours_recent_objects_as_polygraph_does() {
+        // A full, frozen window of n objects; every request a revisit.
+        let n = 1000u64;
+        let alpha = 0.7;
+        let mut w = World::new(0, Some(n));
+        let mut rng = stream(4, Stream::Robot(0));
+        let mut p = pop(None, 0.0);
+        p.model = PopModel::Zipf(alpha);
+        for _ in 0..n {
+            w.pick(&mut rng, 0.0, &p, &|_| None);
+        }
+        let samples = 200_000usize;
+        let mut ranks: Vec<f64> = (0..samples)
+            .map(|_| {
+                let pick = w.pick(&mut rng, 1.0, &p, &|_| None);
+                assert!(pick.repeat);
+                (w.next - pick.seq) as f64
+            })
+            .collect();
+        // P(rank <= k) = (ln(k+1) / ln(n+1))^(1/alpha): Kolmogorov-Smirnov
+        // over the discrete ranks (conservative for a discrete law).
+        ranks.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let cdf = |k: f64| (((k + 1.0).ln()) / ((n + 1) as f64).ln()).powf(1.0 / alpha);
+        let mut d = 0.0f64;
+        let mut i = 0;
+        while i < samples {
+            let k = ranks[i];
+            let j = ranks.partition_point(|&r| r <= k);
+            d = d.max((j as f64 / samples as f64 - cdf(k)).abs());
+            i = j;
+        }
+        assert!(d < 1.95 / (samples as f64).sqrt(), "D = {d}");
+        // The most recent object gets ln 2 / ln(n+1) ^ (1/alpha) of revisits.
+        let top = ranks.iter().filter(|&&r| r == 1.0).count() as f64 / samples as f64;
+        assert!((top - cdf(1.0)).abs() < 0.005, "rank 1: {top}");
     }
 }

@@ -66,6 +66,8 @@ pub struct XactRecord {
     pub fills_cache: bool,
     /// Body bytes received.
     pub bytes: u64,
+    /// The reply carried the whole object (a 200 with its body, not HEAD).
+    pub full_body: bool,
     /// Only basic requests count in hit ratios.
     pub rtype: RequestType,
     /// Index of the object's content type.
@@ -113,8 +115,9 @@ pub struct Counters {
     pub aborted_server: u64,
     /// Successful transactions by request type.
     pub by_type: [u64; RequestType::COUNT],
-    /// Successful transactions and their body bytes by content type.
-    pub by_ctype: [(u64, u64); MAX_CONTENT_TYPES],
+    /// Successful transactions, body bytes, whole bodies and hits by
+    /// content type.
+    pub by_ctype: [TypeCount; MAX_CONTENT_TYPES],
 }
 
 /// Counters and histograms of one interval (of one worker, or merged).
@@ -148,8 +151,10 @@ impl Snapshot {
         }
         c.by_type[x.rtype as usize] += 1;
         let ct = &mut c.by_ctype[usize::from(x.ctype).min(MAX_CONTENT_TYPES - 1)];
-        ct.0 += 1;
-        ct.1 += x.bytes;
+        ct.xacts += 1;
+        ct.bytes += x.bytes;
+        ct.bodies += u64::from(x.full_body);
+        ct.hits += u64::from(x.outcome == Outcome::Hit);
         if x.rtype == RequestType::Basic {
             c.basic += 1;
             c.basic_bytes += x.bytes;
@@ -213,8 +218,7 @@ impl Snapshot {
             *x += y;
         }
         for (x, y) in a.by_ctype.iter_mut().zip(b.by_ctype.iter()) {
-            x.0 += y.0;
-            x.1 += y.1;
+            x.add(y);
         }
         a.conns_opened += b.conns_opened;
         a.conns_open += b.conns_open;
@@ -393,10 +397,25 @@ pub struct Entry {
 }
 
 /// Transactions and bytes of one content type.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct TypeCount {
     pub xacts: u64,
+    /// Body bytes received.
     pub bytes: u64,
+    /// Replies that carried the whole object (so bytes ÷ bodies is the mean
+    /// object size; 304s and HEADs carry none).
+    pub bodies: u64,
+    /// Transactions served as hits.
+    pub hits: u64,
+}
+
+impl TypeCount {
+    fn add(&mut self, o: &TypeCount) {
+        self.xacts += o.xacts;
+        self.bytes += o.bytes;
+        self.bodies += o.bodies;
+        self.hits += o.hits;
+    }
 }
 
 fn pct(a: u64, b: u64) -> f64 {
@@ -464,15 +483,7 @@ impl Entry {
                 .iter()
                 .take(MAX_CONTENT_TYPES)
                 .zip(c.by_ctype.iter())
-                .map(|(n, (x, b))| {
-                    (
-                        n.clone(),
-                        TypeCount {
-                            xacts: *x,
-                            bytes: *b,
-                        },
-                    )
-                })
+                .map(|(n, t)| (n.clone(), *t))
                 .collect(),
         }
     }
@@ -487,6 +498,7 @@ mod tests {
             outcome,
             bytes,
             rtype: RequestType::Basic,
+            full_body: true,
             fills_cache: false,
             ctype: 0,
             offered_hit: offered,
@@ -533,7 +545,9 @@ mod tests {
             e.content_types["object"],
             TypeCount {
                 xacts: 2,
-                bytes: 4000
+                bytes: 4000,
+                bodies: 2,
+                hits: 1,
             }
         );
 

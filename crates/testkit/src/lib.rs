@@ -3,9 +3,9 @@
 //! [`TestProxy`] is a small caching forward proxy, an ideal cache: it keeps
 //! every `200` reply marked `Cache-Control: public` by URL forever, serves
 //! repeats from memory, collapses concurrent misses for one URL into one
-//! fetch, and
-//! it can misbehave on purpose ([`Faults`]) so tests can check that robots
-//! catch it. It runs on its own thread and runtime, listening on
+//! fetch, sends reloads (`no-cache`) to the origin, and answers
+//! `If-Modified-Since` from the stored `Last-Modified`. It can misbehave on
+//! purpose ([`Faults`]) so tests can check that robots catch it. It runs on its own thread and runtime, listening on
 //! `127.0.0.1:0`.
 
 use cacheoff_http::chunked::write_chunk;
@@ -30,6 +30,9 @@ pub struct Faults {
     pub strip_echo: bool,
     /// Cache replies the origin marked uncachable too.
     pub cache_uncachable: bool,
+    /// Serve stored replies without looking at `If-Modified-Since` or
+    /// `no-cache`: reloads become hits, IMS requests get the stored 200.
+    pub ignore_request_headers: bool,
 }
 
 /// How the proxy delimits reply bodies to its clients.
@@ -60,9 +63,12 @@ pub struct ProxyCounters {
 }
 
 struct Stored {
+    status: u16,
     head: Vec<u8>,
     body: Vec<u8>,
     cachable: bool,
+    /// `Last-Modified`, in Unix seconds.
+    last_modified: Option<u64>,
 }
 
 /// A cache slot: a stored reply, or a fetch in progress that concurrent
@@ -191,13 +197,17 @@ async fn client(mut s: TcpStream, opts: ProxyOptions, cache: Cache, counters: Ar
         let body: Vec<u8> = buf.drain(..want).collect();
         let key = req.target.clone();
         let keep = |st: &Stored| st.cachable || opts.faults.cache_uncachable;
-        // Only GETs are looked up and stored.
+        let heed = !opts.faults.ignore_request_headers;
+        let conditional = heed && req.ims.is_some();
+        // Only GETs are looked up and stored. A reload always fetches (and
+        // replaces the stored copy); a conditional miss fetches the whole
+        // object, so the cache holds it for the requests that follow.
         let plan = if opts.cache && req.method == cacheoff_http::Method::Get {
             let mut map = cache.lock().expect("cache lock");
             match map.get(&key) {
-                Some(Slot::Ready(hit)) => Plan::Hit(hit.clone()),
-                Some(Slot::Pending(rx)) => Plan::Wait(rx.clone()),
-                None => {
+                Some(Slot::Ready(hit)) if !(heed && req.no_cache) => Plan::Hit(hit.clone()),
+                Some(Slot::Pending(rx)) if !(heed && req.no_cache) => Plan::Wait(rx.clone()),
+                _ => {
                     let (tx, rx) = watch::channel(None);
                     map.insert(key.clone(), Slot::Pending(rx));
                     Plan::Fetch(Some(tx))
@@ -222,6 +232,7 @@ async fn client(mut s: TcpStream, opts: ProxyOptions, cache: Cache, counters: Ar
                 None
             }
         };
+        let hit = shared.is_some();
         let stored = match shared {
             Some(hit) => {
                 counters.hits.fetch_add(1, Ordering::Relaxed);
@@ -229,7 +240,9 @@ async fn client(mut s: TcpStream, opts: ProxyOptions, cache: Cache, counters: Ar
             }
             None => {
                 counters.misses.fetch_add(1, Ordering::Relaxed);
-                let fetched = fetch(&req, &body).await.map(Arc::new);
+                // A fetch that fills the cache asks for the whole object.
+                let whole = publish.is_some() && conditional;
+                let fetched = fetch(&req, &body, whole).await.map(Arc::new);
                 if publish.is_some() {
                     let mut map = cache.lock().expect("cache lock");
                     // Only the request that registered the fetch settles it.
@@ -258,6 +271,19 @@ async fn client(mut s: TcpStream, opts: ProxyOptions, cache: Cache, counters: Ar
                 fetched
             }
         };
+        if conditional && stored.status == 200 {
+            if let (Some(ims), Some(lm)) = (req.ims, stored.last_modified) {
+                if lm <= ims {
+                    // A hit's 304 is built from the stored validator alone,
+                    // as caches do; a miss's keeps the origin's echo.
+                    let reply = not_modified(&stored, !hit);
+                    if s.write_all(&reply).await.is_err() || !req.keep_alive {
+                        return;
+                    }
+                    continue;
+                }
+            }
+        }
         let mut out = Vec::with_capacity(stored.head.len() + stored.body.len());
         for line in stored.head.split(|&b| b == b'\n') {
             let l = line.strip_suffix(b"\r").unwrap_or(line);
@@ -307,9 +333,28 @@ async fn client(mut s: TcpStream, opts: ProxyOptions, cache: Cache, counters: Ar
     }
 }
 
+/// A 304 for a stored reply: its `Last-Modified`, and its echo if asked.
+fn not_modified(stored: &Stored, with_echo: bool) -> Vec<u8> {
+    let mut out = b"HTTP/1.1 304 Not Modified\r\n".to_vec();
+    let echo = ECHO_HEADER.to_ascii_lowercase();
+    for line in stored.head.split(|&b| b == b'\n') {
+        let l = line.strip_suffix(b"\r").unwrap_or(line);
+        let lower = l.to_ascii_lowercase();
+        if lower.starts_with(b"last-modified:") || (with_echo && lower.starts_with(echo.as_bytes()))
+        {
+            out.extend_from_slice(l);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    out.extend_from_slice(b"Connection: keep-alive\r\n\r\n");
+    out
+}
+
 /// Fetches a request from its origin on a new connection; returns the
 /// reply head (without the blank line) and body, and whether to cache it.
-async fn fetch(req: &RequestHead, body: &[u8]) -> Option<Stored> {
+/// `whole` drops the request's `If-Modified-Since` so the origin sends the
+/// object.
+async fn fetch(req: &RequestHead, body: &[u8], whole: bool) -> Option<Stored> {
     let authority = req.authority()?;
     let mut up = TcpStream::connect(authority).await.ok()?;
     let mut out = Vec::new();
@@ -318,7 +363,11 @@ async fn fetch(req: &RequestHead, body: &[u8]) -> Option<Stored> {
     );
     for (name, value) in &req.headers {
         let n = name.to_ascii_lowercase();
-        if n == "connection" || n == "proxy-connection" || n == "keep-alive" {
+        if n == "connection"
+            || n == "proxy-connection"
+            || n == "keep-alive"
+            || (whole && n == "if-modified-since")
+        {
             continue;
         }
         out.extend_from_slice(name.as_bytes());
@@ -360,17 +409,28 @@ async fn fetch(req: &RequestHead, body: &[u8]) -> Option<Stored> {
     }
     // Drop the blank line and the length; the client loop adds framing.
     let mut head_bytes = Vec::new();
-    for line in buf.split(|&b| b == b'\n') {
+    let mut last_modified = None;
+    for line in buf[..head.head_len].split(|&b| b == b'\n') {
         let l = line.strip_suffix(b"\r").unwrap_or(line);
-        if l.is_empty() || l.to_ascii_lowercase().starts_with(b"content-length:") {
+        let lower = l.to_ascii_lowercase();
+        if l.is_empty() || lower.starts_with(b"content-length:") {
             continue;
+        }
+        if lower.starts_with(b"last-modified:") {
+            last_modified = std::str::from_utf8(&l[b"last-modified:".len()..])
+                .ok()
+                .and_then(|v| httpdate::parse_http_date(v.trim()).ok())
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs());
         }
         head_bytes.extend_from_slice(l);
         head_bytes.extend_from_slice(b"\r\n");
     }
     Some(Stored {
+        status: head.status,
         head: head_bytes,
         body,
         cachable: head.status == 200 && head.cc_public && !head.cc_no_cache,
+        last_modified,
     })
 }

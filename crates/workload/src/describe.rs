@@ -61,6 +61,17 @@ pub fn describe(w: &Workload) -> String {
             r.backlog
         ),
     );
+    row(
+        &mut out,
+        "client hosts",
+        match r.per_host {
+            Some(n) => format!(
+                "{} (at most {n} robots each), each with its own working set",
+                r.hosts()
+            ),
+            None => "1".into(),
+        },
+    );
     let s = &w.servers;
     row(
         &mut out,
@@ -135,11 +146,24 @@ pub fn describe(w: &Workload) -> String {
         &mut out,
         "recurrence",
         format!(
-            "{} of requests revisit an earlier object (uniform popularity{}{})",
+            "{} of requests revisit an earlier object ({}{}{})",
             pct(w.popularity.recurrence),
+            match w.popularity.model {
+                crate::PopModel::Uniform => "uniform popularity".to_string(),
+                crate::PopModel::Zipf(a) => {
+                    format!("Zipf popularity zipf({a}), recent objects the most popular")
+                }
+            },
             w.popularity
                 .working_set_cap
-                .map_or(String::new(), |c| format!(", among the last {c} objects")),
+                .map_or(String::new(), |c| format!(
+                    ", among the last {c} objects{}",
+                    if w.robots.hosts() > 1 {
+                        " divided among the client hosts"
+                    } else {
+                        ""
+                    }
+                )),
             w.popularity.hot_set.map_or(String::new(), |h| format!(
                 "; a hot set of {} of the working set gets {} of revisits",
                 pct(h.working_set),

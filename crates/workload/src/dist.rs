@@ -289,11 +289,9 @@ impl Dist {
                     .ok_or_else(|| err("zipf(N) needs a whole number N >= 1".into()))?;
                 return Ok(Dist::zipf(n));
             }
-            other => {
-                return Err(err(format!(
-                    "unknown distribution {other:?} (known: const, unif, exp, norm, logn, zipf, table)"
-                )))
-            }
+            other => return Err(err(format!(
+                "unknown distribution {other:?} (known: const, unif, exp, norm, logn, zipf, table)"
+            ))),
         };
         Ok(Dist { quantity, shape })
     }
@@ -615,7 +613,10 @@ mod tests {
         let e = Dist::parse(Quantity::Time, "table(/nonexistent/t.txt)")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("cannot read table file /nonexistent/t.txt"), "{e}");
+        assert!(
+            e.contains("cannot read table file /nonexistent/t.txt"),
+            "{e}"
+        );
     }
 
     #[test]

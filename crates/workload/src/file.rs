@@ -9,8 +9,8 @@ use crate::content::ContentType;
 use crate::dist::{deserialize_dist, with_table_dir, Dist, Quantity};
 use crate::lifecycle::LifeCycle;
 use crate::model::{
-    Aborts, Arrivals, LinkConfig, Overrides, Popularity, RequestMix, RobotConfig, ServerConfig,
-    Timeouts, Workload,
+    Aborts, Arrivals, LinkConfig, Overrides, PopModel, Popularity, RequestMix, RobotConfig,
+    ServerConfig, Timeouts, Workload,
 };
 use crate::schedule::Phase;
 use cacheoff_base::{Bytes, Dur, Rate};
@@ -91,6 +91,7 @@ struct RawRobots {
     count: Option<u32>,
     rate: Rate,
     max_count: u32,
+    per_host: Option<u32>,
     first_ip: Ipv4Addr,
     max_conns: u32,
     #[serde(deserialize_with = "count_dist")]
@@ -106,6 +107,7 @@ impl Default for RawRobots {
             count: None,
             rate: Rate(0.4),
             max_count: 1000,
+            per_host: None,
             first_ip: Ipv4Addr::new(127, 1, 0, 1),
             max_conns: 4,
             conn_reuse: Dist::constant(Quantity::Count, 128.0),
@@ -214,6 +216,7 @@ impl Default for Popularity {
     fn default() -> Self {
         Popularity {
             recurrence: 0.55 / 0.8,
+            model: PopModel::Uniform,
             working_set_cap: None,
             hot_set: None,
             bhr_discrimination: 0.0,
@@ -299,6 +302,7 @@ fn resolve(raw: RawWorkload, o: &Overrides) -> Workload {
         peak_rate,
         robots: RobotConfig {
             count: robots,
+            per_host: raw.robots.per_host,
             first_ip: raw.robots.first_ip,
             max_conns: raw.robots.max_conns,
             conn_reuse: raw.robots.conn_reuse,
@@ -513,6 +517,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("w.toml:6:8: "), "{e}");
-        assert!(e.contains("sizes.txt:2: range 8KB..1KB ends below its start"), "{e}");
+        assert!(
+            e.contains("sizes.txt:2: range 8KB..1KB ends below its start"),
+            "{e}"
+        );
     }
 }

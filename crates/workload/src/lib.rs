@@ -27,8 +27,10 @@ pub use dist::{Dist, DistError, Quantity};
 pub use file::{builtin_names, load, load_text, LoadError};
 pub use lifecycle::{LifeCycle, ObjectTimes};
 pub use model::{
-    Aborts, Arrivals, HotSet, LinkConfig, Overrides, Popularity, RequestMix, RobotConfig,
+    Aborts, Arrivals, HotSet, LinkConfig, Overrides, PopModel, Popularity, RequestMix, RobotConfig,
     ServerConfig, Timeouts, Workload, WorkloadError,
 };
-pub use objects::{embedded_oid, split_oid, ObjectInfo, ObjectSpace, MAX_EMBEDDED, WORLD_SHIFT};
+pub use objects::{
+    embedded_oid, split_oid, ObjectInfo, ObjectSpace, MAX_EMBEDDED, MAX_WORLDS, WORLD_SHIFT,
+};
 pub use schedule::{Factors, FillGoal, Interval, Load, Phase, Schedule};

@@ -8,7 +8,9 @@ use crate::dist::{deserialize_dist, Dist, Quantity};
 use crate::schedule::{Phase, Schedule};
 use cacheoff_base::{Bytes, Dur, Rate};
 use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
 use std::net::Ipv4Addr;
+use std::str::FromStr;
 
 /// Everything that defines a run's traffic. Written to the run manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,6 +56,11 @@ pub struct Workload {
 #[serde(deny_unknown_fields)]
 pub struct RobotConfig {
     pub count: u32,
+    /// Most robots per simulated client host (PolyMix-3: 1000, i.e.
+    /// 400 req/s); robots are spread evenly over the hosts, and each host
+    /// has its own working set. `None`: one host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_host: Option<u32>,
     /// Robot `i` sends from `first_ip + i` (inside 127.0.0.0/8).
     pub first_ip: Ipv4Addr,
     /// Limit on simultaneously open connections per robot.
@@ -71,6 +78,21 @@ pub struct RobotConfig {
     /// than HTTP/1.1.
     #[serde(default)]
     pub http10: bool,
+}
+
+impl RobotConfig {
+    /// Number of simulated client hosts.
+    pub fn hosts(&self) -> u32 {
+        match self.per_host {
+            Some(n) if n > 0 => self.count.div_ceil(n).max(1),
+            _ => 1,
+        }
+    }
+
+    /// The client host of robot `robot` (hosts get contiguous, even shares).
+    pub fn host_of(&self, robot: u32) -> u32 {
+        (u64::from(robot) * u64::from(self.hosts()) / u64::from(self.count.max(1))) as u32
+    }
 }
 
 /// Request spacing of a robot.
@@ -213,8 +235,11 @@ impl RequestMix {
 #[serde(deny_unknown_fields, default)]
 pub struct Popularity {
     /// Probability that a request revisits an object requested before
-    /// (uniformly among them); otherwise a new object is requested.
+    /// (chosen by `model`); otherwise a new object is requested.
     pub recurrence: f64,
+    /// How revisits spread over the working set.
+    #[serde(default)]
+    pub model: PopModel,
     /// Most objects that repeat requests choose from (the most recent
     /// ones, split evenly among workers); `None` means 4M per worker.
     #[serde(default)]
@@ -230,6 +255,71 @@ pub struct Popularity {
     /// (PolyMix-3: 0.45 x 75% x 4 h); scaled with `--plateau`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub working_set_time: Option<Dur>,
+}
+
+/// How revisits choose among the working set's objects.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum PopModel {
+    /// Every object of the working set alike.
+    #[default]
+    Uniform,
+    /// Web Polygraph's zipf(α): the k-th most recently introduced object,
+    /// k = floor((n+1)^(U^α)) for a working set of n, so recent objects are
+    /// the popular ones (α = 1 gives P(k) = ln((k+1)/k) / ln(n+1)).
+    Zipf(f64),
+}
+
+impl PopModel {
+    /// The 1-based recency rank of a revisited object among `n`, from a
+    /// uniform `u` in [0, 1).
+    pub fn rank(&self, n: u64, u: f64) -> u64 {
+        match *self {
+            PopModel::Uniform => (u * n as f64) as u64 + 1,
+            PopModel::Zipf(alpha) => ((n + 1) as f64).powf(u.powf(alpha)).floor() as u64,
+        }
+        .clamp(1, n.max(1))
+    }
+}
+
+impl fmt::Display for PopModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PopModel::Uniform => f.write_str("unif"),
+            PopModel::Zipf(a) => write!(f, "zipf({a})"),
+        }
+    }
+}
+
+impl FromStr for PopModel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<PopModel, String> {
+        let s = s.trim();
+        if s == "unif" {
+            return Ok(PopModel::Uniform);
+        }
+        s.strip_prefix("zipf(")
+            .and_then(|r| r.strip_suffix(')'))
+            .and_then(|a| a.trim().parse::<f64>().ok())
+            .filter(|a| a.is_finite() && *a > 0.0)
+            .map(PopModel::Zipf)
+            .ok_or_else(|| {
+                format!("invalid popularity model {s:?}: expected \"unif\" or \"zipf(A)\" with A > 0, e.g. \"zipf(1)\"")
+            })
+    }
+}
+
+impl Serialize for PopModel {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for PopModel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// The hot set: `working_set` of the working set gets `requests` of the
@@ -642,5 +732,53 @@ mod tests {
         let text = serde_json::to_string(&w).unwrap();
         let back: Workload = serde_json::from_str(&text).unwrap();
         assert_eq!(w, back);
+    }
+
+    #[test]
+    fn popularity_models_parse_and_print() {
+        assert_eq!("unif".parse::<PopModel>().unwrap(), PopModel::Uniform);
+        assert_eq!(
+            "zipf(0.8)".parse::<PopModel>().unwrap(),
+            PopModel::Zipf(0.8)
+        );
+        assert_eq!(PopModel::Zipf(0.8).to_string(), "zipf(0.8)");
+        for bad in ["zipf(0)", "zipf(-1)", "zipf", "pareto(1)"] {
+            assert!(bad.parse::<PopModel>().is_err(), "{bad}");
+        }
+        // Uniform ranks cover 1..=n evenly.
+        assert_eq!(PopModel::Uniform.rank(10, 0.0), 1);
+        assert_eq!(PopModel::Uniform.rank(10, 0.999_999), 10);
+    }
+
+    #[test]
+    fn robots_spread_evenly_over_client_hosts() {
+        let w = load(
+            "polymix-3",
+            &Overrides {
+                rate: Some(Some(Rate(1000.0))),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        // 2,500 robots, at most 1,000 per host (400 req/s per host).
+        assert_eq!(w.robots.count, 2500);
+        assert_eq!(w.robots.hosts(), 3);
+        let mut per = [0u32; 3];
+        for r in 0..w.robots.count {
+            per[w.robots.host_of(r) as usize] += 1;
+        }
+        assert_eq!(per, [834, 833, 833]);
+        let pm4 = load(
+            "polymix-4",
+            &Overrides {
+                rate: Some(Some(Rate(1000.0))),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(pm4.robots.hosts(), 2, "500 req/s per host");
+        let simple = load("simple", &Overrides::default()).unwrap();
+        assert_eq!(simple.robots.hosts(), 1);
+        assert_eq!(simple.robots.host_of(simple.robots.count - 1), 0);
     }
 }

@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 pub const WORLD_SHIFT: u32 = 40;
 const WORLD_MASK: u64 = 0xFFF;
+/// Distinct working sets (worlds) that object ids can name.
+pub const MAX_WORLDS: usize = WORLD_MASK as usize + 1;
 const EMBED_SHIFT: u32 = 52;
 /// Most embedded objects per page.
 pub const MAX_EMBEDDED: u32 = 127;
