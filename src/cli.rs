@@ -25,6 +25,30 @@ pub enum Command {
     /// List, describe and check workloads.
     #[command(subcommand)]
     Workload(WorkloadCommand),
+    /// Render a run's report card (report.html in the run directory), or
+    /// export its figures as JSON or CSV.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run directory.
+    pub run: PathBuf,
+    /// html: report.html in the run directory; json: one document on
+    /// standard output (or -o); csv: intervals.csv and phases.csv in the
+    /// run directory (or the directory -o names).
+    #[arg(long, value_enum, default_value = "html")]
+    pub format: ReportFormat,
+    /// Where to write instead of the default.
+    #[arg(short = 'o', long = "out")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Html,
+    Json,
+    Csv,
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod console;
+pub mod report_cmd;
 pub mod run_cmd;
 pub mod rundir;
 pub mod workload_cmd;
@@ -40,5 +41,6 @@ pub fn run(cli: cli::Cli) -> Result<(), Failure> {
             run_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
         }
         cli::Command::Workload(cmd) => workload_cmd::run(&cmd),
+        cli::Command::Report(args) => report_cmd::run(&args),
     }
 }

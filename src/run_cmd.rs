@@ -3,7 +3,7 @@
 
 use crate::cli::{RateArg, RunArgs};
 use crate::console;
-use crate::rundir::{self, Host, Manifest};
+use crate::rundir::{self, Manifest};
 use crate::Failure;
 use anyhow::Context;
 use cacheoff_agent::{RunConfig, RunOutcome, Sink, StopHandle};
@@ -92,6 +92,14 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
     }
     console::print(&console::summary_table(&r.summary));
     console::print(&format!("run directory: {}", dir.display()));
+    // The measurements are safe on disk already; a report that fails to
+    // render is reported but does not fail the run.
+    match crate::report_cmd::html_report(&dir) {
+        Ok(path) => console::print(&format!("report card: {}", path.display())),
+        Err(e) => console::print(&format!(
+            "cacheoff: warning: cannot render the report card: {e:#}"
+        )),
+    }
     Ok(r)
 }
 
@@ -107,17 +115,17 @@ pub fn run_in(
     stop: &StopHandle,
 ) -> Result<RunResult, Failure> {
     let mut manifest = Manifest {
-        format: "cacheoff-manifest",
+        format: rundir::MANIFEST_FORMAT.into(),
         version: cacheoff_stats::FORMAT_VERSION,
         command_line: argv.to_vec(),
-        cacheoff_version: env!("CARGO_PKG_VERSION"),
-        git_revision: env!("CACHEOFF_GIT_REV"),
+        cacheoff_version: env!("CARGO_PKG_VERSION").into(),
+        git_revision: env!("CACHEOFF_GIT_REV").into(),
         started_at: rundir::now_rfc3339(),
         finished_at: None,
         seed: workload.seed,
         proxy,
         workers,
-        host: Host::probe(),
+        host: rundir::probe_host(),
         servers: Vec::new(),
         workload: workload.clone(),
     };

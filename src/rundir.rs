@@ -4,65 +4,34 @@
 
 use cacheoff_stats::log::{write_json_atomic, MANIFEST_FILE, SUMMARY_FILE};
 use cacheoff_stats::{Summary, FORMAT_VERSION};
-use cacheoff_workload::Workload;
-use serde::Serialize;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Host {
-    pub hostname: String,
-    pub os: String,
-    pub kernel: String,
-    pub cpus: usize,
-    pub memory_bytes: u64,
-}
+pub use cacheoff_report::{Host, Manifest, MANIFEST_FORMAT};
 
-impl Host {
-    pub fn probe() -> Host {
-        let read = |p: &str| {
-            std::fs::read_to_string(p)
-                .map(|s| s.trim().to_string())
-                .unwrap_or_else(|_| "unknown".into())
-        };
-        let memory_bytes = std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|m| {
-                m.lines()
-                    .find(|l| l.starts_with("MemTotal:"))
-                    .and_then(|l| l.split_whitespace().nth(1))
-                    .and_then(|kb| kb.parse::<u64>().ok())
-            })
-            .map_or(0, |kb| kb * 1024);
-        Host {
-            hostname: read("/proc/sys/kernel/hostname"),
-            os: std::env::consts::OS.into(),
-            kernel: read("/proc/sys/kernel/osrelease"),
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            memory_bytes,
-        }
+/// What this machine is, for the manifest.
+pub fn probe_host() -> Host {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "unknown".into())
+    };
+    let memory_bytes = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024);
+    Host {
+        hostname: read("/proc/sys/kernel/hostname"),
+        os: std::env::consts::OS.into(),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        memory_bytes,
     }
-}
-
-/// `manifest.json`.
-#[derive(Debug, Clone, Serialize)]
-pub struct Manifest {
-    pub format: &'static str,
-    pub version: u32,
-    pub command_line: Vec<String>,
-    pub cacheoff_version: &'static str,
-    pub git_revision: &'static str,
-    pub started_at: String,
-    pub finished_at: Option<String>,
-    pub seed: u64,
-    pub proxy: Option<SocketAddr>,
-    pub workers: usize,
-    pub host: Host,
-    /// Origin server addresses as bound (ports may have been chosen).
-    pub servers: Vec<SocketAddr>,
-    /// The fully resolved workload.
-    pub workload: Workload,
 }
 
 pub fn now_rfc3339() -> String {

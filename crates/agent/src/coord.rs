@@ -388,6 +388,14 @@ fn collect(
         .filter(|(p, a)| p.measured && a.is_some())
         .map(|(p, _)| p.name.clone())
         .next_back();
+    let distributions = Some(
+        phases
+            .iter()
+            .zip(&phase_acc)
+            .find(|(p, _)| Some(&p.name) == measured_phase.as_ref())
+            .and_then(|(p, a)| a.as_ref().map(|a| a.distributions(&p.name)))
+            .unwrap_or_else(|| total.distributions("total")),
+    );
     Ok(Summary {
         format: "cacheoff-summary".into(),
         version: FORMAT_VERSION,
@@ -396,5 +404,6 @@ fn collect(
         measured_phase,
         phases: phase_entries,
         total: total.entry("total", &type_names),
+        distributions,
     })
 }

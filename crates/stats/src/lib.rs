@@ -16,5 +16,6 @@ mod snapshot;
 pub use kinds::{ErrorKind, Outcome, RequestType};
 pub use log::{IntervalRecord, Summary, FORMAT_VERSION};
 pub use snapshot::{
-    Accum, Entry, Latency, Ratio, Snapshot, TypeCount, XactRecord, MAX_CONTENT_TYPES,
+    Accum, Cdf, CdfSet, Distributions, Entry, Latency, LatencySet, Ratio, Snapshot, TypeCount,
+    XactRecord, MAX_CONTENT_TYPES,
 };

@@ -5,7 +5,7 @@
 //! `summary.json` ([`Summary`]) is written once at the end, atomically.
 //! Both carry [`FORMAT_VERSION`].
 
-use crate::snapshot::Entry;
+use crate::snapshot::{Distributions, Entry};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -47,6 +47,10 @@ pub struct Summary {
     pub measured_phase: Option<String>,
     pub phases: Vec<Entry>,
     pub total: Entry,
+    /// Response-time and size distributions of the measured phase (or the
+    /// whole run); absent in older runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distributions: Option<Distributions>,
 }
 
 /// Appends interval records to `intervals.jsonl`.

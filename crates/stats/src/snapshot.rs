@@ -21,6 +21,11 @@ fn new_hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, HIST_MAX_US, 3).expect("static histogram bounds")
 }
 
+/// Reply sizes: 1 byte .. 1 TB with 2 significant digits.
+fn new_size_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 1 << 40, 2).expect("static histogram bounds")
+}
+
 /// Response-time histograms for all, hit and miss replies.
 #[derive(Debug, Clone)]
 pub struct RtHists {
@@ -128,6 +133,8 @@ pub struct Snapshot {
     pub rt_uncorrected: RtHists,
     /// How late requests were sent: actual send − intended start.
     pub send_lag: Histogram<u64>,
+    /// Body sizes of replies that carried the whole object, in bytes.
+    pub sizes: Histogram<u64>,
 }
 
 impl Default for Snapshot {
@@ -137,6 +144,7 @@ impl Default for Snapshot {
             rt: RtHists::new(),
             rt_uncorrected: RtHists::new(),
             send_lag: new_hist(),
+            sizes: new_size_hist(),
         }
     }
 }
@@ -154,6 +162,9 @@ impl Snapshot {
         ct.xacts += 1;
         ct.bytes += x.bytes;
         ct.bodies += u64::from(x.full_body);
+        if x.full_body {
+            self.sizes.saturating_record(x.bytes.max(1));
+        }
         ct.hits += u64::from(x.outcome == Outcome::Hit);
         if x.rtype == RequestType::Basic {
             c.basic += 1;
@@ -233,6 +244,7 @@ impl Snapshot {
         self.rt.add(&o.rt);
         self.rt_uncorrected.add(&o.rt_uncorrected);
         let _ = self.send_lag.add(&o.send_lag);
+        let _ = self.sizes.add(&o.sizes);
     }
 
     /// Clears everything, keeping the histograms' memory.
@@ -241,7 +253,61 @@ impl Snapshot {
         self.rt.reset();
         self.rt_uncorrected.reset();
         self.send_lag.reset();
+        self.sizes.reset();
     }
+}
+
+/// Cumulative shares at which response-time CDFs are sampled, in percent.
+const CDF_PERCENTS: &[f64] = &[
+    0.0, 0.1, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0, 12.5, 15.0, 17.5, 20.0, 25.0, 30.0, 35.0,
+    40.0, 45.0, 50.0, 55.0, 60.0, 65.0, 70.0, 75.0, 80.0, 82.5, 85.0, 87.5, 90.0, 92.5, 95.0, 96.0,
+    97.0, 98.0, 99.0, 99.5, 99.9, 99.99, 100.0,
+];
+
+/// A cumulative distribution: `[value, percent of samples at or below]`.
+pub type Cdf = Vec<[f64; 2]>;
+
+fn cdf_ms(h: &Histogram<u64>) -> Cdf {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    CDF_PERCENTS
+        .iter()
+        .map(|&p| [h.value_at_quantile(p / 100.0) as f64 / 1000.0, p])
+        .collect()
+}
+
+/// Response-time CDFs of all, hit and miss replies, in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CdfSet {
+    pub all: Cdf,
+    pub hit: Cdf,
+    pub miss: Cdf,
+}
+
+impl CdfSet {
+    fn of(h: &RtHists) -> CdfSet {
+        CdfSet {
+            all: cdf_ms(&h.all),
+            hit: cdf_ms(&h.hit),
+            miss: cdf_ms(&h.miss),
+        }
+    }
+}
+
+/// Distributions over one span (the measured phase), for the report's
+/// histograms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Distributions {
+    /// The span: a phase name or `total`.
+    pub span: String,
+    /// From the intended start.
+    pub rt_ms: CdfSet,
+    /// From the actual send.
+    pub rt_uncorrected_ms: CdfSet,
+    /// Whole-object reply sizes: `[upper bound in bytes, replies]` per
+    /// power-of-two bucket (the bucket holds sizes above half its bound).
+    pub sizes: Vec<[u64; 2]>,
 }
 
 /// Snapshots added over time (a phase, or the whole run).
@@ -256,6 +322,27 @@ pub struct Accum {
 }
 
 impl Accum {
+    /// The span's distributions (`span` names it).
+    pub fn distributions(&self, span: &str) -> Distributions {
+        let h = &self.snap.sizes;
+        let mut sizes = Vec::new();
+        if !h.is_empty() {
+            let top = 64 - h.max().max(1).leading_zeros();
+            for b in 0..=top {
+                let hi = 1u64 << b;
+                let lo = if b == 0 { 0 } else { hi >> 1 };
+                let n = h.count_between(lo + 1, hi);
+                sizes.push([hi, n]);
+            }
+        }
+        Distributions {
+            span: span.into(),
+            rt_ms: CdfSet::of(&self.snap.rt),
+            rt_uncorrected_ms: CdfSet::of(&self.snap.rt_uncorrected),
+            sizes,
+        }
+    }
+
     /// Adds one merged interval of `duration_s` seconds.
     pub fn add_interval(&mut self, s: &Snapshot, duration_s: f64) {
         let open = s.c.conns_open;
@@ -403,9 +490,11 @@ pub struct TypeCount {
     /// Body bytes received.
     pub bytes: u64,
     /// Replies that carried the whole object (so bytes ÷ bodies is the mean
-    /// object size; 304s and HEADs carry none).
+    /// object size; 304s and HEADs carry none). Absent in older runs.
+    #[serde(default)]
     pub bodies: u64,
-    /// Transactions served as hits.
+    /// Transactions served as hits. Absent in older runs.
+    #[serde(default)]
     pub hits: u64,
 }
 

@@ -289,9 +289,11 @@ impl Dist {
                     .ok_or_else(|| err("zipf(N) needs a whole number N >= 1".into()))?;
                 return Ok(Dist::zipf(n));
             }
-            other => return Err(err(format!(
+            other => {
+                return Err(err(format!(
                 "unknown distribution {other:?} (known: const, unif, exp, norm, logn, zipf, table)"
-            ))),
+            )))
+            }
         };
         Ok(Dist { quantity, shape })
     }

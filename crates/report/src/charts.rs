@@ -1,0 +1,375 @@
+//! SVG charts, drawn with plotters at report time. Plotters was chosen
+//! over a JavaScript chart library because the charts then need nothing
+//! at view time: no script, no network, no font files (the browser lays out
+//! the SVG text), and the report file is the same for every viewer.
+
+use crate::ReportError;
+use plotters::prelude::*;
+use std::ops::Range;
+
+/// Series colours, distinguishable for most colour-blind readers (Okabe-Ito).
+pub const PALETTE: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(0, 0, 0),
+];
+
+/// One line of a chart.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    /// Drawn dashed-looking (thinner, lighter) to mark a reference line,
+    /// e.g. the offered hit ratio beside the measured one.
+    pub reference: bool,
+}
+
+impl Series {
+    pub fn new(name: &str, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            name: name.into(),
+            points,
+            reference: false,
+        }
+    }
+    pub fn reference(mut self) -> Series {
+        self.reference = true;
+        self
+    }
+}
+
+/// A named span of the x axis (a phase), shaded in the background.
+#[derive(Debug, Clone)]
+pub struct Band {
+    pub name: String,
+    pub start: f64,
+    pub end: f64,
+}
+
+/// A line chart over time (seconds from the run start).
+#[derive(Debug, Clone)]
+pub struct TimeChart {
+    pub title: String,
+    pub y_label: String,
+    pub series: Vec<Series>,
+    pub bands: Vec<Band>,
+}
+
+fn err(chart: &str) -> impl Fn(String) -> ReportError + '_ {
+    move |why| ReportError::Chart {
+        chart: chart.into(),
+        why,
+    }
+}
+
+fn x_range(series: &[Series], bands: &[Band]) -> Range<f64> {
+    let hi = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .chain(bands.iter().map(|b| b.end))
+        .fold(0.0, f64::max);
+    0.0..hi.max(1.0)
+}
+
+fn y_range(series: &[Series]) -> Range<f64> {
+    let hi = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    0.0..(hi * 1.08).max(1e-9).max(if hi == 0.0 { 1.0 } else { 0.0 })
+}
+
+impl TimeChart {
+    /// Number of data points drawn.
+    pub fn points(&self) -> usize {
+        self.series.iter().map(|s| s.points.len()).sum()
+    }
+
+    pub fn svg(&self, size: (u32, u32)) -> Result<String, ReportError> {
+        let e = err(&self.title);
+        let mut out = String::new();
+        {
+            let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
+            root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+            let xr = x_range(&self.series, &self.bands);
+            let yr = y_range(&self.series);
+            let mut chart = ChartBuilder::on(&root)
+                .margin(10)
+                .x_label_area_size(34)
+                .y_label_area_size(64)
+                .build_cartesian_2d(xr.clone(), yr.clone())
+                .map_err(|x| e(x.to_string()))?;
+            // Phases first, so lines draw over them.
+            for (i, b) in self.bands.iter().enumerate() {
+                let shade = if i % 2 == 0 {
+                    RGBColor(236, 240, 246)
+                } else {
+                    RGBColor(248, 249, 251)
+                };
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(b.start, yr.start), (b.end, yr.end)],
+                        shade.filled(),
+                    )))
+                    .map_err(|x| e(x.to_string()))?;
+            }
+            chart
+                .configure_mesh()
+                .light_line_style(RGBColor(235, 235, 235))
+                .x_desc("seconds from start")
+                .y_desc(self.y_label.as_str())
+                .y_label_formatter(&|v| short_number(*v))
+                .draw()
+                .map_err(|x| e(x.to_string()))?;
+            // Phase names along the top, where there is room.
+            let width = f64::from(size.0);
+            for b in &self.bands {
+                let share = (b.end - b.start) / (xr.end - xr.start);
+                if share * width > 8.0 * b.name.len() as f64 {
+                    chart
+                        .draw_series(std::iter::once(Text::new(
+                            b.name.clone(),
+                            (b.start + (b.end - b.start) * 0.02, yr.end * 0.97),
+                            ("sans-serif", 11).into_font().color(&RGBColor(90, 90, 90)),
+                        )))
+                        .map_err(|x| e(x.to_string()))?;
+                }
+            }
+            for (i, s) in self.series.iter().enumerate() {
+                let colour = PALETTE[i % PALETTE.len()];
+                let style = if s.reference {
+                    colour.mix(0.55).stroke_width(1)
+                } else {
+                    colour.stroke_width(2)
+                };
+                chart
+                    .draw_series(LineSeries::new(s.points.iter().copied(), style))
+                    .map_err(|x| e(x.to_string()))?
+                    .label(s.name.as_str())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
+                    });
+            }
+            if !self.series.is_empty() {
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::UpperRight)
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(RGBColor(200, 200, 200))
+                    .draw()
+                    .map_err(|x| e(x.to_string()))?;
+            }
+            root.present().map_err(|x| e(x.to_string()))?;
+        }
+        Ok(out)
+    }
+}
+
+/// Cumulative distributions on a logarithmic value axis.
+#[derive(Debug, Clone)]
+pub struct CdfChart {
+    pub title: String,
+    pub x_label: String,
+    /// Points are `(value, percent at or below)`.
+    pub series: Vec<Series>,
+}
+
+impl CdfChart {
+    pub fn points(&self) -> usize {
+        self.series.iter().map(|s| s.points.len()).sum()
+    }
+
+    pub fn svg(&self, size: (u32, u32)) -> Result<String, ReportError> {
+        let e = err(&self.title);
+        let values = || {
+            self.series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.0))
+                .filter(|v| *v > 0.0)
+        };
+        let lo = values().fold(f64::INFINITY, f64::min);
+        let hi = values().fold(0.0, f64::max);
+        let (lo, hi) = if lo.is_finite() && hi > lo {
+            (lo * 0.8, hi * 1.25)
+        } else {
+            (0.01, 1000.0)
+        };
+        let mut out = String::new();
+        {
+            let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
+            root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+            let mut chart = ChartBuilder::on(&root)
+                .margin(10)
+                .x_label_area_size(34)
+                .y_label_area_size(50)
+                .build_cartesian_2d((lo..hi).log_scale(), 0f64..100.0)
+                .map_err(|x| e(x.to_string()))?;
+            chart
+                .configure_mesh()
+                .light_line_style(RGBColor(235, 235, 235))
+                .x_desc(self.x_label.as_str())
+                .y_desc("% at or below")
+                .x_label_formatter(&|v| short_number(*v))
+                .draw()
+                .map_err(|x| e(x.to_string()))?;
+            for (i, s) in self.series.iter().enumerate() {
+                let colour = PALETTE[i % PALETTE.len()];
+                let style = if s.reference {
+                    colour.mix(0.55).stroke_width(1)
+                } else {
+                    colour.stroke_width(2)
+                };
+                let pts: Vec<(f64, f64)> = s.points.iter().map(|&(v, p)| (v.max(lo), p)).collect();
+                chart
+                    .draw_series(LineSeries::new(pts, style))
+                    .map_err(|x| e(x.to_string()))?
+                    .label(s.name.as_str())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
+                    });
+            }
+            if !self.series.is_empty() {
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::LowerRight)
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(RGBColor(200, 200, 200))
+                    .draw()
+                    .map_err(|x| e(x.to_string()))?;
+            }
+            root.present().map_err(|x| e(x.to_string()))?;
+        }
+        Ok(out)
+    }
+}
+
+/// Labelled bars (a histogram over named buckets).
+#[derive(Debug, Clone)]
+pub struct BarChart {
+    pub title: String,
+    pub y_label: String,
+    pub bars: Vec<(String, f64)>,
+}
+
+impl BarChart {
+    pub fn points(&self) -> usize {
+        self.bars.iter().filter(|b| b.1 > 0.0).count()
+    }
+
+    pub fn svg(&self, size: (u32, u32)) -> Result<String, ReportError> {
+        let e = err(&self.title);
+        let n = self.bars.len().max(1);
+        let top = self.bars.iter().map(|b| b.1).fold(0.0, f64::max).max(1.0) * 1.08;
+        let labels: Vec<String> = self.bars.iter().map(|b| b.0.clone()).collect();
+        let mut out = String::new();
+        {
+            let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
+            root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+            let mut chart = ChartBuilder::on(&root)
+                .margin(10)
+                .x_label_area_size(40)
+                .y_label_area_size(60)
+                .build_cartesian_2d((0u32..n as u32).into_segmented(), 0f64..top)
+                .map_err(|x| e(x.to_string()))?;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .light_line_style(RGBColor(235, 235, 235))
+                .y_desc(self.y_label.as_str())
+                .x_labels(n + 1)
+                .x_label_formatter(&|v| match v {
+                    SegmentValue::CenterOf(i) => {
+                        labels.get(*i as usize).cloned().unwrap_or_default()
+                    }
+                    _ => String::new(),
+                })
+                .y_label_formatter(&|v| short_number(*v))
+                .draw()
+                .map_err(|x| e(x.to_string()))?;
+            chart
+                .draw_series(self.bars.iter().enumerate().map(|(i, (_, v))| {
+                    let i = i as u32;
+                    let mut r = Rectangle::new(
+                        [
+                            (SegmentValue::Exact(i), 0.0),
+                            (SegmentValue::Exact(i + 1), *v),
+                        ],
+                        PALETTE[0].filled(),
+                    );
+                    r.set_margin(0, 0, 3, 3);
+                    r
+                }))
+                .map_err(|x| e(x.to_string()))?;
+            root.present().map_err(|x| e(x.to_string()))?;
+        }
+        Ok(out)
+    }
+}
+
+/// 1234567 -> "1.23M", 0.5 -> "0.5".
+pub fn short_number(v: f64) -> String {
+    let a = v.abs();
+    let (x, unit) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e4 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let s = format!("{x:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}{unit}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chart_draws_every_series_and_phase() {
+        let c = TimeChart {
+            title: "t".into(),
+            y_label: "replies/s".into(),
+            series: vec![
+                Series::new("a", (0..50).map(|i| (i as f64 * 5.0, i as f64)).collect()),
+                Series::new("b", vec![(0.0, 1.0), (250.0, 2.0)]).reference(),
+            ],
+            bands: vec![
+                Band {
+                    name: "warm".into(),
+                    start: 0.0,
+                    end: 100.0,
+                },
+                Band {
+                    name: "top".into(),
+                    start: 100.0,
+                    end: 250.0,
+                },
+            ],
+        };
+        let svg = c.svg((800, 260)).unwrap();
+        assert!(svg.starts_with("<svg"));
+        assert_eq!(
+            svg.matches("<polyline").count(),
+            2 + 2,
+            "two lines, two legend marks"
+        );
+        assert!(svg.contains(">\nwarm\n</text>") && svg.contains("replies/s"));
+        assert_eq!(c.points(), 52);
+    }
+
+    #[test]
+    fn numbers_are_short() {
+        assert_eq!(short_number(1_234_567.0), "1.23M");
+        assert_eq!(short_number(25_000.0), "25k");
+        assert_eq!(short_number(0.5), "0.5");
+        assert_eq!(short_number(400.0), "400");
+    }
+}

@@ -1,0 +1,68 @@
+//! `cacheoff report`: the report card and the exports of a run directory.
+
+use crate::cli::{ReportArgs, ReportFormat};
+use crate::Failure;
+use anyhow::Context;
+use cacheoff_report::{export, html, ReportError, Run};
+use std::path::{Path, PathBuf};
+
+fn load(dir: &Path) -> Result<Run, Failure> {
+    Run::load(dir).map_err(|e| match e {
+        ReportError::NotARun(_) => Failure::usage(e),
+        e => Failure::run(e),
+    })
+}
+
+/// Renders `report.html` into the run directory; returns its path.
+pub fn html_report(dir: &Path) -> anyhow::Result<PathBuf> {
+    let run = Run::load(dir)?;
+    Ok(html::write(&run)?)
+}
+
+fn write(path: &Path, text: &str) -> Result<(), Failure> {
+    std::fs::write(path, text)
+        .with_context(|| format!("cannot write {}", path.display()))
+        .map_err(Failure::run)
+}
+
+pub fn run(a: &ReportArgs) -> Result<(), Failure> {
+    let run = load(&a.run)?;
+    match a.format {
+        ReportFormat::Html => {
+            let path = match &a.out {
+                Some(p) => {
+                    let html = html::render(&run).map_err(Failure::run)?;
+                    write(p, &html)?;
+                    p.clone()
+                }
+                None => html::write(&run).map_err(Failure::run)?,
+            };
+            println!("{}", path.display());
+        }
+        ReportFormat::Json => {
+            let json = export::json(&run);
+            match &a.out {
+                Some(p) => {
+                    write(p, &json)?;
+                    println!("{}", p.display());
+                }
+                None => println!("{json}"),
+            }
+        }
+        ReportFormat::Csv => {
+            let dir = a.out.clone().unwrap_or_else(|| a.run.clone());
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create {}", dir.display()))
+                .map_err(Failure::run)?;
+            for (name, text) in [
+                ("intervals.csv", export::intervals_csv(&run)),
+                ("phases.csv", export::phases_csv(&run)),
+            ] {
+                let p = dir.join(name);
+                write(&p, &text)?;
+                println!("{}", p.display());
+            }
+        }
+    }
+    Ok(())
+}
