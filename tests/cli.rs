@@ -140,6 +140,30 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
     let intervals = cacheoff_stats::log::read_intervals(&run).unwrap();
     assert_eq!(intervals.len(), 1, "the 5 s warm-up interval was kept");
     assert!(intervals[0].stats.xacts > 400);
+
+    // Both render their report cards, marked as what they are.
+    for (name, mark) in [
+        ("int", "data-state=\"interrupted\""),
+        ("kill", "data-state=\"no-summary\""),
+    ] {
+        let run = dir.path().join(name);
+        let o = cacheoff(&["report", run.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+        assert!(html.contains(mark), "{name}");
+    }
+}
+
+#[test]
+fn report_needs_a_run_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = cacheoff(&["report", dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not a cacheoff run directory"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

@@ -1,0 +1,234 @@
+//! Report cards and exports of real runs: complete, interrupted, and killed
+//! (no summary, a torn last interval line).
+
+use cacheoff::run_cmd::{run_in, RunResult};
+use cacheoff_agent::StopHandle;
+use cacheoff_base::{Dur, Rate};
+use cacheoff_report::{export, html, Run, RunState};
+use cacheoff_testkit::TestProxy;
+use cacheoff_workload::{load, Overrides, Workload};
+use std::path::Path;
+
+fn workload(duration_s: f64) -> Workload {
+    load(
+        "simple",
+        &Overrides {
+            rate: Some(Some(Rate(400.0))),
+            robots: Some(40),
+            servers: Some(8),
+            warmup: Some(Dur::secs(5.0)),
+            duration: Some(Dur::secs(duration_s)),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+fn run(dir: &Path, w: Workload, stop: &StopHandle) -> RunResult {
+    let proxy = TestProxy::caching();
+    run_in(dir, w, Some(proxy.addr), 1, true, &["test".into()], stop)
+        .map_err(|f| f.error)
+        .unwrap()
+}
+
+/// `(data-points, data-series)` of every chart figure.
+fn figures(html: &str) -> Vec<(usize, usize)> {
+    html.match_indices("<figure class=\"chart\"")
+        .map(|(i, _)| {
+            let tag = &html[i..i + html[i..].find('>').unwrap()];
+            let attr = |name: &str| -> usize {
+                let k = format!("{name}=\"");
+                let at = tag.find(&k).unwrap() + k.len();
+                tag[at..at + tag[at..].find('"').unwrap()].parse().unwrap()
+            };
+            (attr("data-points"), attr("data-series"))
+        })
+        .collect()
+}
+
+fn assert_self_contained(html: &str) {
+    for needle in ["<script src", "<link", "src=\"http", "url(http", "@import"] {
+        assert!(!html.contains(needle), "report loads {needle}");
+    }
+}
+
+#[test]
+fn a_complete_run_gets_every_section_with_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(dir.path(), workload(10.0), &StopHandle::new());
+    assert!(r.summary.total.rt_ms.hit.count > 0);
+    let run = Run::load(dir.path()).unwrap();
+    assert_eq!(run.state(), RunState::Complete);
+    let path = html::write(&run).unwrap();
+    let page = std::fs::read_to_string(&path).unwrap();
+    assert_self_contained(&page);
+    for id in [
+        "summary",
+        "verdict",
+        "charts",
+        "distributions",
+        "latency",
+        "phases",
+        "content",
+        "requests",
+        "errors",
+        "workload",
+    ] {
+        assert!(page.contains(&format!("id=\"{id}\"")), "section {id}");
+    }
+    assert!(
+        !page.contains("data-state="),
+        "a complete run has no banner"
+    );
+    // Seven charts over time and three distributions, each with data in
+    // every series it names.
+    let figs = figures(&page);
+    assert_eq!(figs.len(), 10, "{figs:?}");
+    for (points, series) in &figs {
+        assert!(*series >= 1 && *points >= *series, "{figs:?}");
+    }
+    // The headline comes from the measured phase and passes the rules.
+    assert!(page.contains("Headline figures (phase meas)"));
+    assert_eq!(
+        page.matches("class=\"pass\"").count(),
+        2,
+        "errors and hit ratio pass"
+    );
+    let meas = &r.summary.phases.iter().find(|p| p.name == "meas").unwrap();
+    assert!(page.contains(&format!("{:.1}%", meas.dhr.measured)));
+}
+
+#[test]
+fn an_interrupted_run_is_marked_and_still_complete_in_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let stop = StopHandle::new();
+    let stopper = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(7));
+            stop.stop();
+        })
+    };
+    run(dir.path(), workload(60.0), &stop);
+    stopper.join().unwrap();
+    let run = Run::load(dir.path()).unwrap();
+    assert_eq!(run.state(), RunState::Interrupted);
+    let page = html::render(&run).unwrap();
+    assert!(page.contains("data-state=\"interrupted\""));
+    assert_eq!(figures(&page).len(), 10);
+}
+
+/// A copy of a finished run as a `kill -9` leaves it: no summary, and half
+/// a line at the end of the intervals.
+fn killed_copy(from: &Path, to: &Path) {
+    for f in ["manifest.json", "intervals.jsonl"] {
+        std::fs::copy(from.join(f), to.join(f)).unwrap();
+    }
+    let mut text = std::fs::read_to_string(to.join("intervals.jsonl")).unwrap();
+    text.push_str("{\"version\":1,\"interval\":99,\"pha");
+    std::fs::write(to.join("intervals.jsonl"), text).unwrap();
+}
+
+#[test]
+fn a_killed_run_renders_from_its_intervals_and_exports_match_the_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(dir.path(), workload(10.0), &StopHandle::new());
+    let killed = tempfile::tempdir().unwrap();
+    killed_copy(dir.path(), killed.path());
+
+    let k = Run::load(killed.path()).unwrap();
+    assert_eq!(k.state(), RunState::NoSummary);
+    assert_eq!(
+        k.intervals.len(),
+        Run::load(dir.path()).unwrap().intervals.len()
+    );
+    // Counts folded from the intervals equal the summary's.
+    let phases = k.phases();
+    assert_eq!(phases.len(), r.summary.phases.len());
+    for (a, b) in phases.iter().zip(&r.summary.phases) {
+        assert_eq!((a.name.as_str(), a.xacts), (b.name.as_str(), b.xacts));
+        assert_eq!(a.rt_ms.hit.count, b.rt_ms.hit.count);
+        assert!((a.dhr.measured - b.dhr.measured).abs() < 0.01, "{}", a.name);
+    }
+    assert_eq!(k.measured_phase().as_deref(), Some("meas"));
+    let page = html::render(&k).unwrap();
+    assert!(page.contains("data-state=\"no-summary\""));
+    assert!(page.contains("Not available"));
+    // The distributions need the summary; the seven time charts do not.
+    assert_eq!(figures(&page).len(), 7);
+
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/schema/export.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for (name, run) in [("complete", Run::load(dir.path()).unwrap()), ("killed", k)] {
+        let doc: serde_json::Value = serde_json::from_str(&export::json(&run)).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&doc)
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+        // The schema is strict: an undocumented field fails it.
+        let mut extra = doc.clone();
+        extra["total"]["surprise"] = 1.into();
+        extra["intervals"][0]["surprise"] = 1.into();
+        assert_eq!(validator.iter_errors(&extra).count(), 2, "{name}");
+        assert_eq!(
+            doc["intervals"].as_array().unwrap().len(),
+            run.intervals.len()
+        );
+
+        let cols: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/docs/schema/export-csv.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let text_columns: Vec<&str> = cols["text_columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        for (file, csv, rows) in [
+            (
+                "intervals.csv",
+                export::intervals_csv(&run),
+                run.intervals.len(),
+            ),
+            (
+                "phases.csv",
+                export::phases_csv(&run),
+                run.phases().len() + 1,
+            ),
+        ] {
+            let want: Vec<&str> = cols[file]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            let mut lines = csv.lines();
+            let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+            assert_eq!(header, want, "{name} {file}");
+            let body: Vec<&str> = lines.collect();
+            assert_eq!(body.len(), rows, "{name} {file}");
+            for line in body {
+                let fields: Vec<&str> = line.split(',').collect();
+                assert_eq!(fields.len(), want.len(), "{name} {file}: {line}");
+                for (col, v) in want.iter().zip(fields) {
+                    if !text_columns.contains(col) {
+                        assert!(v.parse::<f64>().is_ok(), "{name} {file} {col} = {v:?}");
+                    }
+                }
+            }
+        }
+    }
+}
