@@ -28,6 +28,24 @@ pub enum Command {
     /// Render a run's report card (report.html in the run directory), or
     /// export its figures as JSON or CSV.
     Report(ReportArgs),
+    /// The cache-off executive summary across runs: one row per product.
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Run directories, one per product.
+    #[arg(required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Labels, prices and downtime runs per run directory (TOML).
+    #[arg(long)]
+    pub products: Option<PathBuf>,
+    /// A run without a proxy, for the time savings.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Output file: .md for Markdown, anything else for HTML.
+    #[arg(short = 'o', long = "out", default_value = "cacheoff.html")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -42,5 +42,6 @@ pub fn run(cli: cli::Cli) -> Result<(), Failure> {
         }
         cli::Command::Workload(cmd) => workload_cmd::run(&cmd),
         cli::Command::Report(args) => report_cmd::run(&args),
+        cli::Command::Compare(args) => report_cmd::compare(&args),
     }
 }

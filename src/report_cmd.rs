@@ -1,8 +1,9 @@
 //! `cacheoff report`: the report card and the exports of a run directory.
 
-use crate::cli::{ReportArgs, ReportFormat};
+use crate::cli::{CompareArgs, ReportArgs, ReportFormat};
 use crate::Failure;
 use anyhow::Context;
+use cacheoff_report::compare::{self, Products};
 use cacheoff_report::{export, html, ReportError, Run};
 use std::path::{Path, PathBuf};
 
@@ -64,5 +65,27 @@ pub fn run(a: &ReportArgs) -> Result<(), Failure> {
             }
         }
     }
+    Ok(())
+}
+
+pub fn compare(a: &CompareArgs) -> Result<(), Failure> {
+    let products = match &a.products {
+        Some(p) => Products::load(p).map_err(Failure::usage)?,
+        None => Products::default(),
+    };
+    let runs = a
+        .runs
+        .iter()
+        .map(|d| load(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    let baseline = a.baseline.as_deref().map(load).transpose()?;
+    let rows = compare::rows(&runs, &products, baseline.as_ref()).map_err(Failure::run)?;
+    let text = if a.out.extension().is_some_and(|e| e == "md") {
+        compare::markdown(&rows)
+    } else {
+        compare::html(&rows).map_err(Failure::run)?
+    };
+    write(&a.out, &text)?;
+    println!("{}", a.out.display());
     Ok(())
 }

@@ -232,3 +232,89 @@ fn a_killed_run_renders_from_its_intervals_and_exports_match_the_schemas() {
         }
     }
 }
+
+#[test]
+fn compare_builds_the_executive_summary() {
+    use cacheoff_report::compare::{self, Products};
+    let root = tempfile::tempdir().unwrap();
+    let (proxied, direct, downtime) = (
+        root.path().join("proxied"),
+        root.path().join("direct"),
+        root.path().join("downtime"),
+    );
+    for d in [&proxied, &direct, &downtime] {
+        std::fs::create_dir(d).unwrap();
+    }
+    run(&proxied, workload(8.0), &StopHandle::new());
+    run_in(
+        &direct,
+        workload(8.0),
+        None,
+        1,
+        true,
+        &["test".into()],
+        &StopHandle::new(),
+    )
+    .map_err(|f| f.error)
+    .unwrap();
+    let dt = load(
+        "downtime",
+        &Overrides {
+            rate: Some(Some(Rate(60.0))),
+            plateau: Some(Dur::secs(12.0)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    run(&downtime, dt, &StopHandle::new());
+
+    let products_path = root.path().join("products.toml");
+    std::fs::write(
+        &products_path,
+        "[[product]]\nrun = \"proxied\"\nlabel = \"Ideal box\"\nprice = 2500\ndowntime = \"downtime\"\n",
+    )
+    .unwrap();
+    let products = Products::load(&products_path).unwrap();
+    let runs = [Run::load(&proxied).unwrap(), Run::load(&direct).unwrap()];
+    let baseline = Run::load(&direct).unwrap();
+    let rows = compare::rows(&runs, &products, Some(&baseline)).unwrap();
+    assert_eq!(rows.len(), 2);
+    let (p, d) = (&rows[0], &rows[1]);
+    assert_eq!(p.label, "Ideal box");
+    assert_eq!(d.label, "simple via no proxy");
+    let head = runs[0].headline();
+    assert_eq!(p.throughput, head.rate_xps);
+    assert!((p.req_per_kusd.unwrap() - head.rate_xps / 2.5).abs() < 1e-9);
+    let hits_per_s = head.rt_ms.hit.count as f64 / head.duration_s;
+    assert!((p.hits_per_kusd.unwrap() - hits_per_s / 2.5).abs() < 1e-9);
+    let base = baseline.headline().rt_ms.all.mean;
+    assert!((p.time_savings.unwrap() - (base - head.rt_ms.all.mean) / base * 100.0).abs() < 1e-9);
+    assert_eq!(d.time_savings, Some(0.0));
+    assert!(p.dhr > 40.0 && d.dhr == 0.0);
+    assert_eq!((d.price, d.req_per_kusd, d.ttfm_s), (None, None, None));
+    // The proxy stayed up through the dark phase: the first interval after
+    // it had both misses and hits.
+    for v in [p.ttfm_s, p.ttfh_s] {
+        assert!(v.is_some_and(|s| s > 0.0 && s <= 5.01), "{v:?}");
+    }
+
+    let md = compare::markdown(&rows);
+    assert!(md.contains("| Ideal box | 2500 |"), "{md}");
+    assert_eq!(md.lines().filter(|l| l.starts_with("| ")).count(), 3);
+    let page = compare::html(&rows).unwrap();
+    assert_self_contained(&page);
+    assert!(page.contains("class=\"sortable\"") && page.contains("Ideal box"));
+    // A chart per measure that has a value for some product: all 13 but
+    // the cache age (these runs name no cache size).
+    let figs = figures(&page);
+    assert_eq!(figs.len(), 12, "{figs:?}");
+    assert!(figs.iter().all(|&(points, _)| points == 2));
+
+    std::fs::write(
+        &products_path,
+        "[[product]]\nrun = \"x\"\nlabel = \"y\"\ncost = 1\n",
+    )
+    .unwrap();
+    let e = Products::load(&products_path).unwrap_err().to_string();
+    assert!(e.contains("products.toml") && e.contains("cost"), "{e}");
+}

@@ -258,7 +258,7 @@ pub struct BarChart {
 
 impl BarChart {
     pub fn points(&self) -> usize {
-        self.bars.iter().filter(|b| b.1 > 0.0).count()
+        self.bars.len()
     }
 
     pub fn svg(&self, size: (u32, u32)) -> Result<String, ReportError> {
@@ -274,7 +274,8 @@ impl BarChart {
                 .margin(10)
                 .x_label_area_size(40)
                 .y_label_area_size(60)
-                .build_cartesian_2d((0u32..n as u32).into_segmented(), 0f64..top)
+                // A segmented 0..k has k + 1 slots.
+                .build_cartesian_2d((0u32..(n as u32 - 1).max(1)).into_segmented(), 0f64..top)
                 .map_err(|x| e(x.to_string()))?;
             chart
                 .configure_mesh()

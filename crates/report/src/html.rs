@@ -12,7 +12,7 @@ pub const MIN_DHR_PERCENT: f64 = 25.0;
 
 const CHART_SIZE: (u32, u32) = (960, 300);
 
-const STYLE: &str = r#"
+pub(crate) const STYLE: &str = r#"
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}
 main{max-width:1000px;margin:0 auto;padding:24px}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:32px 0 8px;border-bottom:1px solid #d8dde5;padding-bottom:4px}

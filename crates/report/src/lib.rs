@@ -2,6 +2,7 @@
 //! card ([`html::render`]) and machine-readable exports ([`export`]).
 
 pub mod charts;
+pub mod compare;
 pub mod export;
 mod fold;
 pub mod html;
@@ -24,6 +25,8 @@ pub enum ReportError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{path}: {why}")]
+    Products { path: PathBuf, why: String },
     #[error("cannot draw chart {chart:?}: {why}")]
     Chart { chart: String, why: String },
 }

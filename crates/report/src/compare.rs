@@ -1,0 +1,406 @@
+//! `cacheoff compare`: the cache-off executive summary across runs, one
+//! row per product (run), as HTML (sortable table, a bar chart per
+//! measure) or Markdown.
+
+use crate::charts::BarChart;
+use crate::html::esc;
+use crate::{ReportError, Run};
+use serde::Deserialize;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// `products.toml`: what the runs measured and what it cost.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Products {
+    #[serde(default)]
+    pub product: Vec<Product>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Product {
+    /// The product's run directory (relative to the products file).
+    pub run: PathBuf,
+    pub label: String,
+    /// Total price (devices and network gear), in dollars.
+    pub price: Option<f64>,
+    /// The product's downtime-test run, for TTFM and TTFH.
+    pub downtime: Option<PathBuf>,
+}
+
+impl Products {
+    pub fn load(path: &Path) -> Result<Products, ReportError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ReportError::Products {
+            path: path.into(),
+            why: e.to_string(),
+        })?;
+        let mut p: Products = toml::from_str(&text).map_err(|e| ReportError::Products {
+            path: path.into(),
+            why: e.to_string(),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        for prod in &mut p.product {
+            prod.run = base.join(&prod.run);
+            prod.downtime = prod.downtime.as_ref().map(|d| base.join(d));
+        }
+        Ok(p)
+    }
+
+    fn find(&self, dir: &Path) -> Option<&Product> {
+        let canon = |p: &Path| std::fs::canonicalize(p).ok();
+        let want = canon(dir)?;
+        self.product
+            .iter()
+            .find(|p| canon(&p.run) == Some(want.clone()))
+    }
+}
+
+/// One row of the executive summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub label: String,
+    pub price: Option<f64>,
+    pub throughput: f64,
+    pub rt_hit_ms: Option<f64>,
+    pub rt_all_ms: f64,
+    pub rt_miss_ms: Option<f64>,
+    pub dhr: f64,
+    /// (baseline mean − this mean) ÷ baseline mean, in percent.
+    pub time_savings: Option<f64>,
+    pub req_per_kusd: Option<f64>,
+    pub hits_per_kusd: Option<f64>,
+    /// Time till first miss and first hit after power returns (downtime).
+    pub ttfm_s: Option<f64>,
+    pub ttfh_s: Option<f64>,
+    /// Cache size ÷ cachable-miss bytes per hour at peak.
+    pub cache_age_h: Option<f64>,
+    pub errors_percent: f64,
+}
+
+/// TTFM and TTFH of a downtime run: from the end of its dark phase to the
+/// end of the first interval with a miss (a hit). Interval precision (5 s).
+pub fn time_till_first(run: &Run) -> (Option<f64>, Option<f64>) {
+    let dark: Vec<&str> = run
+        .manifest
+        .workload
+        .phases
+        .iter()
+        .filter(|p| p.dark)
+        .map(|p| p.name.as_str())
+        .collect();
+    let Some(dark_end) = run
+        .intervals
+        .iter()
+        .filter(|r| dark.contains(&r.phase.as_str()))
+        .map(|r| r.end_s)
+        .reduce(f64::max)
+    else {
+        return (None, None);
+    };
+    let after = || {
+        run.intervals
+            .iter()
+            .filter(move |r| r.start_s >= dark_end - 1e-6)
+    };
+    let first = |hits: bool| {
+        after()
+            .find(|r| {
+                let l = &r.stats.rt_ms;
+                if hits {
+                    l.hit.count > 0
+                } else {
+                    l.miss.count > 0
+                }
+            })
+            .map(|r| r.end_s - dark_end)
+    };
+    (first(false), first(true))
+}
+
+fn row(run: &Run, product: Option<&Product>, baseline: Option<&Run>) -> Result<Row, ReportError> {
+    let h = run.headline();
+    let label = product.map_or_else(
+        || {
+            format!(
+                "{} via {}",
+                run.manifest.workload.name,
+                run.manifest
+                    .proxy
+                    .map_or("no proxy".into(), |p| p.to_string())
+            )
+        },
+        |p| p.label.clone(),
+    );
+    let price = product.and_then(|p| p.price).filter(|p| *p > 0.0);
+    let hits_per_s = h.rt_ms.hit.count as f64 / h.duration_s.max(1e-9);
+    let time_savings = baseline.map(|b| {
+        let base = b.headline().rt_ms.all.mean;
+        if base > 0.0 {
+            (base - h.rt_ms.all.mean) / base * 100.0
+        } else {
+            0.0
+        }
+    });
+    let (ttfm_s, ttfh_s) = match product.and_then(|p| p.downtime.as_ref()) {
+        Some(d) => time_till_first(&Run::load(d)?),
+        None => (None, None),
+    };
+    let fill_per_h = h.fill_bytes as f64 / h.duration_s.max(1e-9) * 3600.0;
+    let cache_age_h = run
+        .manifest
+        .workload
+        .cache_size
+        .filter(|_| fill_per_h > 0.0)
+        .map(|c| c.0 as f64 / fill_per_h);
+    let some_if = |count: u64, v: f64| (count > 0).then_some(v);
+    Ok(Row {
+        label,
+        price,
+        throughput: h.rate_xps,
+        rt_hit_ms: some_if(h.rt_ms.hit.count, h.rt_ms.hit.mean),
+        rt_all_ms: h.rt_ms.all.mean,
+        rt_miss_ms: some_if(h.rt_ms.miss.count, h.rt_ms.miss.mean),
+        dhr: h.dhr.measured,
+        time_savings,
+        req_per_kusd: price.map(|p| h.rate_xps / (p / 1000.0)),
+        hits_per_kusd: price.map(|p| hits_per_s / (p / 1000.0)),
+        ttfm_s,
+        ttfh_s,
+        cache_age_h,
+        errors_percent: h.errors.percent,
+    })
+}
+
+/// The rows of the executive summary, in the order of `runs`.
+pub fn rows(
+    runs: &[Run],
+    products: &Products,
+    baseline: Option<&Run>,
+) -> Result<Vec<Row>, ReportError> {
+    runs.iter()
+        .map(|r| row(r, products.find(&r.dir), baseline))
+        .collect()
+}
+
+/// A column: heading, unit note, value, and whether more is better.
+struct Column {
+    head: &'static str,
+    get: fn(&Row) -> Option<f64>,
+    digits: usize,
+    higher_is_better: bool,
+}
+
+const COLUMNS: &[Column] = &[
+    Column {
+        head: "Price, $",
+        get: |r| r.price,
+        digits: 0,
+        higher_is_better: false,
+    },
+    Column {
+        head: "Peak throughput, req/s",
+        get: |r| Some(r.throughput),
+        digits: 1,
+        higher_is_better: true,
+    },
+    Column {
+        head: "Hit time, ms",
+        get: |r| r.rt_hit_ms,
+        digits: 1,
+        higher_is_better: false,
+    },
+    Column {
+        head: "All, ms",
+        get: |r| Some(r.rt_all_ms),
+        digits: 1,
+        higher_is_better: false,
+    },
+    Column {
+        head: "Miss time, ms",
+        get: |r| r.rt_miss_ms,
+        digits: 1,
+        higher_is_better: false,
+    },
+    Column {
+        head: "DHR, %",
+        get: |r| Some(r.dhr),
+        digits: 1,
+        higher_is_better: true,
+    },
+    Column {
+        head: "Time savings, %",
+        get: |r| r.time_savings,
+        digits: 1,
+        higher_is_better: true,
+    },
+    Column {
+        head: "Req/s per $1,000",
+        get: |r| r.req_per_kusd,
+        digits: 1,
+        higher_is_better: true,
+    },
+    Column {
+        head: "Hits/s per $1,000",
+        get: |r| r.hits_per_kusd,
+        digits: 1,
+        higher_is_better: true,
+    },
+    Column {
+        head: "TTFM, s",
+        get: |r| r.ttfm_s,
+        digits: 0,
+        higher_is_better: false,
+    },
+    Column {
+        head: "TTFH, s",
+        get: |r| r.ttfh_s,
+        digits: 0,
+        higher_is_better: false,
+    },
+    Column {
+        head: "Cache age, h",
+        get: |r| r.cache_age_h,
+        digits: 2,
+        higher_is_better: true,
+    },
+    Column {
+        head: "Errors, %",
+        get: |r| Some(r.errors_percent),
+        digits: 2,
+        higher_is_better: false,
+    },
+];
+
+/// A value with `digits` decimals, or at least two significant digits
+/// when that would round a small value away.
+fn cell(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".into(), |v| {
+        let needed = if v == 0.0 {
+            0
+        } else {
+            (1.0 - v.abs().log10()).ceil().max(0.0) as usize
+        };
+        let d = digits.max(needed.min(6));
+        format!("{v:.d$}")
+    })
+}
+
+const HOW_TO_READ: &str = "Each row is one product's run, measured over its last plateau. Time savings compare the mean response time with a run without a proxy. A cache-off compares products under the same workload, rate and duration; rows from different workloads or peak rates do not compare. Throughput is what the product was offered and kept up with, not its limit. Hit ratio depends on cache size, so read it with the cache age. Prices make price/performance, not quality: a cheap box with errors is not a bargain, and a run with more than 3% errors is disqualified.";
+
+/// The Markdown summary.
+pub fn markdown(rows: &[Row]) -> String {
+    let mut o = String::from("# cacheoff executive summary\n\n| Product |");
+    for c in COLUMNS {
+        let _ = write!(o, " {} |", c.head);
+    }
+    o.push_str("\n|---|");
+    for _ in COLUMNS {
+        o.push_str("---:|");
+    }
+    o.push('\n');
+    for r in rows {
+        let _ = write!(o, "| {} |", r.label.replace('|', "\\|"));
+        for c in COLUMNS {
+            let _ = write!(o, " {} |", cell((c.get)(r), c.digits));
+        }
+        o.push('\n');
+    }
+    let _ = write!(o, "\n{HOW_TO_READ}\n");
+    o
+}
+
+const SORT_SCRIPT: &str = r#"
+document.querySelectorAll("table.sortable th").forEach(function (th, col) {
+  th.addEventListener("click", function () {
+    var tbody = th.closest("table").tBodies[0];
+    var asc = th.dataset.dir !== "asc";
+    th.closest("tr").querySelectorAll("th").forEach(function (h) { delete h.dataset.dir; });
+    th.dataset.dir = asc ? "asc" : "desc";
+    var rows = Array.prototype.slice.call(tbody.rows);
+    rows.sort(function (a, b) {
+      var x = a.cells[col].dataset.v, y = b.cells[col].dataset.v;
+      var nx = parseFloat(x), ny = parseFloat(y);
+      var c = (isNaN(nx) || isNaN(ny)) ? String(x).localeCompare(String(y)) : nx - ny;
+      return asc ? c : -c;
+    });
+    rows.forEach(function (r) { tbody.appendChild(r); });
+  });
+});
+document.body.dataset.ready = "1";
+"#;
+
+/// The HTML summary page.
+pub fn html(rows: &[Row]) -> Result<String, ReportError> {
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>cacheoff executive summary</title><style>{}
+th{{cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom}}th[data-dir=asc]::after{{content:\" \\25B2\"}}th[data-dir=desc]::after{{content:\" \\25BC\"}}td.best{{color:#0b7a3b;font-weight:600}}</style></head><body><main>",
+        crate::html::STYLE
+    );
+    o.push_str("<h1>cacheoff executive summary</h1><p class=\"sub\">Click a column heading to sort. Best value per column in green.</p>");
+    o.push_str("<div style=\"overflow-x:auto\"><table class=\"sortable\" id=\"summary\"><thead><tr><th>Product</th>");
+    for c in COLUMNS {
+        let _ = write!(o, "<th>{}</th>", esc(c.head));
+    }
+    o.push_str("</tr></thead><tbody>");
+    let best: Vec<Option<f64>> = COLUMNS
+        .iter()
+        .map(|c| {
+            let vals = rows.iter().filter_map(|r| (c.get)(r));
+            if c.higher_is_better {
+                vals.reduce(f64::max)
+            } else {
+                vals.reduce(f64::min)
+            }
+        })
+        .collect();
+    for r in rows {
+        let _ = write!(o, "<tr><td data-v=\"{0}\">{0}</td>", esc(&r.label));
+        for (c, b) in COLUMNS.iter().zip(&best) {
+            let v = (c.get)(r);
+            let class = if rows.len() > 1 && v.is_some() && v == *b {
+                " class=\"best\""
+            } else {
+                ""
+            };
+            let _ = write!(
+                o,
+                "<td{class} data-v=\"{}\">{}</td>",
+                v.map_or(String::new(), |v| v.to_string()),
+                cell(v, c.digits)
+            );
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</tbody></table></div>");
+    let _ = write!(
+        o,
+        "<h2>How (not) to read this</h2><p class=\"note\">{}</p><h2>Per measure</h2>",
+        esc(HOW_TO_READ)
+    );
+    for c in COLUMNS {
+        if rows.iter().all(|r| (c.get)(r).is_none()) {
+            continue;
+        }
+        let chart = BarChart {
+            title: c.head.into(),
+            y_label: c.head.into(),
+            bars: rows
+                .iter()
+                .map(|r| (r.label.clone(), (c.get)(r).unwrap_or(0.0).max(0.0)))
+                .collect(),
+        };
+        let svg = chart.svg((960, 260))?;
+        let _ = write!(
+            o,
+            "<figure class=\"chart\" data-points=\"{}\" data-series=\"1\"><figcaption>{}{}</figcaption>{svg}</figure>",
+            chart.points(),
+            esc(c.head),
+            if c.higher_is_better { " (higher is better)" } else { " (lower is better)" }
+        );
+    }
+    let _ = write!(o, "</main><script>{SORT_SCRIPT}</script></body></html>");
+    Ok(o)
+}
