@@ -139,7 +139,7 @@ fn series_where(
         intervals
             .iter()
             .filter(|r| r.stats.duration_s >= MIN_PLOT_INTERVAL_S && keep(r))
-            .map(|r| (r.end_s, f(r)))
+            .map(|r| ((r.start_s + r.end_s) / 2.0, f(r)))
             .collect(),
     )
 }
@@ -597,7 +597,7 @@ pub fn render(run: &Run) -> Result<String, ReportError> {
     o.push_str("</tbody></table>");
 
     // Charts.
-    o.push_str("<h2 id=\"charts\">Over time</h2><p class=\"note\">One point per 5-second interval; phases are shaded and named. Faint lines are references: requests sent beside replies, offered beside measured hit ratios, p99 beside means.</p>");
+    o.push_str("<h2 id=\"charts\">Over time</h2><p class=\"note\">One point per 5-second interval, at its middle; phases are shaded and named. Faint lines are references: requests sent beside replies, offered beside measured hit ratios, p99 beside means.</p>");
     for c in time_charts(run) {
         let svg = c.svg(CHART_SIZE)?;
         figure(&mut o, &c.title, c.points(), c.series.len(), &svg);

@@ -1,0 +1,189 @@
+//! The report card and the compare page in a real browser: Debian's
+//! Chromium, headless, opens them from disk. Any console message (an
+//! error, an uncaught exception) fails the test, the rendered DOM must load
+//! nothing from anywhere, and every chart must have drawn its data.
+//! Screenshots stay in `target/browser-test/` (CI keeps them).
+//!
+//! `.ci/run` installs chromium and runs this (a plain `cargo test` skips
+//! it).
+
+use cacheoff::run_cmd::run_in;
+use cacheoff_agent::StopHandle;
+use cacheoff_base::{Dur, Rate};
+use cacheoff_report::compare::{self, Products};
+use cacheoff_report::{html, Run};
+use cacheoff_testkit::TestProxy;
+use cacheoff_workload::{load, Overrides};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// What the browser made of a page: the DOM after scripts ran, and its
+/// console messages.
+struct Rendered {
+    dom: String,
+    console: Vec<String>,
+}
+
+fn chromium(args: &[&str], page: &Path) -> std::process::Output {
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "chromium is not installed: run .ci/run (it installs Debian's chromium)"
+    );
+    Command::new("timeout")
+        .arg("120")
+        .arg(CHROMIUM)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--no-first-run",
+            "--allow-file-access-from-files",
+        ])
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium")
+}
+
+fn render(page: &Path) -> Rendered {
+    let o = chromium(&["--enable-logging=stderr", "--v=0", "--dump-dom"], page);
+    assert!(
+        o.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let console = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(String::from)
+        .collect();
+    Rendered {
+        dom: String::from_utf8_lossy(&o.stdout).into_owned(),
+        console,
+    }
+}
+
+fn screenshot(page: &Path, png: &Path, height: u32) {
+    let o = chromium(
+        &[
+            &format!("--window-size=1200,{height}"),
+            &format!("--screenshot={}", png.display()),
+        ],
+        page,
+    );
+    assert!(
+        o.status.success() && png.exists(),
+        "no screenshot {}",
+        png.display()
+    );
+}
+
+/// Checks a rendered page; returns its number of charts.
+fn check(name: &str, r: &Rendered) -> usize {
+    assert!(r.console.is_empty(), "{name}: console: {:#?}", r.console);
+    assert!(r.dom.contains("</main>"), "{name}: page did not render");
+    // SVG's namespace is a name, not something loaded.
+    let dom = r.dom.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+    for needle in ["src=", "<link", "url(", "@import", "http://", "https://"] {
+        assert!(!dom.contains(needle), "{name}: the page refers to {needle}");
+    }
+    let mut charts = 0;
+    for (at, _) in r.dom.match_indices("<figure class=\"chart\"") {
+        let fig = &r.dom[at..at + r.dom[at..].find("</figure>").unwrap()];
+        let caption =
+            &fig[fig.find("<figcaption>").unwrap() + 12..fig.find("</figcaption>").unwrap()];
+        assert!(fig.contains("<svg"), "{name}: chart {caption} has no SVG");
+        // Lines are polylines; bars are rectangles beyond the background.
+        let lines = fig.matches("<polyline").count();
+        let bars = fig.matches("<rect").count().saturating_sub(1);
+        assert!(lines + bars > 0, "{name}: chart {caption} drew no data");
+        charts += 1;
+    }
+    charts
+}
+
+fn artifacts() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("browser-test");
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+#[ignore = "needs Debian's chromium; .ci/run installs it and runs this"]
+fn report_and_compare_pages_render_cleanly_in_chromium() {
+    // The checks catch what they are meant to: a page with a script error
+    // and a console message.
+    let out = artifacts();
+    let bad = out.join("bad.html");
+    std::fs::write(
+        &bad,
+        "<!doctype html><html><body><main></main><script>console.error('boom'); nope();</script></body></html>",
+    )
+    .unwrap();
+    let r = render(&bad);
+    assert!(
+        r.console.iter().any(|l| l.contains("boom")),
+        "{:?}",
+        r.console
+    );
+    assert!(r
+        .console
+        .iter()
+        .any(|l| l.contains("Uncaught ReferenceError")));
+
+    let w = load(
+        "simple",
+        &Overrides {
+            rate: Some(Some(Rate(300.0))),
+            robots: Some(30),
+            servers: Some(6),
+            warmup: Some(Dur::secs(5.0)),
+            duration: Some(Dur::secs(10.0)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let proxied = out.join("proxied-run");
+    let direct = out.join("direct-run");
+    let proxy = TestProxy::caching();
+    for (dir, via) in [(&proxied, Some(proxy.addr)), (&direct, None)] {
+        std::fs::create_dir(dir).unwrap();
+        run_in(
+            dir,
+            w.clone(),
+            via,
+            1,
+            true,
+            &["browser-test".into()],
+            &StopHandle::new(),
+        )
+        .map_err(|f| f.error)
+        .unwrap();
+    }
+    let report = html::write(&Run::load(&proxied).unwrap()).unwrap();
+    let r = render(&report);
+    assert_eq!(check("report.html", &r), 10);
+    screenshot(&report, &proxied.join("report.png"), 7000);
+
+    let runs = [Run::load(&proxied).unwrap(), Run::load(&direct).unwrap()];
+    let rows = compare::rows(&runs, &Products::default(), Some(&runs[1])).unwrap();
+    let page = out.join("cacheoff.html");
+    std::fs::write(&page, compare::html(&rows).unwrap()).unwrap();
+    let r = render(&page);
+    // Seven measures have values without prices, downtime runs or a
+    // cache size.
+    assert_eq!(check("cacheoff.html", &r), 7);
+    // The sorting script ran to its end.
+    assert!(
+        r.dom.contains("data-ready=\"1\""),
+        "compare script did not run"
+    );
+    screenshot(&page, &out.join("cacheoff.png"), 3000);
+}
