@@ -116,6 +116,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "HOST:PORT")]
     pub proxy: Option<SocketAddr>,
 
+    /// What the proxy under test is, for reports (e.g. "Squid 5.7, 2 GB").
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+
     /// Total request rate at peak load, e.g. 400/s; `max` runs closed-loop
     /// (each robot sends its next request as soon as a connection is free).
     #[arg(long, visible_alias = "peak-rate", value_name = "RATE")]

@@ -86,7 +86,16 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         .max(1);
     let stop = StopHandle::new();
     install_signal_handlers(&stop);
-    let r = run_in(&dir, workload, a.proxy, workers, a.quiet, argv, &stop)?;
+    let r = run_labelled(
+        &dir,
+        workload,
+        a.proxy,
+        a.label.clone(),
+        workers,
+        a.quiet,
+        argv,
+        &stop,
+    )?;
     if !a.quiet {
         console::print("");
     }
@@ -114,7 +123,23 @@ pub fn run_in(
     argv: &[String],
     stop: &StopHandle,
 ) -> Result<RunResult, Failure> {
+    run_labelled(dir, workload, proxy, None, workers, quiet, argv, stop)
+}
+
+/// [`run_in`] with a label for the proxy under test (`--label`).
+#[allow(clippy::too_many_arguments)]
+pub fn run_labelled(
+    dir: &Path,
+    workload: Workload,
+    proxy: Option<std::net::SocketAddr>,
+    label: Option<String>,
+    workers: usize,
+    quiet: bool,
+    argv: &[String],
+    stop: &StopHandle,
+) -> Result<RunResult, Failure> {
     let mut manifest = Manifest {
+        label,
         format: rundir::MANIFEST_FORMAT.into(),
         version: cacheoff_stats::FORMAT_VERSION,
         command_line: argv.to_vec(),

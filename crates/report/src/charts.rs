@@ -26,6 +26,9 @@ pub struct Series {
     /// Drawn dashed-looking (thinner, lighter) to mark a reference line,
     /// e.g. the offered hit ratio beside the measured one.
     pub reference: bool,
+    /// Palette index, to pair a reference with its series; else the
+    /// series' position.
+    pub colour: Option<usize>,
 }
 
 impl Series {
@@ -34,10 +37,16 @@ impl Series {
             name: name.into(),
             points,
             reference: false,
+            colour: None,
         }
     }
     pub fn reference(mut self) -> Series {
         self.reference = true;
+        self
+    }
+    /// Draws in the palette colour of series `i`.
+    pub fn like(mut self, i: usize) -> Series {
+        self.colour = Some(i);
         self
     }
 }
@@ -141,7 +150,7 @@ impl TimeChart {
                 }
             }
             for (i, s) in self.series.iter().enumerate() {
-                let colour = PALETTE[i % PALETTE.len()];
+                let colour = PALETTE[s.colour.unwrap_or(i) % PALETTE.len()];
                 let style = if s.reference {
                     colour.mix(0.55).stroke_width(1)
                 } else {
@@ -151,9 +160,7 @@ impl TimeChart {
                     .draw_series(LineSeries::new(s.points.iter().copied(), style))
                     .map_err(|x| e(x.to_string()))?
                     .label(s.name.as_str())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
-                    });
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
             }
             if !self.series.is_empty() {
                 chart
@@ -218,7 +225,7 @@ impl CdfChart {
                 .draw()
                 .map_err(|x| e(x.to_string()))?;
             for (i, s) in self.series.iter().enumerate() {
-                let colour = PALETTE[i % PALETTE.len()];
+                let colour = PALETTE[s.colour.unwrap_or(i) % PALETTE.len()];
                 let style = if s.reference {
                     colour.mix(0.55).stroke_width(1)
                 } else {
@@ -229,9 +236,7 @@ impl CdfChart {
                     .draw_series(LineSeries::new(pts, style))
                     .map_err(|x| e(x.to_string()))?
                     .label(s.name.as_str())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
-                    });
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
             }
             if !self.series.is_empty() {
                 chart

@@ -120,18 +120,17 @@ pub fn time_till_first(run: &Run) -> (Option<f64>, Option<f64>) {
 
 fn row(run: &Run, product: Option<&Product>, baseline: Option<&Run>) -> Result<Row, ReportError> {
     let h = run.headline();
-    let label = product.map_or_else(
-        || {
-            format!(
-                "{} via {}",
-                run.manifest.workload.name,
-                run.manifest
-                    .proxy
-                    .map_or("no proxy".into(), |p| p.to_string())
-            )
-        },
-        |p| p.label.clone(),
-    );
+    let label = match (product, &run.manifest.label) {
+        (Some(p), _) => p.label.clone(),
+        (None, Some(l)) => l.clone(),
+        (None, None) => format!(
+            "{} via {}",
+            run.manifest.workload.name,
+            run.manifest
+                .proxy
+                .map_or("no proxy".into(), |p| p.to_string())
+        ),
+    };
     let price = product.and_then(|p| p.price).filter(|p| *p > 0.0);
     let hits_per_s = h.rt_ms.hit.count as f64 / h.duration_s.max(1e-9);
     let time_savings = baseline.map(|b| {

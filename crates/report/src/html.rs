@@ -212,7 +212,24 @@ pub fn time_charts(run: &Run) -> Vec<TimeChart> {
                     |r| r.stats.rt_ms.all.count > 0,
                     |r| r.stats.rt_ms.all.p99,
                 )
-                .reference(),
+                .reference()
+                .like(0),
+                series_where(
+                    iv,
+                    "hits, p99",
+                    |r| r.stats.rt_ms.hit.count > 0,
+                    |r| r.stats.rt_ms.hit.p99,
+                )
+                .reference()
+                .like(1),
+                series_where(
+                    iv,
+                    "misses, p99",
+                    |r| r.stats.rt_ms.miss.count > 0,
+                    |r| r.stats.rt_ms.miss.p99,
+                )
+                .reference()
+                .like(2),
             ],
         ),
         chart(
@@ -220,7 +237,9 @@ pub fn time_charts(run: &Run) -> Vec<TimeChart> {
             "% of basic requests",
             vec![
                 series(iv, "measured", |r| r.stats.dhr.measured),
-                series(iv, "offered", |r| r.stats.dhr.offered).reference(),
+                series(iv, "offered", |r| r.stats.dhr.offered)
+                    .reference()
+                    .like(0),
             ],
         ),
         chart(
@@ -228,7 +247,9 @@ pub fn time_charts(run: &Run) -> Vec<TimeChart> {
             "% of basic bytes",
             vec![
                 series(iv, "measured", |r| r.stats.bhr.measured),
-                series(iv, "offered", |r| r.stats.bhr.offered).reference(),
+                series(iv, "offered", |r| r.stats.bhr.offered)
+                    .reference()
+                    .like(0),
             ],
         ),
         chart("Errors by kind", "errors/s", error_series),
@@ -446,7 +467,10 @@ pub fn render(run: &Run) -> Result<String, ReportError> {
     let title = format!(
         "cacheoff report: {} via {}",
         m.workload.name,
-        m.proxy.map_or("no proxy".into(), |p| p.to_string())
+        m.label
+            .clone()
+            .or(m.proxy.map(|p| p.to_string()))
+            .unwrap_or_else(|| "no proxy".into())
     );
     let _ = write!(
         o,

@@ -26,6 +26,9 @@ pub struct Manifest {
     pub finished_at: Option<String>,
     pub seed: u64,
     pub proxy: Option<SocketAddr>,
+    /// What the proxy under test is (`--label`); absent in older runs.
+    #[serde(default)]
+    pub label: Option<String>,
     pub workers: usize,
     pub host: Host,
     /// Origin server addresses as bound (ports may have been chosen).

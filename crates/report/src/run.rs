@@ -137,12 +137,13 @@ impl Run {
             .unwrap_or_else(|| self.total())
     }
 
-    /// A short label for the proxy under test.
+    /// The proxy under test: its label and address.
     pub fn proxy_label(&self) -> String {
-        self.manifest
-            .proxy
-            .map_or("none (robots talk to the origin servers)".into(), |p| {
-                p.to_string()
-            })
+        match (&self.manifest.label, self.manifest.proxy) {
+            (Some(l), Some(p)) => format!("{l} ({p})"),
+            (None, Some(p)) => p.to_string(),
+            (Some(l), None) => format!("{l} (no proxy: robots talk to the origin servers)"),
+            (None, None) => "none (robots talk to the origin servers)".into(),
+        }
     }
 }
