@@ -703,7 +703,14 @@ fn post_and_head_requests_reach_the_origin_and_are_checked() {
         }
         if proxy.is_some() {
             // Only basic GETs count in hit ratios, and an ideal cache hits them all.
-            assert!((t.dhr.measured - t.dhr.offered).abs() < 2.0);
+            // (A revisit of an object only ever asked for by HEAD or POST
+            // offers no hit: no cache could hold it.)
+            assert!(
+                (t.dhr.measured - t.dhr.offered).abs() < 0.5,
+                "measured {} offered {}",
+                t.dhr.measured,
+                t.dhr.offered
+            );
         }
     }
 }
@@ -936,4 +943,36 @@ fn polymix_4_compressed_varies_live_robots_and_mixes_methods() {
     assert!((ratio - 0.1).abs() < 0.05, "idle/top2 {ratio}");
     assert!(t.request_types["post"] > 0 && t.request_types["head"] > 0);
     assert!(t.aborts.robot + t.aborts.server > 0, "{:?}", t.aborts);
+}
+
+#[test]
+fn polyfill_fills_until_its_goal_and_offers_few_hits() {
+    let w = builtin_with(
+        "polyfill",
+        Overrides {
+            rate: Some(Some(Rate(200.0))),
+            cache_size: Some(cacheoff_base::Bytes(2 << 20)),
+            plateau: Some(Dur::secs(60.0)),
+            ..Default::default()
+        },
+    );
+    let (_dir, r) = run(w, None);
+    let names: Vec<&str> = r.summary.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["framp", "fill", "fexit"]);
+    assert_eq!(r.summary.measured_phase.as_deref(), Some("fill"));
+    let fill = &r.summary.phases[1];
+    // Its limit is 60 s (24 h compressed); 4 MB of cachable misses and a
+    // frozen working set (about 700 objects) come well before.
+    assert!(fill.duration_s < 40.0, "fill {} s", fill.duration_s);
+    assert!(fill.fill_bytes >= 4 << 20, "{}", fill.fill_bytes);
+    assert!(
+        (fill.dhr.offered - 5.0).abs() < 3.0,
+        "offered {}",
+        fill.dhr.offered
+    );
+    assert_eq!(
+        r.summary.total.errors.total, 0,
+        "{:?}",
+        r.summary.total.errors.by_kind
+    );
 }

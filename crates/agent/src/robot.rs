@@ -268,11 +268,22 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
     let info = ctx.shared.objects.get(pick.oid);
     let repeat = pick.repeat;
     let (rtype, post_len) = choose_request(wl, robot, f.special);
+    let held = {
+        let mut world = ctx.worlds[robot.host as usize].borrow_mut();
+        if !repeat && rtype == RequestType::Head {
+            // A browser that only asked for the page's head fetches none
+            // of its images.
+            for k in 1..=info.embeds {
+                world.note_unfetched(embedded_oid(info.oid, k));
+            }
+        }
+        world.note_request(info.oid, repeat, rtype.fills_cache())
+    };
     Planned {
         info,
         intended,
         repeat,
-        offered_hit: repeat && info.cachable,
+        offered_hit: held && info.cachable,
         rtype,
         post_len,
     }
@@ -324,11 +335,16 @@ fn embedded_of<'a>(
     (1..=page.info.embeds).map(move |k| {
         let info = ctx.shared.objects.get(embedded_oid(oid, k));
         let (rtype, post_len) = choose_request(&ctx.shared.wl, robot, special);
+        let held = ctx.worlds[robot.host as usize].borrow_mut().note_request(
+            info.oid,
+            repeat,
+            rtype.fills_cache(),
+        );
         Planned {
             info,
             intended: now,
             repeat,
-            offered_hit: repeat && info.cachable,
+            offered_hit: held && info.cachable,
             rtype,
             post_len,
         }

@@ -8,7 +8,8 @@
 //! the working set slides past it).
 
 use cacheoff_base::rng::Rng;
-use cacheoff_workload::{Popularity, WORLD_SHIFT};
+use cacheoff_workload::{split_oid, Popularity, WORLD_SHIFT};
+use std::collections::HashSet;
 
 /// Repeat requests choose among at most this many recent objects unless
 /// the workload caps the working set lower.
@@ -19,6 +20,12 @@ pub struct World {
     next: u64,
     window: u64,
     hot_start: u64,
+    /// Objects requested only in ways that fill no cache so far (HEAD,
+    /// POST, the images of a page asked for by HEAD): no cache can hold
+    /// them, so revisiting them offers no hit until a GET fetches them.
+    /// Rare, and pruned as the working set slides.
+    unfetched: HashSet<u64>,
+    prune_at: usize,
 }
 
 /// One choice of object.
@@ -37,6 +44,8 @@ impl World {
             next: 0,
             window: window.unwrap_or(DEFAULT_WINDOW).max(1),
             hot_start: 0,
+            unfetched: HashSet::new(),
+            prune_at: 4096,
         }
     }
 
@@ -90,6 +99,33 @@ impl World {
             seq,
             repeat: false,
         }
+    }
+
+    /// Notes a request for `oid` (a page or an embedded object; `repeat`:
+    /// requested before; `fetches`: a cache that misses this request can
+    /// store the object) and tells whether an earlier request could have
+    /// put the object in a cache: the offered hit.
+    pub fn note_request(&mut self, oid: u64, repeat: bool, fetches: bool) -> bool {
+        let held = repeat && !self.unfetched.contains(&oid);
+        if fetches {
+            self.unfetched.remove(&oid);
+        } else if !repeat {
+            self.unfetched.insert(oid);
+            if self.unfetched.len() >= self.prune_at {
+                // Objects that left the working set are never revisited.
+                let lo = self.next.saturating_sub(self.window);
+                self.unfetched
+                    .retain(|&o| split_oid(o).0 & ((1 << WORLD_SHIFT) - 1) >= lo);
+                self.prune_at = (self.unfetched.len() * 2).max(4096);
+            }
+        }
+        held
+    }
+
+    /// Marks an object as never fetched (an embedded object of a page
+    /// first asked for by HEAD: the browser fetched none of them).
+    pub fn note_unfetched(&mut self, oid: u64) {
+        self.unfetched.insert(oid);
     }
 
     /// The working set reached its cap and now slides (is frozen in size).
@@ -250,5 +286,26 @@ mod tests {
         // The most recent object gets ln 2 / ln(n+1) ^ (1/alpha) of revisits.
         let top = ranks.iter().filter(|&&r| r == 1.0).count() as f64 / samples as f64;
         assert!((top - cdf(1.0)).abs() < 0.005, "rank 1: {top}");
+    }
+
+    #[test]
+    fn only_requests_that_can_fill_a_cache_offer_later_hits() {
+        let mut w = World::new(0, Some(100));
+        // First asked for by HEAD: a revisit offers no hit...
+        assert!(!w.note_request(7, false, false));
+        assert!(!w.note_request(7, true, true), "HEAD filled no cache");
+        // ...until a GET fetched it.
+        assert!(w.note_request(7, true, true));
+        assert!(
+            w.note_request(7, true, false),
+            "a later HEAD changes nothing"
+        );
+        // First asked for by GET: revisits offer hits.
+        assert!(!w.note_request(8, false, true));
+        assert!(w.note_request(8, true, true));
+        // Embedded objects of a page asked for by HEAD were never fetched.
+        w.note_unfetched(9);
+        assert!(!w.note_request(9, true, true));
+        assert!(w.note_request(9, true, true));
     }
 }

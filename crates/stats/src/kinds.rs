@@ -60,6 +60,15 @@ closed_set! {
     }
 }
 
+impl RequestType {
+    /// A cache that misses this request can store the object: any GET
+    /// (an ideal cache answers a conditional miss by fetching the whole
+    /// object). HEAD and POST leave a cache empty.
+    pub fn fills_cache(self) -> bool {
+        !matches!(self, RequestType::Post | RequestType::Head)
+    }
+}
+
 closed_set! {
     /// How a successful reply was served.
     Outcome {
