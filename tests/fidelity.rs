@@ -101,18 +101,28 @@ fn polymix_3_offers_its_hit_ratio_and_mixes_and_an_ideal_cache_achieves_it() {
             let got = share(ct[k].xacts, p.xacts);
             assert!((got - want).abs() <= 1.0, "{name}: {k} {got:.2}% of xacts");
         }
+    }
 
-        // Mean object sizes, over replies that carried the whole object.
-        // (Downloads are too few here for 3%: about 200 transactions of a
-        // logn(300KB,300KB) type; the workload crate tests their sizes.)
-        for (k, want_kb) in [("image", 4.5), ("html", 8.5), ("other", 25.0)] {
-            let c = ct[k];
-            let mean = c.bytes as f64 / c.bodies as f64 / 1024.0;
-            assert!(
-                (mean / want_kb - 1.0).abs() <= 0.03,
-                "{name}: {k} mean size {mean:.2}KB vs {want_kb}KB"
-            );
-        }
+    // Mean reply sizes over the whole run, replies that carried the whole
+    // object. Revisits weigh popular (hot-set) objects more, so a type's
+    // mean rests on a few thousand distinct objects: images (many) and
+    // "other" (a narrow lognormal) hold 3%; HTML, exponential and 15% of
+    // replies, varies by about 1.3% from run to run and is held to 5%.
+    // The object space itself is tested to 1% on 400k objects in the
+    // workload crate.
+    let ct = &direct.total.content_types;
+    for (k, want_kb, tol) in [
+        ("image", 4.5, 0.03),
+        ("other", 25.0, 0.03),
+        ("html", 8.5, 0.05),
+    ] {
+        let c = ct[k];
+        let mean = c.bytes as f64 / c.bodies as f64 / 1024.0;
+        assert!(
+            (mean / want_kb - 1.0).abs() <= tol,
+            "{k} mean size {mean:.2}KB vs {want_kb}KB over {} replies",
+            c.bodies
+        );
     }
 
     // Through an ideal cache every offered hit is a hit: the same run's

@@ -359,4 +359,42 @@ mod tests {
         let mix = Mix::new(&types).unwrap();
         assert!((mix.embedded_per_direct(&types) - 0.5 * Dist::zipf(13).mean()).abs() < 1e-9);
     }
+
+    #[test]
+    fn polymix_objects_have_the_specified_sizes_and_cachability() {
+        // workloads.md: image exp(4.5KB) 80%, HTML exp(8.5KB) 90%,
+        // download logn(300KB,300KB) 95%, other logn(25KB,10KB) 72%.
+        let types = crate::content_set("polymix").unwrap();
+        let s = ObjectSpace::new(3, &types, 100, 2);
+        let n = types.len();
+        let (mut count, mut bytes, mut cachable) = (vec![0u64; n], vec![0f64; n], vec![0u64; n]);
+        let mut note = |o: ObjectInfo| {
+            let t = usize::from(o.ctype);
+            count[t] += 1;
+            bytes[t] += o.size as f64;
+            cachable[t] += u64::from(o.cachable);
+        };
+        for seq in 0..400_000u64 {
+            let o = s.get(1 << WORLD_SHIFT | seq);
+            note(o);
+            for k in 1..=o.embeds {
+                note(s.get(embedded_oid(o.oid, k)));
+            }
+        }
+        for (t, ty) in types.iter().enumerate() {
+            let mean = bytes[t] / count[t] as f64;
+            let want = ty.size.mean();
+            // 3% for the rare downloads (~10k objects of a wide lognormal),
+            // 1% for the rest.
+            let tol = if ty.name == "download" { 0.03 } else { 0.01 };
+            assert!(
+                (mean / want - 1.0).abs() < tol,
+                "{}: mean {mean} vs {want} over {}",
+                ty.name,
+                count[t]
+            );
+            let c = cachable[t] as f64 / count[t] as f64;
+            assert!((c - ty.cachable).abs() < 0.01, "{}: cachable {c}", ty.name);
+        }
+    }
 }
