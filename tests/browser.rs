@@ -96,10 +96,39 @@ fn check(name: &str, r: &Rendered) -> usize {
         let caption =
             &fig[fig.find("<figcaption>").unwrap() + 12..fig.find("</figcaption>").unwrap()];
         assert!(fig.contains("<svg"), "{name}: chart {caption} has no SVG");
-        // Lines are polylines; bars are rectangles beyond the background.
-        let lines = fig.matches("<polyline").count();
-        let bars = fig.matches("<rect").count().saturating_sub(1);
-        assert!(lines + bars > 0, "{name}: chart {caption} drew no data");
+        let attr = |k: &str| -> usize {
+            let key = format!("{k}=\"");
+            let at = fig.find(&key).unwrap() + key.len();
+            fig[at..at + fig[at..].find('"').unwrap()]
+                .parse()
+                .unwrap_or(0)
+        };
+        let tags = |el: &str| -> Vec<&str> {
+            fig.match_indices(el)
+                .map(|(i, _)| &fig[i..i + fig[i..].find('>').unwrap()])
+                .collect()
+        };
+        if fig.contains("data-kind=\"bars\"") {
+            // One rectangle in the data colour per bar.
+            let bars = tags("<rect")
+                .iter()
+                .filter(|t| t.contains("#0072B2"))
+                .count();
+            assert_eq!(bars, attr("data-points"), "{name}: chart {caption} bars");
+        } else {
+            // Axes and ticks are black; each series draws a coloured line
+            // and a legend mark.
+            let series = attr("data-series");
+            let coloured = tags("<polyline")
+                .iter()
+                .filter(|t| !t.contains("stroke=\"#000000\""))
+                .count();
+            assert!(series >= 1, "{name}: chart {caption} has no series to draw");
+            assert!(
+                coloured >= 2 * series,
+                "{name}: chart {caption} drew {coloured} of {series} lines"
+            );
+        }
         charts += 1;
     }
     charts

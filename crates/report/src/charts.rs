@@ -93,10 +93,20 @@ fn y_range(series: &[Series]) -> Range<f64> {
     0.0..(hi * 1.08).max(1e-9).max(if hi == 0.0 { 1.0 } else { 0.0 })
 }
 
+/// Series with at least two points (a line to draw).
+fn drawable(series: &[Series]) -> usize {
+    series.iter().filter(|s| s.points.len() >= 2).count()
+}
+
 impl TimeChart {
     /// Number of data points drawn.
     pub fn points(&self) -> usize {
         self.series.iter().map(|s| s.points.len()).sum()
+    }
+
+    /// Series that draw a line.
+    pub fn drawable_series(&self) -> usize {
+        drawable(&self.series)
     }
 
     pub fn svg(&self, size: (u32, u32)) -> Result<String, ReportError> {
@@ -189,6 +199,11 @@ pub struct CdfChart {
 impl CdfChart {
     pub fn points(&self) -> usize {
         self.series.iter().map(|s| s.points.len()).sum()
+    }
+
+    /// Series that draw a line.
+    pub fn drawable_series(&self) -> usize {
+        drawable(&self.series)
     }
 
     pub fn svg(&self, size: (u32, u32)) -> Result<String, ReportError> {
@@ -362,13 +377,20 @@ mod tests {
         };
         let svg = c.svg((800, 260)).unwrap();
         assert!(svg.starts_with("<svg"));
-        assert_eq!(
-            svg.matches("<polyline").count(),
-            2 + 2,
-            "two lines, two legend marks"
-        );
+        // Axes are black; data lines and their legend marks are coloured.
+        assert_eq!(coloured_lines(&svg), 2 + 2, "two lines, two legend marks");
+        assert_eq!(c.drawable_series(), 2);
         assert!(svg.contains(">\nwarm\n</text>") && svg.contains("replies/s"));
         assert_eq!(c.points(), 52);
+    }
+
+    fn coloured_lines(svg: &str) -> usize {
+        svg.match_indices("<polyline")
+            .filter(|(i, _)| {
+                let tag = &svg[*i..*i + svg[*i..].find('>').unwrap()];
+                !tag.contains("stroke=\"#000000\"")
+            })
+            .count()
     }
 
     #[test]

@@ -392,12 +392,21 @@ th{{cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom}}th
                 .collect(),
         };
         let svg = chart.svg((960, 260))?;
-        let _ = write!(
-            o,
-            "<figure class=\"chart\" data-points=\"{}\" data-series=\"1\"><figcaption>{}{}</figcaption>{svg}</figure>",
+        let title = format!(
+            "{}{}",
+            c.head,
+            if c.higher_is_better {
+                " (higher is better)"
+            } else {
+                " (lower is better)"
+            }
+        );
+        crate::html::figure(
+            &mut o,
+            &title,
             chart.points(),
-            esc(c.head),
-            if c.higher_is_better { " (higher is better)" } else { " (lower is better)" }
+            crate::html::Marks::Bars,
+            &svg,
         );
     }
     let _ = write!(o, "</main><script>{SORT_SCRIPT}</script></body></html>");

@@ -397,10 +397,21 @@ fn size_label(bytes: u64) -> String {
     }
 }
 
-fn figure(o: &mut String, title: &str, points: usize, series: usize, svg: &str) {
+/// What a chart draws, for readers and for the browser test: `lines`
+/// (each series a coloured polyline plus its legend mark) or `bars`.
+pub(crate) enum Marks {
+    Lines { series: usize },
+    Bars,
+}
+
+pub(crate) fn figure(o: &mut String, title: &str, points: usize, marks: Marks, svg: &str) {
+    let (kind, series) = match marks {
+        Marks::Lines { series } => ("lines", series),
+        Marks::Bars => ("bars", 1),
+    };
     let _ = write!(
         o,
-        "<figure class=\"chart\" data-points=\"{points}\" data-series=\"{series}\"><figcaption>{}</figcaption>{svg}</figure>",
+        "<figure class=\"chart\" data-kind=\"{kind}\" data-points=\"{points}\" data-series=\"{series}\"><figcaption>{}</figcaption>{svg}</figure>",
         esc(title)
     );
 }
@@ -441,7 +452,15 @@ fn distributions(o: &mut String, run: &Run) -> Result<(), ReportError> {
     ];
     for c in &charts {
         let svg = c.svg(CHART_SIZE)?;
-        figure(o, &c.title, c.points(), c.series.len(), &svg);
+        figure(
+            o,
+            &c.title,
+            c.points(),
+            Marks::Lines {
+                series: c.drawable_series(),
+            },
+            &svg,
+        );
     }
     let sizes = BarChart {
         title: "Reply sizes (whole objects)".into(),
@@ -454,7 +473,7 @@ fn distributions(o: &mut String, run: &Run) -> Result<(), ReportError> {
             .collect(),
     };
     let svg = sizes.svg(CHART_SIZE)?;
-    figure(o, &sizes.title, sizes.points(), 1, &svg);
+    figure(o, &sizes.title, sizes.points(), Marks::Bars, &svg);
     Ok(())
 }
 
@@ -624,7 +643,15 @@ pub fn render(run: &Run) -> Result<String, ReportError> {
     o.push_str("<h2 id=\"charts\">Over time</h2><p class=\"note\">One point per 5-second interval, at its middle; phases are shaded and named. Faint lines are references: requests sent beside replies, offered beside measured hit ratios, p99 beside means.</p>");
     for c in time_charts(run) {
         let svg = c.svg(CHART_SIZE)?;
-        figure(&mut o, &c.title, c.points(), c.series.len(), &svg);
+        figure(
+            &mut o,
+            &c.title,
+            c.points(),
+            Marks::Lines {
+                series: c.drawable_series(),
+            },
+            &svg,
+        );
     }
 
     distributions(&mut o, run)?;
