@@ -30,6 +30,59 @@ pub enum Command {
     Report(ReportArgs),
     /// The cache-off executive summary across runs: one row per product.
     Compare(CompareArgs),
+    /// The reference caching proxy (forward, or reverse with --origin), or
+    /// with --collector the SPE Collector: hits replay their miss's timing.
+    Proxy(ProxyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:3128", value_name = "HOST:PORT")]
+    pub listen: SocketAddr,
+    /// Memory store size.
+    #[arg(long, default_value = "256MB", value_name = "SIZE")]
+    pub mem: cacheoff_base::Bytes,
+    /// Disk store directory (kept across restarts).
+    #[arg(long, value_name = "DIR")]
+    pub disk: Option<PathBuf>,
+    /// Disk store size.
+    #[arg(long, default_value = "4GB", value_name = "SIZE", requires = "disk")]
+    pub disk_size: cacheoff_base::Bytes,
+    /// Reverse proxy (accelerator) for this origin instead of a forward proxy.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub origin: Option<String>,
+    /// The SPE Collector: store every reply, never reuse origin
+    /// connections, and serve each hit with the timing of its miss.
+    #[arg(long)]
+    pub collector: bool,
+    /// Eviction policy: s3fifo or lru.
+    #[arg(long, default_value = "s3fifo", value_parser = parse_policy)]
+    pub policy: cacheoff_cache::Policy,
+    /// Clients allowed besides loopback (CIDR; repeatable).
+    #[arg(long, value_name = "CIDR")]
+    pub allow: Vec<ipnet::IpNet>,
+    /// Access log in Squid's native format.
+    #[arg(long, value_name = "FILE")]
+    pub access_log: Option<PathBuf>,
+    /// Largest object stored.
+    #[arg(long, default_value = "64MB", value_name = "SIZE")]
+    pub max_object: cacheoff_base::Bytes,
+    /// Largest request or reply header block.
+    #[arg(long, default_value = "64KB", value_name = "SIZE")]
+    pub max_header: cacheoff_base::Bytes,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+}
+
+fn parse_policy(s: &str) -> Result<cacheoff_cache::Policy, String> {
+    cacheoff_cache::Policy::parse(s).ok_or_else(|| {
+        format!(
+            "unknown eviction policy {s:?} (expected one of {})",
+            cacheoff_cache::Policy::NAMES
+        )
+    })
 }
 
 #[derive(Debug, Args)]
@@ -111,10 +164,15 @@ pub struct RunArgs {
     /// workload file (TOML).
     pub workload: String,
 
-    /// Forward proxy under test (HOST:PORT); without it robots talk to the
-    /// origin servers directly.
-    #[arg(long, value_name = "HOST:PORT")]
+    /// Forward proxy under test (HOST:PORT). Without it (and without
+    /// --direct) the run starts cacheoff's reference proxy and tests that.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "direct")]
     pub proxy: Option<SocketAddr>,
+
+    /// No proxy: robots talk to the origin servers directly (the
+    /// no-proxy baseline, and what the workload offers).
+    #[arg(long)]
+    pub direct: bool,
 
     /// What the proxy under test is, for reports (e.g. "Squid 5.7, 2 GB").
     #[arg(long, value_name = "TEXT")]

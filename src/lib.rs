@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod console;
+pub mod proxy_cmd;
 pub mod report_cmd;
 pub mod run_cmd;
 pub mod rundir;
@@ -43,5 +44,6 @@ pub fn run(cli: cli::Cli) -> Result<(), Failure> {
         cli::Command::Workload(cmd) => workload_cmd::run(&cmd),
         cli::Command::Report(args) => report_cmd::run(&args),
         cli::Command::Compare(args) => report_cmd::compare(&args),
+        cli::Command::Proxy(args) => proxy_cmd::run(&args),
     }
 }

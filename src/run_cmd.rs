@@ -84,22 +84,27 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
+    // No proxy named and no --direct: test the reference proxy.
+    let embedded = match (a.proxy, a.direct) {
+        (None, false) => Some(start_reference_proxy(&workload)?),
+        _ => None,
+    };
+    let proxy = a.proxy.or(embedded.as_ref().map(|p| p.addr()));
+    let label = a
+        .label
+        .clone()
+        .or_else(|| embedded.as_ref().map(reference_label));
     let stop = StopHandle::new();
     install_signal_handlers(&stop);
-    let r = run_labelled(
-        &dir,
-        workload,
-        a.proxy,
-        a.label.clone(),
-        workers,
-        a.quiet,
-        argv,
-        &stop,
-    )?;
+    let r = run_labelled(&dir, workload, proxy, label, workers, a.quiet, argv, &stop)?;
     if !a.quiet {
         console::print("");
     }
     console::print(&console::summary_table(&r.summary));
+    if let Some(p) = embedded {
+        console::print(&crate::proxy_cmd::counters_line(&p));
+        p.stop();
+    }
     console::print(&format!("run directory: {}", dir.display()));
     // The measurements are safe on disk already; a report that fails to
     // render is reported but does not fail the run.
@@ -110,6 +115,27 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         )),
     }
     Ok(r)
+}
+
+/// The reference proxy, sized to the workload's cache size.
+fn start_reference_proxy(w: &Workload) -> Result<cacheoff_proxy::Proxy, Failure> {
+    let mut cfg = cacheoff_proxy::ProxyConfig::new((std::net::Ipv4Addr::LOCALHOST, 0).into());
+    if let Some(size) = w.cache_size {
+        cfg.memory = size.0;
+    }
+    cacheoff_proxy::Proxy::start(cfg)
+        .context("cannot start the reference proxy")
+        .map_err(Failure::run)
+}
+
+fn reference_label(p: &cacheoff_proxy::Proxy) -> String {
+    let c = p.config();
+    format!(
+        "cacheoff reference proxy {} ({}, {} memory)",
+        env!("CARGO_PKG_VERSION"),
+        c.policy.name(),
+        cacheoff_base::Bytes(c.memory)
+    )
 }
 
 /// Runs a resolved workload into an existing, empty run directory; prints

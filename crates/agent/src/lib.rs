@@ -15,7 +15,6 @@ mod link;
 mod robot;
 mod server;
 mod shared;
-mod timer;
 mod worker;
 mod world;
 

@@ -9,7 +9,6 @@
 //! could not send on time still reports the wait (open-loop, as in wrk2).
 
 use crate::shared::{http_date, Shared};
-use crate::timer::PreciseTimer;
 use crate::worker::{WorkerCtx, IO_BUF};
 use cacheoff_base::rng::{stream, Rng, SimRng, Stream};
 use cacheoff_http::body::BodyCheck;
@@ -19,6 +18,7 @@ use cacheoff_http::request::{write_request, RequestSpec};
 use cacheoff_http::response::parse_response;
 use cacheoff_http::{Framing, ResponseHead};
 use cacheoff_stats::{ErrorKind, Outcome, RequestType, XactRecord};
+use cacheoff_timer::PreciseTimer;
 use cacheoff_workload::{embedded_oid, Arrivals, Factors, ObjectInfo, Workload};
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;

@@ -5,8 +5,11 @@
 //! - [`rng`]: deterministic random streams derived from the run seed
 //!   ([`rng::stream`]) and stateless hashing of ids ([`rng::mix64`]), so an
 //!   object's properties follow from its id alone.
+//! - [`clock`]: wall-clock time as an input ([`Clock`], [`ManualClock`]).
 
+pub mod clock;
 pub mod rng;
 pub mod units;
 
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use units::{Bytes, Dur, Rate, UnitError};

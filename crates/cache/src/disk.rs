@@ -1,0 +1,413 @@
+//! The disk store: one file per object, safe against `kill -9`.
+//!
+//! An object is written to `tmp/` and renamed into `objects/` only when
+//! complete, so a file under `objects/` is always a whole write; a killed
+//! process leaves at most stray files in `tmp/`, removed at the next open.
+//! Every file ends with a CRC-32 of everything before it and is checked on
+//! every read: a damaged file is deleted and counts as a miss, never
+//! served. The index (key -> size) lives in memory and is rebuilt from the
+//! files' headers when the store opens.
+//!
+//! File layout: magic, meta length (u32 LE), head length (u32 LE), body
+//! length (u64 LE), meta (JSON: url, status, freshness, timing), head,
+//! body, CRC-32 (u32 LE).
+//!
+//! Locking: `index` guards the index and the policy only; file I/O happens
+//! outside it. Callers run these blocking calls off their async threads.
+
+use crate::freshness::Freshness;
+use crate::object::{Object, Timing};
+use crate::policy::{Eviction, Policy};
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+const MAGIC: &[u8; 8] = b"COFOBJ1\0";
+const FIXED: usize = 8 + 4 + 4 + 8;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DiskError {
+    #[error("cache directory {dir}: {source}")]
+    Io {
+        dir: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct Meta {
+    url: String,
+    status: u16,
+    fresh: Freshness,
+    timing: Option<Timing>,
+}
+
+/// What opening a store found.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct OpenReport {
+    pub objects: usize,
+    pub bytes: u64,
+    /// Files that were not whole objects (deleted).
+    pub discarded: usize,
+    /// Objects evicted because the store is now smaller.
+    pub evicted: usize,
+}
+
+struct Index {
+    sizes: HashMap<u64, u64>,
+    policy: Box<dyn Eviction>,
+}
+
+pub struct DiskStore {
+    dir: PathBuf,
+    capacity: u64,
+    index: Mutex<Index>,
+    tmp_seq: AtomicU64,
+    /// Damaged files found on read.
+    corrupt: AtomicU64,
+}
+
+fn encode(o: &Object) -> Vec<u8> {
+    let meta = serde_json::to_vec(&Meta {
+        url: o.url.clone(),
+        status: o.status,
+        fresh: o.fresh,
+        timing: o.timing,
+    })
+    .expect("meta serializes");
+    let mut out = Vec::with_capacity(FIXED + meta.len() + o.head.len() + o.body.len() + 4);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(o.head.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(o.body.len() as u64).to_le_bytes());
+    out.extend_from_slice(&meta);
+    out.extend_from_slice(&o.head);
+    out.extend_from_slice(&o.body);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Lengths from a file's fixed header: (meta, head, body, whole file).
+fn lengths(fixed: &[u8]) -> Option<(usize, usize, usize, u64)> {
+    if fixed.len() < FIXED || &fixed[..8] != MAGIC {
+        return None;
+    }
+    let meta = u32::from_le_bytes(fixed[8..12].try_into().ok()?) as usize;
+    let head = u32::from_le_bytes(fixed[12..16].try_into().ok()?) as usize;
+    let body = u64::from_le_bytes(fixed[16..24].try_into().ok()?);
+    let total = (FIXED + meta + head) as u64 + body + 4;
+    Some((meta, head, usize::try_from(body).ok()?, total))
+}
+
+fn decode(bytes: Vec<u8>) -> Option<Object> {
+    let (m, h, b, total) = lengths(&bytes)?;
+    if bytes.len() as u64 != total {
+        return None;
+    }
+    let (data, crc) = bytes.split_at(bytes.len() - 4);
+    if crc32fast::hash(data) != u32::from_le_bytes(crc.try_into().ok()?) {
+        return None;
+    }
+    let meta: Meta = serde_json::from_slice(&data[FIXED..FIXED + m]).ok()?;
+    let bytes = Bytes::from(bytes);
+    let head = bytes.slice(FIXED + m..FIXED + m + h);
+    let body = bytes.slice(FIXED + m + h..FIXED + m + h + b);
+    Some(Object {
+        url: meta.url,
+        status: meta.status,
+        head,
+        body,
+        fresh: meta.fresh,
+        timing: meta.timing,
+    })
+}
+
+/// Reads a file's meta without its body (for the index).
+fn read_meta(path: &Path) -> Option<(Meta, u64)> {
+    let mut f = fs::File::open(path).ok()?;
+    let size = f.metadata().ok()?.len();
+    let mut fixed = [0u8; FIXED];
+    f.read_exact(&mut fixed).ok()?;
+    let (m, _, _, total) = lengths(&fixed)?;
+    if total != size {
+        return None;
+    }
+    let mut meta = vec![0u8; m];
+    f.read_exact(&mut meta).ok()?;
+    Some((serde_json::from_slice(&meta).ok()?, size))
+}
+
+impl DiskStore {
+    /// Opens (or creates) a store in `dir`, rebuilding the index from the
+    /// files there.
+    pub fn open(
+        dir: &Path,
+        capacity: u64,
+        policy: Policy,
+    ) -> Result<(DiskStore, OpenReport), DiskError> {
+        let io_err = |source| DiskError::Io {
+            dir: dir.to_path_buf(),
+            source,
+        };
+        let tmp = dir.join("tmp");
+        // Half-written objects of a killed process.
+        if tmp.exists() {
+            fs::remove_dir_all(&tmp).map_err(io_err)?;
+        }
+        fs::create_dir_all(&tmp).map_err(io_err)?;
+        let objects = dir.join("objects");
+        fs::create_dir_all(&objects).map_err(io_err)?;
+        let mut report = OpenReport::default();
+        let mut index = Index {
+            sizes: HashMap::new(),
+            policy: policy.build(capacity),
+        };
+        for sub in fs::read_dir(&objects).map_err(io_err)? {
+            let sub = sub.map_err(io_err)?.path();
+            if !sub.is_dir() {
+                continue;
+            }
+            for file in fs::read_dir(&sub).map_err(io_err)? {
+                let path = file.map_err(io_err)?.path();
+                let named_key = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| u64::from_str_radix(n, 16).ok());
+                match (read_meta(&path), named_key) {
+                    (Some((meta, size)), Some(k)) if crate::key_of(&meta.url) == k => {
+                        index.policy.insert(k, size);
+                        index.sizes.insert(k, size);
+                        report.objects += 1;
+                        report.bytes += size;
+                    }
+                    _ => {
+                        let _ = fs::remove_file(&path);
+                        report.discarded += 1;
+                    }
+                }
+            }
+        }
+        let store = DiskStore {
+            dir: dir.to_path_buf(),
+            capacity,
+            index: Mutex::new(index),
+            tmp_seq: AtomicU64::new(0),
+            corrupt: AtomicU64::new(0),
+        };
+        report.evicted = store.evict_to_capacity();
+        Ok((store, report))
+    }
+
+    fn path(&self, key: u64) -> PathBuf {
+        self.dir
+            .join("objects")
+            .join(format!("{:02x}", key >> 56))
+            .join(format!("{key:016x}"))
+    }
+
+    fn evict_to_capacity(&self) -> usize {
+        let mut victims = Vec::new();
+        {
+            let mut ix = self.index.lock().expect("disk index lock");
+            while ix.policy.bytes() > self.capacity {
+                let Some(v) = ix.policy.evict() else { break };
+                ix.sizes.remove(&v);
+                victims.push(v);
+            }
+        }
+        for v in &victims {
+            let _ = fs::remove_file(self.path(*v));
+        }
+        victims.len()
+    }
+
+    /// The object stored for `url`, if its file is whole.
+    pub fn get(&self, key: u64, url: &str) -> Option<Object> {
+        {
+            let mut ix = self.index.lock().expect("disk index lock");
+            if !ix.sizes.contains_key(&key) {
+                return None;
+            }
+            ix.policy.hit(key);
+        }
+        let path = self.path(key);
+        let whole = fs::read(&path).ok().and_then(decode);
+        match whole {
+            Some(o) if o.url == url => Some(o),
+            Some(_) => None,
+            None => {
+                self.corrupt.fetch_add(1, Ordering::Relaxed);
+                self.forget(key);
+                let _ = fs::remove_file(&path);
+                None
+            }
+        }
+    }
+
+    /// Writes `object`; it becomes visible only once completely written.
+    pub fn put(&self, object: &Object) -> io::Result<()> {
+        let key = object.key();
+        let bytes = encode(object);
+        if bytes.len() as u64 > self.capacity {
+            return Ok(());
+        }
+        let seq = self.tmp_seq.fetch_add(1, Ordering::Relaxed);
+        let tmp = self
+            .dir
+            .join("tmp")
+            .join(format!("{}-{seq}", std::process::id()));
+        let dest = self.path(key);
+        let write = || -> io::Result<()> {
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(&bytes)?;
+            drop(f);
+            if let Some(parent) = dest.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            fs::rename(&tmp, &dest)
+        };
+        if let Err(e) = write() {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        {
+            let mut ix = self.index.lock().expect("disk index lock");
+            ix.policy.remove(key);
+            ix.policy.insert(key, bytes.len() as u64);
+            ix.sizes.insert(key, bytes.len() as u64);
+        }
+        self.evict_to_capacity();
+        Ok(())
+    }
+
+    fn forget(&self, key: u64) -> bool {
+        let mut ix = self.index.lock().expect("disk index lock");
+        ix.policy.remove(key);
+        ix.sizes.remove(&key).is_some()
+    }
+
+    pub fn remove(&self, key: u64) {
+        if self.forget(key) {
+            let _ = fs::remove_file(self.path(key));
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.index.lock().expect("disk index lock").sizes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.index.lock().expect("disk index lock").policy.bytes()
+    }
+
+    /// Damaged files found (and deleted) on read so far.
+    pub fn corrupt_reads(&self) -> u64 {
+        self.corrupt.load(Ordering::Relaxed)
+    }
+
+    /// The file an object lives in (tests damage it on purpose).
+    pub fn file_of(&self, url: &str) -> PathBuf {
+        self.path(crate::key_of(url))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(url: &str, body: &[u8]) -> Object {
+        Object {
+            url: url.into(),
+            status: 200,
+            head: Bytes::from_static(
+                b"Content-Type: text/plain\r\nLast-Modified: Sun, 22 Nov 2026 00:00:00 GMT\r\n",
+            ),
+            body: Bytes::copy_from_slice(body),
+            fresh: Freshness::of_reply([("Cache-Control", b"max-age=60".as_slice())], 10, 11),
+            timing: Some(Timing {
+                first_byte: std::time::Duration::from_micros(2500),
+                transfer: std::time::Duration::from_micros(700),
+            }),
+        }
+    }
+
+    #[test]
+    fn objects_survive_a_reopen_byte_for_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, r) = DiskStore::open(dir.path(), 1 << 20, Policy::S3Fifo).unwrap();
+        assert_eq!(r, OpenReport::default());
+        let a = object("http://o/a", b"hello");
+        s.put(&a).unwrap();
+        s.put(&object("http://o/b", &[7u8; 5000])).unwrap();
+        drop(s);
+        let (s, r) = DiskStore::open(dir.path(), 1 << 20, Policy::S3Fifo).unwrap();
+        assert_eq!((r.objects, r.discarded), (2, 0));
+        let got = s.get(crate::key_of("http://o/a"), "http://o/a").unwrap();
+        assert_eq!(got.body, a.body);
+        assert_eq!(got.head, a.head);
+        assert_eq!(got.fresh, a.fresh);
+        assert_eq!(got.timing, a.timing);
+        assert!(s.get(crate::key_of("http://o/c"), "http://o/c").is_none());
+    }
+
+    #[test]
+    fn a_damaged_or_torn_file_is_never_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = DiskStore::open(dir.path(), 1 << 20, Policy::S3Fifo).unwrap();
+        for u in ["http://o/flip", "http://o/torn"] {
+            s.put(&object(u, &[1u8; 3000])).unwrap();
+        }
+        // A flipped byte in the body is caught by the checksum on read.
+        let flip = s.file_of("http://o/flip");
+        let mut bytes = fs::read(&flip).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 1;
+        fs::write(&flip, bytes).unwrap();
+        assert!(s
+            .get(crate::key_of("http://o/flip"), "http://o/flip")
+            .is_none());
+        assert_eq!(s.corrupt_reads(), 1);
+        assert!(!flip.exists());
+        // A truncated file is dropped when the store opens; so are
+        // leftovers of an interrupted write.
+        let torn = s.file_of("http://o/torn");
+        let bytes = fs::read(&torn).unwrap();
+        fs::write(&torn, &bytes[..bytes.len() - 10]).unwrap();
+        fs::write(dir.path().join("tmp").join("999-1"), b"half").unwrap();
+        drop(s);
+        let (s, r) = DiskStore::open(dir.path(), 1 << 20, Policy::S3Fifo).unwrap();
+        assert_eq!((r.objects, r.discarded), (0, 1));
+        assert!(s.is_empty());
+        assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn the_store_keeps_to_its_size_and_shrinks_on_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = DiskStore::open(dir.path(), 100_000, Policy::S3Fifo).unwrap();
+        for i in 0..50 {
+            s.put(&object(&format!("http://o/{i}"), &[0u8; 10_000]))
+                .unwrap();
+            assert!(s.bytes() <= 100_000);
+        }
+        let files: usize = fs::read_dir(dir.path().join("objects"))
+            .unwrap()
+            .map(|d| fs::read_dir(d.unwrap().path()).unwrap().count())
+            .sum();
+        assert_eq!(files, s.len());
+        drop(s);
+        let (s, r) = DiskStore::open(dir.path(), 30_000, Policy::Lru).unwrap();
+        assert!(r.evicted > 0 && s.bytes() <= 30_000, "{r:?}");
+    }
+}

@@ -1,0 +1,108 @@
+//! Proxy settings: every limit and timeout with its default, in one place.
+
+use cacheoff_base::{Clock, SystemClock};
+use cacheoff_cache::Policy;
+use ipnet::IpNet;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where misses go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Upstream {
+    /// Forward proxy: the origin named in each absolute request URI.
+    Forward,
+    /// Reverse proxy (accelerator): every request to this origin
+    /// (`host:port`), whatever the request names.
+    Reverse(String),
+}
+
+#[derive(Clone)]
+pub struct ProxyConfig {
+    pub listen: SocketAddr,
+    pub upstream: Upstream,
+    /// Memory store size in bytes.
+    pub memory: u64,
+    /// Disk store directory and size in bytes.
+    pub disk: Option<(PathBuf, u64)>,
+    pub policy: Policy,
+    /// The SPE Collector: store every reply, never reuse origin
+    /// connections, replay each miss's timing on its hits.
+    pub collector: bool,
+    /// Clients allowed in addition to loopback (which always is).
+    pub allow: Vec<IpNet>,
+    /// Largest stored object.
+    pub max_object: u64,
+    /// Largest request or reply header block.
+    pub max_header: usize,
+    /// Largest request body (uploads are buffered).
+    pub max_request_body: u64,
+    pub connect_timeout: Duration,
+    /// Longest wait for the next bytes from the origin.
+    pub read_timeout: Duration,
+    /// How long an idle client connection stays open.
+    pub client_idle_timeout: Duration,
+    /// How long an idle origin connection stays pooled.
+    pub pool_idle_timeout: Duration,
+    /// Idle origin connections kept per origin.
+    pub pool_per_origin: usize,
+    /// Worker threads, each with its own listener and runtime.
+    pub workers: usize,
+    /// Squid-format access log.
+    pub access_log: Option<PathBuf>,
+    /// Judges freshness (tests pass a manual clock).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl ProxyConfig {
+    /// A forward proxy on `listen` with defaults for everything else.
+    pub fn new(listen: SocketAddr) -> ProxyConfig {
+        ProxyConfig {
+            listen,
+            upstream: Upstream::Forward,
+            memory: 256 << 20,
+            disk: None,
+            policy: Policy::default(),
+            collector: false,
+            allow: Vec::new(),
+            max_object: 64 << 20,
+            max_header: 64 * 1024,
+            max_request_body: 16 << 20,
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(60),
+            client_idle_timeout: Duration::from_secs(120),
+            pool_idle_timeout: Duration::from_secs(15),
+            pool_per_origin: 64,
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            access_log: None,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// Whether a client at `ip` may use the proxy.
+    pub fn allows(&self, ip: IpAddr) -> bool {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        ip.is_loopback() || self.allow.iter().any(|n| n.contains(&ip))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_unless_allowed() {
+        let mut c = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
+        assert!(c.allows("127.9.9.9".parse().unwrap()));
+        assert!(c.allows("::1".parse().unwrap()));
+        assert!(c.allows("::ffff:127.0.0.1".parse().unwrap()));
+        assert!(!c.allows("10.1.2.3".parse().unwrap()));
+        c.allow.push("10.0.0.0/8".parse().unwrap());
+        assert!(c.allows("10.1.2.3".parse().unwrap()));
+        assert!(!c.allows("192.168.1.1".parse().unwrap()));
+    }
+}

@@ -1,0 +1,243 @@
+//! The cacheoff reference caching proxy, and the SPE Collector.
+//!
+//! [`Proxy::start`] binds one listening socket per worker thread
+//! (`SO_REUSEPORT`, so the kernel spreads connections over cores); each
+//! worker runs a single-threaded runtime serving its connections
+//! (`conn`) with its own origin connection pool (`upstream`). Workers
+//! share only the [`Shared`] state: the sharded [`Cache`], the in-flight
+//! fetch table for collapsed forwarding (`inflight`), the access log and
+//! the counters. The Collector's hits replay recorded miss timing
+//! (`replay`).
+
+mod access_log;
+mod config;
+mod conn;
+mod inflight;
+mod replay;
+mod upstream;
+
+pub use access_log::LogCode;
+pub use config::{ProxyConfig, Upstream};
+
+use access_log::AccessLog;
+use cacheoff_cache::{Cache, DiskStore, OpenReport};
+use inflight::Inflight;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tokio::sync::watch;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Disk(#[from] cacheoff_cache::DiskError),
+    #[error("cannot open access log {path}: {source}")]
+    AccessLog {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Counters, for tests and the console.
+#[derive(Debug, Default)]
+pub struct ProxyStats {
+    pub connections: AtomicU64,
+    pub requests: AtomicU64,
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub revalidated: AtomicU64,
+    /// Hits that waited for another request's fetch.
+    pub collapsed: AtomicU64,
+    /// Requests refused (bad syntax, limits, access).
+    pub client_errors: AtomicU64,
+    pub origin_errors: AtomicU64,
+    pub disk_errors: AtomicU64,
+}
+
+impl ProxyStats {
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+}
+
+pub(crate) struct Shared {
+    cfg: ProxyConfig,
+    cache: Cache,
+    inflight: Arc<Inflight>,
+    log: Option<AccessLog>,
+    stats: Arc<ProxyStats>,
+}
+
+/// A running proxy; dropping it stops it.
+pub struct Proxy {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: watch::Sender<bool>,
+    threads: Vec<JoinHandle<()>>,
+    disk_report: Option<OpenReport>,
+}
+
+fn listener(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    let domain = socket2::Domain::for_address(addr);
+    let s = socket2::Socket::new(domain, socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
+    s.set_reuse_address(true)?;
+    s.set_reuse_port(true)?;
+    s.bind(&addr.into())?;
+    s.listen(4096)?;
+    s.set_nonblocking(true)?;
+    Ok(s.into())
+}
+
+impl Proxy {
+    pub fn start(cfg: ProxyConfig) -> Result<Proxy, ProxyError> {
+        let listen_err = |source| ProxyError::Listen {
+            addr: cfg.listen,
+            source,
+        };
+        let first = listener(cfg.listen).map_err(listen_err)?;
+        let addr = first.local_addr().map_err(listen_err)?;
+        let mut listeners = vec![first];
+        for _ in 1..cfg.workers.max(1) {
+            listeners.push(listener(addr).map_err(listen_err)?);
+        }
+        let (disk, disk_report) = match &cfg.disk {
+            Some((dir, size)) => {
+                let (d, r) = DiskStore::open(dir, *size, cfg.policy)?;
+                (Some(d), Some(r))
+            }
+            None => (None, None),
+        };
+        let log = match &cfg.access_log {
+            Some(path) => {
+                Some(
+                    AccessLog::create(path).map_err(|source| ProxyError::AccessLog {
+                        path: path.clone(),
+                        source,
+                    })?,
+                )
+            }
+            None => None,
+        };
+        let shared = Arc::new(Shared {
+            cache: Cache::new(cfg.memory, cfg.policy, disk),
+            inflight: Arc::default(),
+            log,
+            stats: Arc::default(),
+            cfg,
+        });
+        let (stop, stop_rx) = watch::channel(false);
+        let mut threads = Vec::new();
+        for (i, l) in listeners.into_iter().enumerate() {
+            let (sh, rx) = (shared.clone(), stop_rx.clone());
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("proxy-{i}"))
+                    .spawn(move || worker(l, sh, rx))
+                    .expect("spawn proxy worker"),
+            );
+        }
+        if shared.log.is_some() {
+            let (sh, mut rx) = (shared.clone(), stop_rx);
+            threads.push(std::thread::spawn(move || {
+                while !*rx.borrow_and_update() {
+                    std::thread::sleep(Duration::from_millis(200));
+                    if let Some(l) = &sh.log {
+                        l.flush();
+                    }
+                }
+            }));
+        }
+        Ok(Proxy {
+            addr,
+            shared,
+            stop,
+            threads,
+            disk_report,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn stats(&self) -> &ProxyStats {
+        &self.shared.stats
+    }
+
+    /// What the disk store held when the proxy started.
+    pub fn disk_report(&self) -> Option<OpenReport> {
+        self.disk_report
+    }
+
+    /// Objects and bytes in the memory store.
+    pub fn memory_usage(&self) -> (usize, u64) {
+        self.shared.cache.memory_usage()
+    }
+
+    /// Disk objects found damaged on read (and not served).
+    pub fn corrupt_disk_reads(&self) -> u64 {
+        self.shared.cache.disk().map_or(0, |d| d.corrupt_reads())
+    }
+
+    pub fn config(&self) -> &ProxyConfig {
+        &self.shared.cfg
+    }
+
+    /// Stops accepting, drops open connections, flushes the log.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        let _ = self.stop.send(true);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        if let Some(l) = &self.shared.log {
+            l.flush();
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn worker(listener: std::net::TcpListener, sh: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    if sh.cfg.collector {
+        cacheoff_timer::lower_timer_slack();
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("proxy runtime");
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let listener = tokio::net::TcpListener::from_std(listener).expect("register listener");
+        let pool = Rc::new(upstream::Pool::default());
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((s, peer)) => {
+                        tokio::task::spawn_local(conn::serve(s, peer, sh.clone(), pool.clone()));
+                    }
+                    // Out of descriptors: back off instead of spinning.
+                    Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+                },
+                _ = stop.changed() => break,
+            }
+        }
+    });
+}

@@ -1,0 +1,619 @@
+//! Scenario tests: a client -> the reference proxy -> a scripted origin,
+//! in-process on port 0. Freshness is judged by a manual clock shared by
+//! proxy and origin, so nothing sleeps to wait for a lifetime to pass.
+
+use cacheoff_base::{Clock, ManualClock};
+use cacheoff_http::request::parse_request;
+use cacheoff_http::response::parse_response;
+use cacheoff_http::Framing;
+use cacheoff_proxy::{Proxy, ProxyConfig, ProxyStats, Upstream};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, UNIX_EPOCH};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const T0: u64 = 1_800_000_000;
+
+fn date(t: u64) -> String {
+    httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(t))
+}
+
+/// An origin whose replies the path chooses:
+/// `/max-age/N`, `/expires/N`, `/lm` (Last-Modified only), `/no-store`,
+/// `/private`, `/slow` (300 ms, max-age 60), `/chunked`, `/timed`
+/// (uncachable; first byte after 150 ms, the rest 100 ms later),
+/// `/garbage`. Every object's Last-Modified is `T0 - 1000` until the test
+/// moves it; `If-Modified-Since` gets a 304 when not older than that.
+struct Origin {
+    addr: SocketAddr,
+    fetches: Arc<Mutex<HashMap<String, u32>>>,
+    /// Last-Modified per path, where the test changed it.
+    modified: Arc<Mutex<HashMap<String, u64>>>,
+    /// The If-Modified-Since of the last request per path.
+    last_ims: Arc<Mutex<HashMap<String, Option<u64>>>>,
+    connections: Arc<AtomicU64>,
+}
+
+impl Origin {
+    fn start(clock: Arc<ManualClock>) -> Origin {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let o = Origin {
+            addr: l.local_addr().unwrap(),
+            fetches: Arc::default(),
+            modified: Arc::default(),
+            last_ims: Arc::default(),
+            connections: Arc::default(),
+        };
+        let (f, m, ims, c) = (
+            o.fetches.clone(),
+            o.modified.clone(),
+            o.last_ims.clone(),
+            o.connections.clone(),
+        );
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let l = tokio::net::TcpListener::from_std(l).unwrap();
+                loop {
+                    let (s, _) = l.accept().await.unwrap();
+                    c.fetch_add(1, Ordering::SeqCst);
+                    let (f, m, ims, clock) = (f.clone(), m.clone(), ims.clone(), clock.clone());
+                    tokio::spawn(async move {
+                        let _ = origin_conn(s, f, m, ims, clock).await;
+                    });
+                }
+            });
+        });
+        o
+    }
+
+    fn fetches(&self, path: &str) -> u32 {
+        self.fetches.lock().unwrap().get(path).copied().unwrap_or(0)
+    }
+
+    fn modify(&self, path: &str, lm: u64) {
+        self.modified.lock().unwrap().insert(path.into(), lm);
+    }
+
+    fn last_ims(&self, path: &str) -> Option<u64> {
+        self.last_ims.lock().unwrap().get(path).copied().flatten()
+    }
+}
+
+async fn origin_conn(
+    mut s: tokio::net::TcpStream,
+    fetches: Arc<Mutex<HashMap<String, u32>>>,
+    modified: Arc<Mutex<HashMap<String, u64>>>,
+    last_ims: Arc<Mutex<HashMap<String, Option<u64>>>>,
+    clock: Arc<ManualClock>,
+) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    loop {
+        let req = loop {
+            if let Ok(Some(r)) = parse_request(&buf, true) {
+                break r;
+            }
+            if s.read_buf(&mut buf).await? == 0 {
+                return Ok(());
+            }
+        };
+        let body_len = req.content_length.unwrap_or(0) as usize;
+        while buf.len() < req.head_len + body_len {
+            if s.read_buf(&mut buf).await? == 0 {
+                return Ok(());
+            }
+        }
+        buf.drain(..req.head_len + body_len);
+        let path = req.path().to_string();
+        *fetches.lock().unwrap().entry(path.clone()).or_default() += 1;
+        last_ims.lock().unwrap().insert(path.clone(), req.ims);
+        let now = clock.unix_now();
+        let lm = modified
+            .lock()
+            .unwrap()
+            .get(&path)
+            .copied()
+            .unwrap_or(T0 - 1000);
+        let body = format!("{path} last modified {lm} ").repeat(40);
+        let mut cc = "Cache-Control: public\r\n".to_string();
+        let mut extra = String::new();
+        if let Some(n) = path.strip_prefix("/max-age/") {
+            cc = format!("Cache-Control: public, max-age={n}\r\n");
+        } else if let Some(n) = path.strip_prefix("/expires/") {
+            extra = format!("Expires: {}\r\n", date(now + n.parse::<u64>().unwrap()));
+        } else if path == "/lm" {
+            cc.clear();
+        } else if path == "/no-store" {
+            cc = "Cache-Control: no-store\r\n".into();
+        } else if path == "/private" || path == "/timed" {
+            cc = "Cache-Control: private, no-cache\r\nPragma: no-cache\r\n".into();
+        } else if path == "/slow" {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            cc = "Cache-Control: public, max-age=60\r\n".into();
+        } else if path == "/garbage" {
+            s.write_all(b"NOT HTTP AT ALL\r\n\r\n").await?;
+            return Ok(());
+        }
+        let head = format!(
+            "Date: {}\r\nLast-Modified: {}\r\n{cc}{extra}Content-Type: text/plain\r\n",
+            date(now),
+            date(lm)
+        );
+        if req.ims.is_some_and(|ims| ims >= lm) {
+            s.write_all(format!("HTTP/1.1 304 Not Modified\r\n{head}\r\n").as_bytes())
+                .await?;
+            continue;
+        }
+        if req.method == cacheoff_http::Method::Head {
+            let out = format!(
+                "HTTP/1.1 200 OK\r\n{head}Content-Length: {}\r\n\r\n",
+                body.len()
+            );
+            s.write_all(out.as_bytes()).await?;
+            continue;
+        }
+        if path == "/chunked" {
+            let mut out =
+                format!("HTTP/1.1 200 OK\r\n{head}Transfer-Encoding: chunked\r\n\r\n").into_bytes();
+            for piece in body.as_bytes().chunks(333) {
+                out.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+                out.extend_from_slice(piece);
+                out.extend_from_slice(b"\r\n");
+            }
+            out.extend_from_slice(b"0\r\n\r\n");
+            s.write_all(&out).await?;
+            continue;
+        }
+        let out = format!(
+            "HTTP/1.1 200 OK\r\n{head}Content-Length: {}\r\n\r\n",
+            body.len()
+        );
+        if path == "/timed" {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            let (a, b) = body.as_bytes().split_at(body.len() / 2);
+            s.write_all(&[out.as_bytes(), a].concat()).await?;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            s.write_all(b).await?;
+            continue;
+        }
+        s.write_all(&[out.as_bytes(), body.as_bytes()].concat())
+            .await?;
+    }
+}
+
+struct Reply {
+    status: u16,
+    headers: Vec<(String, Vec<u8>)>,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+    }
+    fn x_cache(&self) -> String {
+        self.header("X-Cache").unwrap_or_default()
+    }
+}
+
+/// Sends raw request bytes and reads one reply.
+fn exchange(proxy: SocketAddr, raw: &[u8]) -> Reply {
+    let mut s = TcpStream::connect(proxy).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(raw).unwrap();
+    let head_request = raw.starts_with(b"HEAD");
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        if let Some(h) = parse_response(&buf, head_request, true).unwrap() {
+            let mut body = buf.split_off(h.head_len);
+            let want = match h.framing {
+                Framing::Length(n) => n as usize,
+                Framing::Empty => 0,
+                other => panic!("unexpected framing {other:?}"),
+            };
+            while body.len() < want {
+                let n = s.read(&mut chunk).unwrap();
+                assert!(n > 0, "proxy closed early");
+                body.extend_from_slice(&chunk[..n]);
+            }
+            return Reply {
+                status: h.status,
+                headers: h.headers,
+                body,
+            };
+        }
+        let n = s.read(&mut chunk).unwrap();
+        assert!(
+            n > 0,
+            "proxy closed before a reply: {}",
+            String::from_utf8_lossy(&buf)
+        );
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+struct Setup {
+    clock: Arc<ManualClock>,
+    origin: Origin,
+    proxy: Proxy,
+}
+
+impl Setup {
+    fn new(tune: impl FnOnce(&mut ProxyConfig)) -> Setup {
+        let clock = Arc::new(ManualClock::new(T0));
+        let origin = Origin::start(clock.clone());
+        let mut cfg = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
+        cfg.workers = 2;
+        cfg.memory = 16 << 20;
+        cfg.clock = clock.clone();
+        tune(&mut cfg);
+        let proxy = Proxy::start(cfg).unwrap();
+        Setup {
+            clock,
+            origin,
+            proxy,
+        }
+    }
+
+    fn get_with(&self, path: &str, extra: &str) -> Reply {
+        let req = format!(
+            "GET http://{}{path} HTTP/1.1\r\nHost: {}\r\n{extra}Connection: close\r\n\r\n",
+            self.origin.addr, self.origin.addr
+        );
+        exchange(self.proxy.addr(), req.as_bytes())
+    }
+
+    fn get(&self, path: &str) -> Reply {
+        self.get_with(path, "")
+    }
+}
+
+#[test]
+fn fresh_replies_are_hits_until_they_expire_then_revalidate() {
+    let t = Setup::new(|_| {});
+    let p = "/max-age/60";
+    let first = t.get(p);
+    assert_eq!((first.status, first.x_cache().as_str()), (200, "MISS"));
+    let hit = t.get(p);
+    assert_eq!(hit.x_cache(), "HIT");
+    assert_eq!(hit.body, first.body);
+    assert_eq!(t.origin.fetches(p), 1);
+    t.clock.advance(30);
+    let aged = t.get(p);
+    assert_eq!(aged.x_cache(), "HIT");
+    assert_eq!(aged.header("Age").as_deref(), Some("30"));
+    // Past its lifetime: the proxy asks the origin with the stored
+    // Last-Modified, gets a 304 and serves the stored body.
+    t.clock.advance(31);
+    let reval = t.get(p);
+    assert_eq!(
+        (reval.status, reval.x_cache().as_str()),
+        (200, "REVALIDATED")
+    );
+    assert_eq!(reval.body, first.body);
+    assert_eq!(t.origin.fetches(p), 2);
+    assert_eq!(t.origin.last_ims(p), Some(T0 - 1000));
+    // Fresh again for another 60 s.
+    assert_eq!(t.get(p).x_cache(), "HIT");
+    assert_eq!(ProxyStats::get(&t.proxy.stats().revalidated), 1);
+}
+
+#[test]
+fn a_changed_object_replaces_the_stale_copy() {
+    let t = Setup::new(|_| {});
+    let p = "/expires/10";
+    let old = t.get(p);
+    t.clock.advance(11);
+    t.origin.modify(p, T0 + 5);
+    let new = t.get(p);
+    assert_eq!((new.status, new.x_cache().as_str()), (200, "MISS"));
+    assert_ne!(new.body, old.body);
+    let again = t.get(p);
+    assert_eq!(again.x_cache(), "HIT");
+    assert_eq!(again.body, new.body);
+}
+
+#[test]
+fn heuristic_freshness_comes_from_last_modified() {
+    // Modified 1000 s before the reply: fresh for a tenth of that.
+    let t = Setup::new(|_| {});
+    t.get("/lm");
+    t.clock.advance(99);
+    assert_eq!(t.get("/lm").x_cache(), "HIT");
+    t.clock.advance(2);
+    assert_eq!(t.get("/lm").x_cache(), "REVALIDATED");
+}
+
+#[test]
+fn no_store_and_private_replies_are_never_served_from_the_store() {
+    let t = Setup::new(|_| {});
+    for p in ["/no-store", "/private"] {
+        for _ in 0..3 {
+            assert_eq!(t.get(p).x_cache(), "MISS");
+        }
+        assert_eq!(t.origin.fetches(p), 3, "{p}");
+    }
+    // A request that says no-store is not stored either.
+    let p = "/max-age/100";
+    t.get_with(p, "Cache-Control: no-store\r\n");
+    assert_eq!(t.get(p).x_cache(), "MISS");
+}
+
+#[test]
+fn reloads_go_to_the_origin_and_refresh_the_store() {
+    let t = Setup::new(|_| {});
+    let p = "/max-age/600";
+    t.get(p);
+    for reload in [
+        "Cache-Control: no-cache\r\n",
+        "Pragma: no-cache\r\n",
+        "Cache-Control: max-age=0\r\n",
+    ] {
+        let before = t.origin.fetches(p);
+        let r = t.get_with(p, reload);
+        assert_eq!(r.x_cache(), "MISS", "{reload}");
+        assert_eq!(t.origin.fetches(p), before + 1, "{reload}");
+        // The reload fetched the whole object, not a 304.
+        assert_eq!(t.origin.last_ims(p), None);
+    }
+    t.origin.modify(p, T0 + 1);
+    let fresh = t.get_with(p, "Pragma: no-cache\r\n");
+    assert_eq!(
+        t.get(p).body,
+        fresh.body,
+        "the reload replaced the stored copy"
+    );
+}
+
+#[test]
+fn if_modified_since_is_judged_by_last_modified_never_by_expires() {
+    let t = Setup::new(|_| {});
+    // Fresh until T0 + 3600 (Expires), last modified at T0 - 1000.
+    let p = "/expires/3600";
+    t.get(p);
+    let ims = |at: u64| format!("If-Modified-Since: {}\r\n", date(at));
+    // Modified after the client's date: the whole object, though the
+    // stored copy is fresh and the date is before Expires.
+    let r = t.get_with(p, &ims(T0 - 1001));
+    assert_eq!((r.status, r.x_cache().as_str()), (200, "HIT"));
+    assert!(!r.body.is_empty());
+    let r = t.get_with(p, &ims(T0 - 999));
+    assert_eq!((r.status, r.x_cache().as_str()), (304, "HIT"));
+    assert!(r.body.is_empty());
+    assert!(r.header("Content-Length").is_none());
+    assert_eq!(r.header("Last-Modified"), Some(date(T0 - 1000)));
+    assert_eq!(t.origin.fetches(p), 1);
+    // A conditional miss fetches the whole object for the store and still
+    // answers the client's condition.
+    let q = "/expires/3601";
+    let r = t.get_with(q, &ims(T0));
+    assert_eq!((r.status, r.x_cache().as_str()), (304, "MISS"));
+    assert_eq!(t.origin.last_ims(q), None);
+    assert_eq!(t.get(q).x_cache(), "HIT");
+}
+
+#[test]
+fn concurrent_misses_collapse_into_one_origin_fetch() {
+    let t = Setup::new(|_| {});
+    let (addr, origin) = (t.proxy.addr(), t.origin.addr);
+    let replies: Vec<Reply> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..10)
+            .map(|_| {
+                s.spawn(move || {
+                    let req = format!("GET http://{origin}/slow HTTP/1.1\r\nHost: x\r\n\r\n");
+                    exchange(addr, req.as_bytes())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(t.origin.fetches("/slow"), 1);
+    let misses = replies.iter().filter(|r| r.x_cache() == "MISS").count();
+    assert_eq!(misses, 1);
+    assert!(replies
+        .iter()
+        .all(|r| r.status == 200 && r.body == replies[0].body));
+    assert_eq!(ProxyStats::get(&t.proxy.stats().collapsed), 9);
+}
+
+#[test]
+fn unsafe_methods_invalidate_and_head_uses_the_stored_get() {
+    let t = Setup::new(|_| {});
+    let p = "/max-age/600";
+    let body = t.get(p).body;
+    let head = exchange(
+        t.proxy.addr(),
+        format!(
+            "HEAD http://{}{p} HTTP/1.1\r\nHost: x\r\n\r\n",
+            t.origin.addr
+        )
+        .as_bytes(),
+    );
+    assert_eq!((head.status, head.x_cache().as_str()), (200, "HIT"));
+    assert_eq!(head.header("Content-Length"), Some(body.len().to_string()));
+    assert!(head.body.is_empty());
+    let post = exchange(
+        t.proxy.addr(),
+        format!(
+            "POST http://{}{p} HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+            t.origin.addr
+        )
+        .as_bytes(),
+    );
+    assert_eq!((post.status, post.x_cache().as_str()), (200, "MISS"));
+    assert_eq!(t.get(p).x_cache(), "MISS");
+}
+
+#[test]
+fn chunked_origin_replies_are_stored_and_served_with_a_length() {
+    let t = Setup::new(|_| {});
+    // The test client reads only Content-Length replies, so ask as
+    // HTTP/1.0 for the miss (close-delimited) and read to the end.
+    let req = format!("GET http://{}/chunked HTTP/1.0\r\n\r\n", t.origin.addr);
+    let mut s = TcpStream::connect(t.proxy.addr()).unwrap();
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let h = parse_response(&raw, false, false).unwrap().unwrap();
+    assert_eq!(h.framing, Framing::UntilClose);
+    let miss_body = raw[h.head_len..].to_vec();
+    let hit = t.get("/chunked");
+    assert_eq!(hit.x_cache(), "HIT");
+    assert_eq!(hit.body, miss_body);
+    assert_eq!(
+        hit.header("Content-Length"),
+        Some(miss_body.len().to_string())
+    );
+}
+
+#[test]
+fn reverse_proxy_sends_every_request_to_its_origin() {
+    let t = Setup::new(|_| {});
+    let origin = t.origin.addr.to_string();
+    let clock = t.clock.clone();
+    let rev = Proxy::start({
+        let mut c = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
+        c.upstream = Upstream::Reverse(origin);
+        c.clock = clock;
+        c
+    })
+    .unwrap();
+    let req = b"GET /max-age/60 HTTP/1.1\r\nHost: www.example.com\r\n\r\n";
+    assert_eq!(exchange(rev.addr(), req).x_cache(), "MISS");
+    assert_eq!(exchange(rev.addr(), req).x_cache(), "HIT");
+    assert_eq!(t.origin.fetches("/max-age/60"), 1);
+}
+
+#[test]
+fn malformed_oversized_and_ambiguous_requests_are_refused() {
+    let t = Setup::new(|c| c.max_header = 4096);
+    let o = t.origin.addr;
+    let huge = format!(
+        "GET http://{o}/x HTTP/1.1\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(5000)
+    );
+    let cases: Vec<(Vec<u8>, u16)> = vec![
+        (huge.into_bytes(), 431),
+        (format!("POST http://{o}/x HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabc").into_bytes(), 400),
+        (format!("POST http://{o}/x HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd").into_bytes(), 400),
+        (b"GET /relative HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(), 400),
+        (b"GET https://example.com/ HTTP/1.1\r\n\r\n".to_vec(), 501),
+        (format!("CONNECT {o} HTTP/1.1\r\n\r\n").into_bytes(), 501),
+        (b"\x16\x03\x01 not http\r\n\r\n".to_vec(), 400),
+    ];
+    for (raw, want) in cases {
+        let r = exchange(t.proxy.addr(), &raw);
+        assert_eq!(
+            r.status,
+            want,
+            "{}",
+            String::from_utf8_lossy(&raw[..raw.len().min(60)])
+        );
+    }
+    assert_eq!(t.origin.fetches("/x"), 0);
+    assert_eq!(ProxyStats::get(&t.proxy.stats().client_errors), 7);
+}
+
+#[test]
+fn origin_failures_become_gateway_errors() {
+    let t = Setup::new(|c| c.connect_timeout = Duration::from_secs(2));
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let r = exchange(
+        t.proxy.addr(),
+        format!("GET http://{closed}/x HTTP/1.1\r\n\r\n").as_bytes(),
+    );
+    assert_eq!(r.status, 503);
+    assert_eq!(t.get("/garbage").status, 502);
+    assert!(ProxyStats::get(&t.proxy.stats().origin_errors) >= 2);
+}
+
+#[test]
+fn the_access_log_reads_like_squids() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("access.log");
+    let t = Setup::new(|c| c.access_log = Some(path.clone()));
+    t.get("/max-age/60");
+    t.get("/max-age/60");
+    t.get_with(
+        "/max-age/60",
+        &format!("If-Modified-Since: {}\r\n", date(T0)),
+    );
+    let origin = t.origin.addr;
+    drop(t.proxy);
+    let log = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<Vec<&str>> = log
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(lines.len(), 3, "{log}");
+    let codes: Vec<&str> = lines.iter().map(|l| l[3]).collect();
+    assert_eq!(
+        codes,
+        ["TCP_MISS/200", "TCP_MEM_HIT/200", "TCP_IMS_HIT/304"]
+    );
+    for l in &lines {
+        assert_eq!(l.len(), 10, "{l:?}");
+        assert_eq!(l[2], "127.0.0.1");
+        assert_eq!(l[5], "GET");
+        assert_eq!(l[6], format!("http://{origin}/max-age/60"));
+        assert!(l[0].parse::<f64>().is_ok());
+    }
+    assert_eq!(lines[0][8], format!("HIER_DIRECT/{}", origin.ip()));
+    assert_eq!(lines[1][8], "HIER_NONE/-");
+    assert_eq!(lines[0][9], "text/plain");
+}
+
+#[test]
+fn the_collector_stores_uncachable_replies_and_replays_their_timing() {
+    let t = Setup::new(|c| c.collector = true);
+    let timed = |t: &Setup| {
+        let start = Instant::now();
+        let r = t.get("/timed");
+        (r, start.elapsed())
+    };
+    let (miss, miss_time) = timed(&t);
+    let (hit, hit_time) = timed(&t);
+    assert_eq!(
+        (miss.x_cache().as_str(), hit.x_cache().as_str()),
+        ("MISS", "HIT")
+    );
+    assert_eq!(hit.body, miss.body);
+    assert_eq!(t.origin.fetches("/timed"), 1);
+    // The miss took the origin's 250 ms; the hit takes as long, not the
+    // fraction of a millisecond a plain hit would (tolerance for a busy
+    // CI machine: bench/collector.sh measures the precision).
+    assert!(miss_time >= Duration::from_millis(250), "{miss_time:?}");
+    let diff = hit_time.abs_diff(miss_time);
+    assert!(
+        diff < Duration::from_millis(40),
+        "miss {miss_time:?} hit {hit_time:?}"
+    );
+    // An IMS request answered 304 waits only the first-byte time.
+    let start = Instant::now();
+    let r = t.get_with("/timed", &format!("If-Modified-Since: {}\r\n", date(T0)));
+    let ims_time = start.elapsed();
+    assert_eq!(r.status, 304);
+    assert!(
+        ims_time >= Duration::from_millis(140) && ims_time < Duration::from_millis(240),
+        "{ims_time:?}"
+    );
+    // Every origin fetch used a new connection: three misses, three connections.
+    t.get("/no-store");
+    t.get("/no-store");
+    t.get_with("/no-store", "Pragma: no-cache\r\n");
+    assert_eq!(t.origin.connections.load(Ordering::SeqCst), 3);
+}

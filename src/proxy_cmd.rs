@@ -1,0 +1,99 @@
+//! `cacheoff proxy`: the reference proxy (or the Collector) until SIGINT
+//! or SIGTERM.
+
+use crate::cli::ProxyArgs;
+use crate::{console, Failure};
+use anyhow::Context;
+use cacheoff_proxy::{Proxy, ProxyConfig, ProxyStats, Upstream};
+
+pub fn config(a: &ProxyArgs) -> ProxyConfig {
+    let mut c = ProxyConfig::new(a.listen);
+    c.memory = a.mem.0;
+    c.disk = a.disk.clone().map(|d| (d, a.disk_size.0));
+    c.upstream = a
+        .origin
+        .clone()
+        .map_or(Upstream::Forward, Upstream::Reverse);
+    c.collector = a.collector;
+    c.policy = a.policy;
+    c.allow = a.allow.clone();
+    c.access_log = a.access_log.clone();
+    c.max_object = a.max_object.0;
+    c.max_header = a.max_header.0 as usize;
+    if let Some(w) = a.workers {
+        c.workers = w.max(1);
+    }
+    c
+}
+
+/// One line of counters, printed when a proxy stops.
+pub fn counters_line(p: &Proxy) -> String {
+    let s: &ProxyStats = p.stats();
+    let g = ProxyStats::get;
+    let (objects, bytes) = p.memory_usage();
+    format!(
+        "reference proxy: {} requests, {} hits ({} collapsed), {} misses, {} revalidated, {} refused, {} origin errors; {} objects ({}) in memory",
+        g(&s.requests),
+        g(&s.hits),
+        g(&s.collapsed),
+        g(&s.misses),
+        g(&s.revalidated),
+        g(&s.client_errors),
+        g(&s.origin_errors),
+        objects,
+        cacheoff_base::Bytes(bytes)
+    )
+}
+
+pub fn run(a: &ProxyArgs) -> Result<(), Failure> {
+    if let Some(o) = &a.origin {
+        if !o.contains(':') {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "--origin {o:?}: expected HOST:PORT"
+            )));
+        }
+    }
+    let cfg = config(a);
+    let proxy = Proxy::start(cfg)
+        .context("cannot start the proxy")
+        .map_err(Failure::usage)?;
+    let c = proxy.config();
+    let mode = match (&c.upstream, c.collector) {
+        (_, true) => "SPE Collector".to_string(),
+        (Upstream::Forward, false) => "forward proxy".to_string(),
+        (Upstream::Reverse(o), false) => format!("reverse proxy for {o}"),
+    };
+    let disk = match (&c.disk, proxy.disk_report()) {
+        (Some((dir, size)), Some(r)) => format!(
+            ", disk {} in {} ({} objects, {} found, {} damaged files dropped)",
+            cacheoff_base::Bytes(*size),
+            dir.display(),
+            r.objects,
+            cacheoff_base::Bytes(r.bytes),
+            r.discarded
+        ),
+        _ => String::new(),
+    };
+    console::print(&format!(
+        "cacheoff {} {mode} on {}: memory {} ({}){disk}; stop with Ctrl-C",
+        env!("CARGO_PKG_VERSION"),
+        proxy.addr(),
+        cacheoff_base::Bytes(c.memory),
+        c.policy.name(),
+    ));
+    wait_for_signal();
+    console::print(&counters_line(&proxy));
+    proxy.stop();
+    Ok(())
+}
+
+fn wait_for_signal() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        // Without signal handling the default action (exit) still applies.
+        loop {
+            std::thread::park();
+        }
+    };
+    signals.forever().next();
+}
