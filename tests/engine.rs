@@ -976,3 +976,60 @@ fn polyfill_fills_until_its_goal_and_offers_few_hits() {
         r.summary.total.errors.by_kind
     );
 }
+
+/// The reference proxy, as `cacheoff run` starts it without `--proxy`.
+fn reference_proxy(memory: u64) -> cacheoff_proxy::Proxy {
+    let mut cfg = cacheoff_proxy::ProxyConfig::new("127.0.0.1:0".parse().unwrap());
+    cfg.memory = memory;
+    cfg.workers = 2;
+    cacheoff_proxy::Proxy::start(cfg).unwrap()
+}
+
+#[test]
+fn the_reference_proxy_hits_every_offered_hit_of_the_polymix_mix() {
+    // PolyMix content, request types and methods together: IMS answered
+    // from the store, reloads sent on, POST and HEAD.
+    let mut w = polymix_content();
+    polymix_requests(&mut w);
+    w.requests.basic -= 0.04;
+    w.requests.post = 0.02;
+    w.requests.head = 0.02;
+    let proxy = reference_proxy(512 << 20);
+    let (_dir, r) = run(w, Some(proxy.addr()));
+    let t = &r.summary.total;
+    assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    let s = proxy.stats();
+    let g = cacheoff_proxy::ProxyStats::get;
+    // The robots' hits are the proxy's hits: no false hits, none missed.
+    assert_eq!(t.rt_ms.hit.count, g(&s.hits));
+    assert_eq!(t.xacts, g(&s.requests));
+    // With room for everything, every offered hit is a hit.
+    assert!(
+        (t.dhr.measured - t.dhr.offered).abs() < 0.5,
+        "measured {} offered {} proxy {s:?} robots {:?}",
+        t.dhr.measured,
+        t.dhr.offered,
+        t.request_types
+    );
+    assert!(t.dhr.measured > 45.0, "{}", t.dhr.measured);
+    assert_eq!(g(&s.origin_errors) + g(&s.client_errors), 0);
+}
+
+#[test]
+fn a_small_reference_cache_evicts_and_still_serves_only_correct_replies() {
+    // A 2 MB cache for a working set ten times larger: many offered hits
+    // are misses, none is wrong.
+    let w = polymix_content();
+    let proxy = reference_proxy(2 << 20);
+    let (_dir, r) = run(w, Some(proxy.addr()));
+    let t = &r.summary.total;
+    assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    let (_, bytes) = proxy.memory_usage();
+    assert!(bytes <= 2 << 20, "{bytes}");
+    assert!(
+        t.dhr.measured < t.dhr.offered - 10.0 && t.dhr.measured > 5.0,
+        "measured {} offered {}",
+        t.dhr.measured,
+        t.dhr.offered
+    );
+}

@@ -277,7 +277,7 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
                 world.note_unfetched(embedded_oid(info.oid, k));
             }
         }
-        world.note_request(info.oid, repeat, rtype.fills_cache())
+        world.note_request(info.oid, repeat, rtype)
     };
     Planned {
         info,
@@ -338,7 +338,7 @@ fn embedded_of<'a>(
         let held = ctx.worlds[robot.host as usize].borrow_mut().note_request(
             info.oid,
             repeat,
-            rtype.fills_cache(),
+            rtype,
         );
         Planned {
             info,

@@ -8,6 +8,7 @@
 //! the working set slides past it).
 
 use cacheoff_base::rng::Rng;
+use cacheoff_stats::RequestType;
 use cacheoff_workload::{split_oid, Popularity, WORLD_SHIFT};
 use std::collections::HashSet;
 
@@ -101,15 +102,16 @@ impl World {
         }
     }
 
-    /// Notes a request for `oid` (a page or an embedded object; `repeat`:
-    /// requested before; `fetches`: a cache that misses this request can
-    /// store the object) and tells whether an earlier request could have
-    /// put the object in a cache: the offered hit.
-    pub fn note_request(&mut self, oid: u64, repeat: bool, fetches: bool) -> bool {
+    /// Notes a request of type `rtype` for `oid` (a page or an embedded
+    /// object; `repeat`: requested before) and tells whether an earlier
+    /// request could have put the object in a cache: the offered hit. A
+    /// GET can fill a cache; a POST empties it (a cache must invalidate
+    /// the URL); HEAD leaves it as it was.
+    pub fn note_request(&mut self, oid: u64, repeat: bool, rtype: RequestType) -> bool {
         let held = repeat && !self.unfetched.contains(&oid);
-        if fetches {
+        if rtype.fills_cache() {
             self.unfetched.remove(&oid);
-        } else if !repeat {
+        } else if !repeat || rtype.empties_cache() {
             self.unfetched.insert(oid);
             if self.unfetched.len() >= self.prune_at {
                 // Objects that left the working set are never revisited.
@@ -292,20 +294,22 @@ mod tests {
     fn only_requests_that_can_fill_a_cache_offer_later_hits() {
         let mut w = World::new(0, Some(100));
         // First asked for by HEAD: a revisit offers no hit...
-        assert!(!w.note_request(7, false, false));
-        assert!(!w.note_request(7, true, true), "HEAD filled no cache");
+        let (get, head, post) = (RequestType::Basic, RequestType::Head, RequestType::Post);
+        assert!(!w.note_request(7, false, head));
+        assert!(!w.note_request(7, true, get), "HEAD filled no cache");
         // ...until a GET fetched it.
-        assert!(w.note_request(7, true, true));
-        assert!(
-            w.note_request(7, true, false),
-            "a later HEAD changes nothing"
-        );
-        // First asked for by GET: revisits offer hits.
-        assert!(!w.note_request(8, false, true));
-        assert!(w.note_request(8, true, true));
+        assert!(w.note_request(7, true, get));
+        assert!(w.note_request(7, true, head), "a later HEAD changes nothing");
+        // First asked for by GET: revisits offer hits...
+        assert!(!w.note_request(8, false, RequestType::Ims304));
+        assert!(w.note_request(8, true, get));
+        // ...until a POST made caches drop it.
+        assert!(w.note_request(8, true, post));
+        assert!(!w.note_request(8, true, get));
+        assert!(w.note_request(8, true, get));
         // Embedded objects of a page asked for by HEAD were never fetched.
         w.note_unfetched(9);
-        assert!(!w.note_request(9, true, true));
-        assert!(w.note_request(9, true, true));
+        assert!(!w.note_request(9, true, get));
+        assert!(w.note_request(9, true, get));
     }
 }

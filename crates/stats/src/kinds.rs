@@ -67,6 +67,12 @@ impl RequestType {
     pub fn fills_cache(self) -> bool {
         !matches!(self, RequestType::Post | RequestType::Head)
     }
+
+    /// A cache must drop what it holds for the URL after this request
+    /// (an unsafe method, RFC 9111 §4.4).
+    pub fn empties_cache(self) -> bool {
+        self == RequestType::Post
+    }
 }
 
 closed_set! {

@@ -3,8 +3,9 @@
 //! [`TestProxy`] is a small caching forward proxy, an ideal cache: it keeps
 //! every `200` reply marked `Cache-Control: public` by URL forever, serves
 //! repeats from memory, collapses concurrent misses for one URL into one
-//! fetch, sends reloads (`no-cache`) to the origin, and answers
-//! `If-Modified-Since` from the stored `Last-Modified`. It can misbehave on
+//! fetch, sends reloads (`no-cache`) to the origin, drops a URL's copy
+//! on POST, and answers `If-Modified-Since` from the stored
+//! `Last-Modified`. It can misbehave on
 //! purpose ([`Faults`]) so tests can check that robots catch it. It runs on its own thread and runtime, listening on
 //! `127.0.0.1:0`.
 
@@ -214,6 +215,10 @@ async fn client(mut s: TcpStream, opts: ProxyOptions, cache: Cache, counters: Ar
                 }
             }
         } else {
+            if opts.cache && req.method == cacheoff_http::Method::Post {
+                // An unsafe method invalidates the URL (RFC 9111 §4.4).
+                cache.lock().expect("cache lock").remove(&key);
+            }
             Plan::Fetch(None)
         };
         let mut publish = None;
