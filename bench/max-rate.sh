@@ -46,10 +46,10 @@ kill "$(cat "$work/nginx.pid")"; sleep 0.5
 common=(--size 1KB --warmup 3s --duration "${secs}s" -q)
 meas() { jq -r ".phases[] | select(.name==\"meas\") | $1" "$2/summary.json"; }
 
-"$bin" run simple --rate max --robots 50 --max-conns 2 --servers 2 "${common[@]}" -o "$work/closed" >/dev/null
+"$bin" run simple --direct --rate max --robots 50 --max-conns 2 --servers 2 "${common[@]}" -o "$work/closed" >/dev/null
 closed_rate=$(meas .rate_xps "$work/closed")
 closed_err=$(meas .errors.total "$work/closed")
-"$bin" run simple --rate max --robots 50 --max-conns 2 --servers 1 "${common[@]}" -o "$work/closed1" >/dev/null
+"$bin" run simple --direct --rate max --robots 50 --max-conns 2 --servers 1 "${common[@]}" -o "$work/closed1" >/dev/null
 cross_rate=$(meas .rate_xps "$work/closed1")
 cross_err=$(meas .errors.total "$work/closed1")
 
@@ -62,7 +62,7 @@ for rate in 50000 75000 100000 110000 120000 130000 140000 160000 180000 200000;
   ok=false
   for attempt in 1 2 3; do
     dir="$work/open-$rate-$attempt"
-    "$bin" run simple --rate "$rate/s" --robots 200 --max-conns 4 --servers 2 "${common[@]}" -o "$dir" >/dev/null
+    "$bin" run simple --direct --rate "$rate/s" --robots 200 --max-conns 4 --servers 2 "${common[@]}" -o "$dir" >/dev/null
     got=$(meas .rate_xps "$dir"); err=$(meas .errors.total "$dir"); lag=$(meas .send_lag_ms.max "$dir")
     p99=$(meas .send_lag_ms.p99 "$dir")
     ok=$(jq -n --argjson lag "$lag" --argjson err "$err" '$lag <= 10 and $err == 0')

@@ -11,7 +11,7 @@ rate=${2:-10000/s}
 cargo build --release -q
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-target/release/cacheoff run simple --rate "$rate" --warmup 10s --duration "${minutes}min" -q -o "$out/run" >"$out/console.txt" &
+target/release/cacheoff run simple --direct --rate "$rate" --warmup 10s --duration "${minutes}min" -q -o "$out/run" >"$out/console.txt" &
 pid=$!
 samples=()
 printf '%8s %12s\n' "time_s" "rss_kib"

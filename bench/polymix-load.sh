@@ -13,7 +13,7 @@ command -v jq >/dev/null || { apt-get update -qq && apt-get install -y -qq jq >/
 cargo build --release -q
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-target/release/cacheoff run bench/polymix-load.toml --plateau "$plateau" -q -o "$out/run" >/dev/null
+target/release/cacheoff run bench/polymix-load.toml --direct --plateau "$plateau" -q -o "$out/run" >/dev/null
 echo "machine: $(nproc) cores, $(uname -r); $(target/release/cacheoff --version)"
 jq -r '"robots \(.workload.robots.count), servers \(.workload.servers.count), peak \(.workload.peak_rate)"' "$out/run/manifest.json"
 jq -r '.phases[] | select(.name == "top") |

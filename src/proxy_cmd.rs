@@ -45,6 +45,20 @@ pub fn counters_line(p: &Proxy) -> String {
     )
 }
 
+/// The Collector's precision, beside the SPE paper's modified Squid.
+pub fn replay_line(p: &Proxy) -> String {
+    let r = p.replay_precision();
+    format!(
+        "collector replay: {} hits, |miss - hit| mean {:.3} ms, median {:.3} ms; {} hit pairs, |hit - hit| mean {:.3} ms, median {:.3} ms (SPE paper: |miss - hit| mean 7.44 ms, median 6.34 ms)",
+        r.hits,
+        r.miss_hit_mean_ms,
+        r.miss_hit_median_ms,
+        r.hit_pairs,
+        r.hit_hit_mean_ms,
+        r.hit_hit_median_ms
+    )
+}
+
 pub fn run(a: &ProxyArgs) -> Result<(), Failure> {
     if let Some(o) = &a.origin {
         if !o.contains(':') {
@@ -83,6 +97,9 @@ pub fn run(a: &ProxyArgs) -> Result<(), Failure> {
     ));
     wait_for_signal();
     console::print(&counters_line(&proxy));
+    if proxy.config().collector {
+        console::print(&replay_line(&proxy));
+    }
     proxy.stop();
     Ok(())
 }

@@ -1033,3 +1033,42 @@ fn a_small_reference_cache_evicts_and_still_serves_only_correct_replies() {
         t.dhr.offered
     );
 }
+
+#[test]
+fn the_reference_proxy_revalidates_objects_that_change_during_the_run() {
+    // Objects modified every few seconds: stored copies expire (Expires is
+    // the next modification) and are revalidated; changed ones are fetched
+    // again. Robots check every body and date, so a stale reply would be
+    // an error.
+    let mut w = simple(1000.0, 50, 10, 1.0, 8.0);
+    polymix_requests(&mut w);
+    w.content[0].life_cycle = cacheoff_workload::LifeCycle {
+        length: Dist::exp(Quantity::Time, 4.0),
+        variance: 0.5,
+        with_lmt: 1.0,
+        modified_ago: None,
+    };
+    let proxy = reference_proxy(256 << 20);
+    let (_dir, r) = run(w, Some(proxy.addr()));
+    let t = &r.summary.total;
+    assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    let s = proxy.stats();
+    let g = cacheoff_proxy::ProxyStats::get;
+    // Expires is the next modification, so a stale copy has nearly
+    // always changed (dates have whole seconds: a copy can turn stale up
+    // to a second early and be confirmed by a 304).
+    assert!(g(&s.stale) > 50, "{s:?}");
+    assert!(g(&s.revalidated) * 20 < g(&s.stale), "{s:?}");
+    // A confirmed copy carries the origin's new echo (the 304's headers
+    // replace the stored ones): the robots count a miss, as the origin
+    // was asked.
+    assert_eq!(t.rt_ms.hit.count, g(&s.hits), "{s:?}");
+    // Changed objects cannot be hits, so fewer than offered are.
+    assert!(
+        t.dhr.measured < t.dhr.offered,
+        "{} {}",
+        t.dhr.measured,
+        t.dhr.offered
+    );
+    assert!(t.dhr.measured > 20.0, "{}", t.dhr.measured);
+}

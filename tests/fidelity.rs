@@ -68,12 +68,20 @@ fn polymix_3_offers_its_hit_ratio_and_mixes_and_an_ideal_cache_achieves_it() {
     // than another (through a fast cache, hits issued at a phase's end
     // still count in it while misses spill into the next phase).
     let direct = polymix_3(60.0, None);
+    // The cache-off's 58% offered hit ratio. The hot set (10% of the
+    // requests on 1% of the working set) makes one phase's ratio vary
+    // between seeds: over six runs top1 57.9-59.1, top2 57.3-58.4 (sd
+    // about 0.45), so each phase is held to 1.5 points and their mean to 1.
+    let top_mean = (phase(&direct, "top1").dhr.offered + phase(&direct, "top2").dhr.offered) / 2.0;
+    assert!(
+        (top_mean - 58.0).abs() <= 1.0,
+        "top1/top2 mean offered DHR {top_mean}"
+    );
     for name in ["top1", "top2"] {
         let p = phase(&direct, name);
         assert!(p.xacts > 30_000, "{name}: {} xacts", p.xacts);
-        // The cache-off's 58% offered hit ratio, to a point.
         assert!(
-            (p.dhr.offered - 58.0).abs() <= 1.0,
+            (p.dhr.offered - 58.0).abs() <= 1.5,
             "{name}: offered DHR {}",
             p.dhr.offered
         );

@@ -13,7 +13,11 @@ use std::time::Duration;
 
 /// The origin's object `n`: deterministic bytes, some of them large.
 fn body(n: u64) -> Vec<u8> {
-    let len = if n % 10 == 9 { 4 << 20 } else { 1000 + n as usize * 997 };
+    let len = if n % 10 == 9 {
+        4 << 20
+    } else {
+        1000 + n as usize * 997
+    };
     (0..len).map(|i| (i as u64 * 31 + n * 7) as u8).collect()
 }
 
@@ -94,10 +98,18 @@ fn start_proxy(disk: &Path) -> ProxyProcess {
 fn fetch(proxy: SocketAddr, origin: SocketAddr, n: u64) -> (String, Vec<u8>) {
     let mut s = TcpStream::connect(proxy).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    write!(s, "GET http://{origin}/obj/{n} HTTP/1.1\r\nHost: {origin}\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET http://{origin}/obj/{n} HTTP/1.1\r\nHost: {origin}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).unwrap();
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("a head") + 4;
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a head")
+        + 4;
     let head = String::from_utf8_lossy(&raw[..split]).to_string();
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     let x_cache = head
@@ -112,7 +124,13 @@ fn files_under(dir: &Path) -> usize {
     std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()
-                .map(|e| if e.path().is_dir() { files_under(&e.path()) } else { 1 })
+                .map(|e| {
+                    if e.path().is_dir() {
+                        files_under(&e.path())
+                    } else {
+                        1
+                    }
+                })
                 .sum()
         })
         .unwrap_or(0)
@@ -140,9 +158,11 @@ fn the_disk_store_survives_kill_9_and_never_serves_a_damaged_object() {
     // Kill it while large objects are being fetched and written.
     let addr = p.addr;
     let in_flight: Vec<_> = (100..104)
-        .map(|k| std::thread::spawn(move || {
-            let _ = std::panic::catch_unwind(|| fetch(addr, origin, k * 10 + 9));
-        }))
+        .map(|k| {
+            std::thread::spawn(move || {
+                let _ = std::panic::catch_unwind(|| fetch(addr, origin, k * 10 + 9));
+            })
+        })
         .collect();
     std::thread::sleep(Duration::from_millis(30));
     p.child.kill().unwrap();
@@ -158,14 +178,22 @@ fn the_disk_store_survives_kill_9_and_never_serves_a_damaged_object() {
         assert_eq!(x, "HIT", "object {n} was on disk before the kill");
         assert!(b == body(n), "object {n} differs from the origin's");
     }
-    assert_eq!(served.load(Ordering::SeqCst), before, "no origin fetches for hits");
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        before,
+        "no origin fetches for hits"
+    );
     // The objects in flight at the kill: whole or absent, never torn.
     for k in 100..104 {
         let n = k * 10 + 9;
         let (_, b) = fetch(p.addr, origin, n);
         assert!(b == body(n), "object {n} differs from the origin's");
     }
-    assert_eq!(files_under(&disk.join("tmp")), 0, "leftovers of the kill were removed");
+    assert_eq!(
+        files_under(&disk.join("tmp")),
+        0,
+        "leftovers of the kill were removed"
+    );
     p.child.kill().unwrap();
     p.child.wait().unwrap();
 

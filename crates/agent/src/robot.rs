@@ -335,11 +335,9 @@ fn embedded_of<'a>(
     (1..=page.info.embeds).map(move |k| {
         let info = ctx.shared.objects.get(embedded_oid(oid, k));
         let (rtype, post_len) = choose_request(&ctx.shared.wl, robot, special);
-        let held = ctx.worlds[robot.host as usize].borrow_mut().note_request(
-            info.oid,
-            repeat,
-            rtype,
-        );
+        let held = ctx.worlds[robot.host as usize]
+            .borrow_mut()
+            .note_request(info.oid, repeat, rtype);
         Planned {
             info,
             intended: now,

@@ -299,7 +299,10 @@ mod tests {
         assert!(!w.note_request(7, true, get), "HEAD filled no cache");
         // ...until a GET fetched it.
         assert!(w.note_request(7, true, get));
-        assert!(w.note_request(7, true, head), "a later HEAD changes nothing");
+        assert!(
+            w.note_request(7, true, head),
+            "a later HEAD changes nothing"
+        );
         // First asked for by GET: revisits offer hits...
         assert!(!w.note_request(8, false, RequestType::Ims304));
         assert!(w.note_request(8, true, get));

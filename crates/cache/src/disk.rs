@@ -338,6 +338,7 @@ mod tests {
             timing: Some(Timing {
                 first_byte: std::time::Duration::from_micros(2500),
                 transfer: std::time::Duration::from_micros(700),
+                served: std::time::Duration::from_micros(3300),
             }),
         }
     }

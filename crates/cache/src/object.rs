@@ -24,6 +24,10 @@ pub struct Timing {
     pub first_byte: Duration,
     /// From the first byte of the reply to its last.
     pub transfer: Duration,
+    /// How long the miss took the proxy: from the request's arrival to
+    /// the last byte written to the client (what each hit should take).
+    #[serde(default)]
+    pub served: Duration,
 }
 
 /// A complete stored reply.

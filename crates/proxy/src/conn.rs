@@ -164,19 +164,11 @@ pub(crate) async fn serve(mut s: TcpStream, peer: SocketAddr, sh: Arc<Shared>, p
     sh.stats.connections.fetch_add(1, Ordering::Relaxed);
     let _ = s.set_nodelay(true);
     if !sh.cfg.allows(peer.ip()) {
-        let reply = error_reply(403);
-        let _ = s.write_all(&reply).await;
-        log(
-            &sh,
-            peer.ip(),
-            Instant::now(),
-            "-",
-            "-",
-            &Done {
-                code: LogCode::Denied,
-                ..Done::error(403, reply.len() as u64)
-            },
-        );
+        let done = Done {
+            code: LogCode::Denied,
+            ..refuse(&mut s, &sh, 403).await
+        };
+        log(&sh, peer.ip(), Instant::now(), "-", "-", &done);
         return;
     }
     let mut buf = Vec::with_capacity(4096);
@@ -185,49 +177,34 @@ pub(crate) async fn serve(mut s: TcpStream, peer: SocketAddr, sh: Arc<Shared>, p
             Ok(Some(r)) => r,
             Ok(None) => return,
             Err(status) => {
-                sh.stats.client_errors.fetch_add(1, Ordering::Relaxed);
-                let reply = error_reply(status);
-                let _ = s.write_all(&reply).await;
-                log(
-                    &sh,
-                    peer.ip(),
-                    Instant::now(),
-                    "-",
-                    "-",
-                    &Done::error(status, reply.len() as u64),
-                );
+                let done = refuse(&mut s, &sh, status).await;
+                log(&sh, peer.ip(), Instant::now(), "-", "-", &done);
                 return;
             }
         };
         let t0 = Instant::now();
         buf.drain(..req.head_len);
-        let done = match request_body(&mut s, &mut buf, &req, &sh).await {
-            Err(status) => {
-                sh.stats.client_errors.fetch_add(1, Ordering::Relaxed);
-                let reply = error_reply(status);
-                let _ = s.write_all(&reply).await;
-                Done::error(status, reply.len() as u64)
-            }
-            Ok(body) => match target(&req, &sh.cfg.upstream) {
-                Err(status) => {
-                    sh.stats.client_errors.fetch_add(1, Ordering::Relaxed);
-                    let reply = error_reply(status);
-                    let _ = s.write_all(&reply).await;
-                    Done::error(status, reply.len() as u64)
-                }
-                Ok(t) => {
-                    let done = answer(&mut s, &req, &t, &body, t0, &sh, &pool).await;
-                    log(&sh, peer.ip(), t0, req.method.as_str(), &t.url, &done);
-                    if !done.keep_alive {
-                        return;
-                    }
-                    continue;
-                }
-            },
+        let ready = match request_body(&mut s, &mut buf, &req, &sh).await {
+            Ok(body) => target(&req, &sh.cfg.upstream).map(|t| (t, body)),
+            Err(status) => Err(status),
         };
-        log(&sh, peer.ip(), t0, req.method.as_str(), &req.target, &done);
-        return;
+        let (done, url) = match ready {
+            Ok((t, body)) => (answer(&mut s, &req, &t, &body, t0, &sh, &pool).await, t.url),
+            Err(status) => (refuse(&mut s, &sh, status).await, req.target.clone()),
+        };
+        log(&sh, peer.ip(), t0, req.method.as_str(), &url, &done);
+        if !done.keep_alive {
+            return;
+        }
     }
+}
+
+/// Answers a request the proxy will not serve, and closes.
+async fn refuse(s: &mut TcpStream, sh: &Shared, status: u16) -> Done {
+    sh.stats.client_errors.fetch_add(1, Ordering::Relaxed);
+    let reply = error_reply(status);
+    let _ = s.write_all(&reply).await;
+    Done::error(status, reply.len() as u64)
 }
 
 fn log(sh: &Shared, client: IpAddr, t0: Instant, method: &str, url: &str, d: &Done) {
@@ -339,7 +316,8 @@ async fn answer(
     let cacheable_method = matches!(req.method, Method::Get | Method::Head);
     if !cacheable_method {
         // Unsafe methods invalidate what is stored for the URL (RFC 9111 §4.4).
-        if req.method != Method::Other("OPTIONS".into()) {
+        let safe = matches!(&req.method, Method::Other(m) if m == "OPTIONS" || m == "TRACE");
+        if !safe {
             remove(sh, &t.url).await;
         }
         return forward(s, req, t, body, t0, sh, pool, None, LogCode::Miss).await;
@@ -497,7 +475,11 @@ async fn serve_stored(
                     ..timing
                 }
             };
-            replay::paced(s, &head, body, timing, t0).await
+            let sent = replay::paced(s, &head, body, timing, t0).await;
+            if sent.is_ok() && with_body {
+                sh.replay.record(obj.key(), timing.served, t0.elapsed());
+            }
+            sent
         }
         _ => {
             let mut out = head.clone();
@@ -532,6 +514,7 @@ async fn revalidate(
     pool: &Pool,
     leader: Leader,
 ) -> Done {
+    sh.stats.stale.fetch_add(1, Ordering::Relaxed);
     let Some(lm) = last_modified(&obj) else {
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
         return forward(
@@ -729,6 +712,19 @@ async fn relay(
         head.extend_from_slice(format!("HTTP/1.1 {status} {}\r\n", reason(status)).as_bytes());
         head.extend_from_slice(&e2e);
         match reply.length() {
+            // A HEAD reply states the length its GET would have.
+            _ if req.method == Method::Head => {
+                let length = reply
+                    .head
+                    .headers
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case("content-length"));
+                if let Some((_, v)) = length {
+                    head.extend_from_slice(b"Content-Length: ");
+                    head.extend_from_slice(v);
+                    head.extend_from_slice(b"\r\n");
+                }
+            }
             Some(n) if status != 304 && status != 204 => {
                 head.extend_from_slice(format!("Content-Length: {n}\r\n").as_bytes());
             }
@@ -815,6 +811,7 @@ async fn relay(
             timing: Some(Timing {
                 first_byte: first_byte.saturating_duration_since(t0),
                 transfer: last_byte.saturating_duration_since(first_byte),
+                served: t0.elapsed(),
             }),
         })
     });

@@ -18,6 +18,7 @@ mod upstream;
 
 pub use access_log::LogCode;
 pub use config::{ProxyConfig, Upstream};
+pub use replay::ReplayPrecision;
 
 use access_log::AccessLog;
 use cacheoff_cache::{Cache, DiskStore, OpenReport};
@@ -55,6 +56,9 @@ pub struct ProxyStats {
     pub requests: AtomicU64,
     pub hits: AtomicU64,
     pub misses: AtomicU64,
+    /// Stale copies checked with the origin ...
+    pub stale: AtomicU64,
+    /// ... and found unchanged (304).
     pub revalidated: AtomicU64,
     /// Hits that waited for another request's fetch.
     pub collapsed: AtomicU64,
@@ -72,6 +76,7 @@ impl ProxyStats {
 
 pub(crate) struct Shared {
     cfg: ProxyConfig,
+    replay: replay::ReplayStats,
     cache: Cache,
     inflight: Arc<Inflight>,
     log: Option<AccessLog>,
@@ -131,6 +136,7 @@ impl Proxy {
         let shared = Arc::new(Shared {
             cache: Cache::new(cfg.memory, cfg.policy, disk),
             inflight: Arc::default(),
+            replay: replay::ReplayStats::default(),
             log,
             stats: Arc::default(),
             cfg,
@@ -187,6 +193,11 @@ impl Proxy {
     /// Disk objects found damaged on read (and not served).
     pub fn corrupt_disk_reads(&self) -> u64 {
         self.shared.cache.disk().map_or(0, |d| d.corrupt_reads())
+    }
+
+    /// How closely the Collector's hits matched their misses so far.
+    pub fn replay_precision(&self) -> ReplayPrecision {
+        self.shared.replay.precision()
     }
 
     pub fn config(&self) -> &ProxyConfig {

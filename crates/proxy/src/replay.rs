@@ -10,8 +10,11 @@
 
 use cacheoff_cache::Timing;
 use cacheoff_timer::PreciseTimer;
+use hdrhistogram::Histogram;
+use std::collections::HashMap;
 use std::io;
-use std::time::Instant;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
@@ -55,6 +58,73 @@ pub async fn paced(
         s.write_all(piece).await?;
     }
     Ok(())
+}
+
+/// Differences between a hit's service time and its object's miss (and
+/// the previous hit), in microseconds: the Collector's precision.
+/// Locking: one mutex, taken once per Collector hit.
+#[derive(Default)]
+pub struct ReplayStats {
+    inner: Mutex<Precision>,
+}
+
+struct Precision {
+    miss_hit: Histogram<u64>,
+    hit_hit: Histogram<u64>,
+    /// The last hit's service time per object, for hit-to-hit spread.
+    last_hit: HashMap<u64, Duration>,
+}
+
+impl Default for Precision {
+    fn default() -> Precision {
+        let h = || Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds");
+        Precision {
+            miss_hit: h(),
+            hit_hit: h(),
+            last_hit: HashMap::new(),
+        }
+    }
+}
+
+/// Mean and median |miss - hit| and |hit - hit| over the hits so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ReplayPrecision {
+    pub hits: u64,
+    pub miss_hit_mean_ms: f64,
+    pub miss_hit_median_ms: f64,
+    pub hit_pairs: u64,
+    pub hit_hit_mean_ms: f64,
+    pub hit_hit_median_ms: f64,
+}
+
+/// Objects remembered for hit-to-hit pairs; beyond this the table starts over.
+const MAX_REMEMBERED: usize = 1 << 20;
+
+impl ReplayStats {
+    pub fn record(&self, key: u64, miss: Duration, hit: Duration) {
+        let mut p = self.inner.lock().expect("replay stats lock");
+        let us = |d: Duration| (d.as_micros() as u64).max(1);
+        let _ = p.miss_hit.record(us(miss.abs_diff(hit)));
+        if p.last_hit.len() >= MAX_REMEMBERED {
+            p.last_hit.clear();
+        }
+        if let Some(prev) = p.last_hit.insert(key, hit) {
+            let _ = p.hit_hit.record(us(prev.abs_diff(hit)));
+        }
+    }
+
+    pub fn precision(&self) -> ReplayPrecision {
+        let p = self.inner.lock().expect("replay stats lock");
+        let ms = |us: f64| us / 1000.0;
+        ReplayPrecision {
+            hits: p.miss_hit.len(),
+            miss_hit_mean_ms: ms(p.miss_hit.mean()),
+            miss_hit_median_ms: ms(p.miss_hit.value_at_quantile(0.5) as f64),
+            hit_pairs: p.hit_hit.len(),
+            hit_hit_mean_ms: ms(p.hit_hit.mean()),
+            hit_hit_median_ms: ms(p.hit_hit.value_at_quantile(0.5) as f64),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -431,7 +431,20 @@ fn concurrent_misses_collapse_into_one_origin_fetch() {
 fn unsafe_methods_invalidate_and_head_uses_the_stored_get() {
     let t = Setup::new(|_| {});
     let p = "/max-age/600";
+    let head_miss = exchange(
+        t.proxy.addr(),
+        format!(
+            "HEAD http://{}{p} HTTP/1.1\r\nHost: x\r\n\r\n",
+            t.origin.addr
+        )
+        .as_bytes(),
+    );
     let body = t.get(p).body;
+    assert_eq!(head_miss.x_cache(), "MISS");
+    assert_eq!(
+        head_miss.header("Content-Length"),
+        Some(body.len().to_string())
+    );
     let head = exchange(
         t.proxy.addr(),
         format!(

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# S3-FIFO against LRU in the reference proxy: the same workload
+# (bench/eviction.toml: PolyMix content, hot set, Zipf popularity, same
+# seed) through `cacheoff proxy --policy s3fifo` and `--policy lru` with a
+# memory store smaller than the working set; prints offered and measured
+# document and byte hit ratios of the measured phase for each.
+#
+# Usage: bench/eviction.sh [cache-size] [duration]   (default 32MB 60s)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+size=${1:-32MB}
+duration=${2:-60s}
+command -v jq >/dev/null || { apt-get update -qq && apt-get install -y -qq jq >/dev/null; }
+cargo build --release -q
+bin=target/release/cacheoff
+work=$(mktemp -d)
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+
+echo "machine: $(nproc) cores, $(uname -r); $("$bin" --version); memory store $size, measured $duration"
+printf '%-8s %8s %8s %8s %8s %8s\n' policy "DHR off" "DHR meas" "BHR off" "BHR meas" errors
+for policy in s3fifo lru; do
+  "$bin" proxy --listen 127.0.0.1:0 --mem "$size" --policy "$policy" >"$work/$policy.txt" &
+  pid=$!
+  addr=
+  for _ in $(seq 100); do
+    addr=$(sed -n 's/.* on \([0-9.]*:[0-9]*\): .*/\1/p' "$work/$policy.txt")
+    [ -n "$addr" ] && break
+    sleep 0.1
+  done
+  "$bin" run bench/eviction.toml --proxy "$addr" --seed 7 --duration "$duration" -q -o "$work/run-$policy" >/dev/null
+  kill -INT "$pid"; wait "$pid" || true; pid=
+  jq -r --arg p "$policy" '.phases[] | select(.name == "meas") |
+    [$p, .dhr.offered, .dhr.measured, .bhr.offered, .bhr.measured, .errors.total] | @tsv' \
+    "$work/run-$policy/summary.json" | awk -F'\t' '{ printf "%-8s %8.2f %8.2f %8.2f %8.2f %8d\n", $1, $2, $3, $4, $5, $6 }'
+done
