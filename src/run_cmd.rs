@@ -36,7 +36,15 @@ pub fn resolve_workload(a: &RunArgs) -> Result<Workload, Failure> {
         duration: a.duration,
         warmup: a.warmup,
         plateau: a.plateau,
-        cache_size: a.cache_size,
+        // Testing the reference proxy: its memory store is the cache.
+        cache_size: a.cache_size.or_else(|| {
+            (a.proxy.is_none() && !a.direct).then(|| {
+                cacheoff_base::Bytes(
+                    cacheoff_proxy::ProxyConfig::new((std::net::Ipv4Addr::LOCALHOST, 0).into())
+                        .memory,
+                )
+            })
+        }),
         fill_rate: a.fill_rate,
         seed: a.seed,
         size: dist(Quantity::Size, &a.size)?,
