@@ -85,7 +85,7 @@ measure() { # name port
     p50=$(to_ms "$(awk '$1 == "50%" {print $2}' <<<"$out")")
     p99=$(to_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")
     errs=$(awk '/Non-2xx|Socket errors/ {print}' <<<"$out" | tr -s ' ' | tr ' ' '_' | paste -sd';' -)
-    echo "${name// /_} $obj $rate $p50 $p99 $((after - before)) ${errs:--}" >>"$work/results"
+    echo "${name// /~} $obj $rate $p50 $p99 $((after - before)) ${errs:--}" >>"$work/results"
   done
 }
 
@@ -165,7 +165,7 @@ for p in $only; do
   for obj in 1k 11k; do
     awk -v obj="$obj" -v p="$p" '$1 ~ "^"p && $2 == obj' "$work/results" | sort -k3 -n | awk -v n="$rounds" '
       { name[NR]=$1; rate[NR]=$3; p50[NR]=$4; p99[NR]=$5; org+=$6; all = all sprintf("%.0f ", $3); if ($7 != "-") errs = errs $7 " " }
-      END { m = int((NR + 1) / 2); gsub("_", " ", name[m]);
+      END { m = int((NR + 1) / 2); gsub("~", " ", name[m]);
             printf "%-26s %4s %12.0f %9.3f %9.3f %8d  %s%s\n", name[m], "'"$obj"'", rate[m], p50[m], p99[m], org, all, errs }'
   done
 done
