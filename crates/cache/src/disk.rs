@@ -32,7 +32,7 @@ const FIXED: usize = 8 + 4 + 4 + 8;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DiskError {
-    #[error("cache directory {dir}: {source}")]
+    #[error("cache directory {dir}")]
     Io {
         dir: PathBuf,
         #[source]

@@ -33,7 +33,7 @@ use tokio::sync::watch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}")]
     Listen {
         addr: SocketAddr,
         #[source]
@@ -41,7 +41,7 @@ pub enum ProxyError {
     },
     #[error(transparent)]
     Disk(#[from] cacheoff_cache::DiskError),
-    #[error("cannot open access log {path}: {source}")]
+    #[error("cannot open access log {path}")]
     AccessLog {
         path: std::path::PathBuf,
         #[source]
