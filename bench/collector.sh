@@ -18,19 +18,11 @@ work=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 
-"$bin" proxy --collector --listen 127.0.0.1:0 >"$work/collector.txt" &
-pid=$!
-for _ in $(seq 100); do
-  addr=$(sed -n 's/.* on \([0-9.]*:[0-9]*\): .*/\1/p' "$work/collector.txt")
-  [ -n "$addr" ] && break
-  sleep 0.1
-done
-[ -n "$addr" ] || { echo "collector did not start" >&2; exit 1; }
+. bench/lib.sh
+start_proxy "$work/collector.txt" --collector
 
 "$bin" run bench/collector.toml --proxy "$addr" --duration "$duration" -q -o "$work/run" >/dev/null
-kill -INT "$pid"
-wait "$pid" || true
-pid=
+stop_proxy
 
 echo "machine: $(nproc) cores, $(uname -r); $("$bin" --version)"
 grep -h "collector replay" "$work/collector.txt"

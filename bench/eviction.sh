@@ -16,20 +16,14 @@ bin=target/release/cacheoff
 work=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+. bench/lib.sh
 
 echo "machine: $(nproc) cores, $(uname -r); $("$bin" --version); memory store $size, measured $duration"
 printf '%-8s %8s %8s %8s %8s %8s\n' policy "DHR off" "DHR meas" "BHR off" "BHR meas" errors
 for policy in s3fifo lru; do
-  "$bin" proxy --listen 127.0.0.1:0 --mem "$size" --policy "$policy" >"$work/$policy.txt" &
-  pid=$!
-  addr=
-  for _ in $(seq 100); do
-    addr=$(sed -n 's/.* on \([0-9.]*:[0-9]*\): .*/\1/p' "$work/$policy.txt")
-    [ -n "$addr" ] && break
-    sleep 0.1
-  done
+  start_proxy "$work/$policy.txt" --mem "$size" --policy "$policy"
   "$bin" run bench/eviction.toml --proxy "$addr" --seed 7 --duration "$duration" -q -o "$work/run-$policy" >/dev/null
-  kill -INT "$pid"; wait "$pid" || true; pid=
+  stop_proxy
   jq -r --arg p "$policy" '.phases[] | select(.name == "meas") |
     [$p, .dhr.offered, .dhr.measured, .bhr.offered, .bhr.measured, .errors.total] | @tsv' \
     "$work/run-$policy/summary.json" | awk -F'\t' '{ printf "%-8s %8.2f %8.2f %8.2f %8.2f %8d\n", $1, $2, $3, $4, $5, $6 }'

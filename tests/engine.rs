@@ -1072,3 +1072,25 @@ fn the_reference_proxy_revalidates_objects_that_change_during_the_run() {
     );
     assert!(t.dhr.measured > 20.0, "{}", t.dhr.measured);
 }
+
+#[test]
+fn the_reference_proxy_holds_thousands_of_client_connections() {
+    // 2,500 robots with up to 2 connections each, all to the proxy, and
+    // the proxy's own connections to 300 servers.
+    let mut w = simple(5000.0, 2500, 300, 1.0, 2.0);
+    w.robots.max_conns = 2;
+    w.interval = Dur::secs(1.0);
+    let proxy = reference_proxy(64 << 20);
+    let (_dir, r) = run(w, Some(proxy.addr()));
+    let t = &r.summary.total;
+    assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    let g = cacheoff_proxy::ProxyStats::get;
+    let accepted = g(&proxy.stats().connections);
+    assert!(
+        t.conns.open_max >= 1500,
+        "open connections peaked at {}",
+        t.conns.open_max
+    );
+    assert!(accepted >= 1500, "the proxy accepted {accepted}");
+    assert_eq!(t.rt_ms.hit.count, g(&proxy.stats().hits));
+}

@@ -6,7 +6,9 @@ use crate::access_log::{LogCode, LogEntry};
 use crate::config::Upstream;
 use crate::inflight::{self, Join, Leader};
 use crate::replay;
-use crate::upstream::{exchange, origin_request, Conditional, FetchError, OriginReply};
+use crate::upstream::{
+    exchange, is_one_of, origin_request, Conditional, FetchError, OriginReply, HOP_BY_HOP,
+};
 use crate::Shared;
 use bytes::Bytes;
 use cacheoff_cache::freshness::{http_date, storable};
@@ -47,22 +49,10 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// Reply headers a proxy does not pass on or store as they are: hop by
-/// hop ones, and the framing and age it writes itself.
+/// Reply headers not passed on or stored as they are: hop by hop ones, and
+/// the framing and age the proxy writes itself.
 fn skip_reply_header(name: &str) -> bool {
-    [
-        "connection",
-        "proxy-connection",
-        "keep-alive",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "content-length",
-        "age",
-    ]
-    .iter()
-    .any(|h| name.eq_ignore_ascii_case(h))
+    is_one_of(name, &HOP_BY_HOP) || is_one_of(name, &["content-length", "age"])
 }
 
 /// The end-to-end header lines of an origin reply.
@@ -190,7 +180,21 @@ pub(crate) async fn serve(mut s: TcpStream, peer: SocketAddr, sh: Arc<Shared>, p
             Err(status) => Err(status),
         };
         let (done, url) = match ready {
-            Ok((t, body)) => (answer(&mut s, &req, &t, &body, t0, &sh, &pool).await, t.url),
+            Ok((t, body)) => (
+                answer(
+                    &mut s,
+                    &Xact {
+                        req: &req,
+                        t: &t,
+                        body: &body,
+                        t0,
+                        sh: &sh,
+                        pool: &pool,
+                    },
+                )
+                .await,
+                t.url,
+            ),
             Err(status) => (refuse(&mut s, &sh, status).await, req.target.clone()),
         };
         log(&sh, peer.ip(), t0, req.method.as_str(), &url, &done);
@@ -303,16 +307,22 @@ enum Served {
     Miss,
 }
 
-/// Answers one request.
-async fn answer(
-    s: &mut TcpStream,
-    req: &RequestHead,
-    t: &Target,
-    body: &[u8],
+/// One request being answered: what every step needs.
+#[derive(Clone, Copy)]
+struct Xact<'a> {
+    req: &'a RequestHead,
+    t: &'a Target,
+    /// The request body (uploads).
+    body: &'a [u8],
+    /// When the request head arrived.
     t0: Instant,
-    sh: &Arc<Shared>,
-    pool: &Pool,
-) -> Done {
+    sh: &'a Arc<Shared>,
+    pool: &'a Pool,
+}
+
+/// Answers one request.
+async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
+    let Xact { req, t, sh, .. } = *x;
     sh.stats.requests.fetch_add(1, Ordering::Relaxed);
     let cacheable_method = matches!(req.method, Method::Get | Method::Head);
     if !cacheable_method {
@@ -321,7 +331,7 @@ async fn answer(
         if !safe {
             remove(sh, &t.url).await;
         }
-        return forward(s, req, t, body, t0, sh, pool, None, LogCode::Miss).await;
+        return forward(s, x, None, LogCode::Miss).await;
     }
     let directives = Directives::parse(req.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
     let reload = directives.no_cache || directives.max_age == Some(0);
@@ -333,51 +343,40 @@ async fn answer(
         } else {
             None
         };
-        return forward(
-            s,
-            req,
-            t,
-            body,
-            t0,
-            sh,
-            pool,
-            leader,
-            LogCode::ClientRefreshMiss,
-        )
-        .await;
+        return forward(s, x, leader, LogCode::ClientRefreshMiss).await;
     }
     if let Some(obj) = lookup(sh, &t.url).await {
         if sh.cfg.collector || obj.fresh.is_fresh(sh.cfg.clock.unix_now()) {
             sh.stats.hits.fetch_add(1, Ordering::Relaxed);
-            return serve_stored(s, req, &obj, Served::Hit, t0, sh).await;
+            return serve_stored(s, x, &obj, Served::Hit).await;
         }
         if req.method == Method::Get {
             if let Some(leader) = sh.inflight.lead(key) {
-                return revalidate(s, req, t, obj, t0, sh, pool, leader).await;
+                return revalidate(s, x, obj, leader).await;
             }
         }
         // HEAD of a stale object, or a revalidation under way: ask the origin.
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
-        return forward(s, req, t, body, t0, sh, pool, None, LogCode::Miss).await;
+        return forward(s, x, None, LogCode::Miss).await;
     }
     if req.method == Method::Head {
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
-        return forward(s, req, t, body, t0, sh, pool, None, LogCode::Miss).await;
+        return forward(s, x, None, LogCode::Miss).await;
     }
     match sh.inflight.join(key) {
         Join::Lead(leader) => {
             sh.stats.misses.fetch_add(1, Ordering::Relaxed);
-            forward(s, req, t, body, t0, sh, pool, Some(leader), LogCode::Miss).await
+            forward(s, x, Some(leader), LogCode::Miss).await
         }
         Join::Wait(rx) => match inflight::wait(rx).await {
             Some(obj) => {
                 sh.stats.hits.fetch_add(1, Ordering::Relaxed);
                 sh.stats.collapsed.fetch_add(1, Ordering::Relaxed);
-                serve_stored(s, req, &obj, Served::Hit, t0, sh).await
+                serve_stored(s, x, &obj, Served::Hit).await
             }
             None => {
                 sh.stats.misses.fetch_add(1, Ordering::Relaxed);
-                forward(s, req, t, body, t0, sh, pool, None, LogCode::Miss).await
+                forward(s, x, None, LogCode::Miss).await
             }
         },
     }
@@ -426,14 +425,8 @@ fn last_modified(obj: &Object) -> Option<u64> {
 /// Writes a stored object: 304 if the client's `If-Modified-Since` is not
 /// older than its `Last-Modified`, else the whole reply (head only for
 /// HEAD). The Collector replays the recorded origin timing on hits.
-async fn serve_stored(
-    s: &mut TcpStream,
-    req: &RequestHead,
-    obj: &Object,
-    how: Served,
-    t0: Instant,
-    sh: &Shared,
-) -> Done {
+async fn serve_stored(s: &mut TcpStream, x: &Xact<'_>, obj: &Object, how: Served) -> Done {
+    let Xact { req, t0, sh, .. } = *x;
     let not_modified = obj.status == 200
         && matches!((req.ims, last_modified(obj)), (Some(ims), Some(lm)) if lm <= ims);
     let status = if not_modified { 304 } else { obj.status };
@@ -507,32 +500,14 @@ async fn serve_stored(
 }
 
 /// A stale object: ask the origin whether it changed.
-#[allow(clippy::too_many_arguments)]
-async fn revalidate(
-    s: &mut TcpStream,
-    req: &RequestHead,
-    t: &Target,
-    obj: Arc<Object>,
-    t0: Instant,
-    sh: &Arc<Shared>,
-    pool: &Pool,
-    leader: Leader,
-) -> Done {
+async fn revalidate(s: &mut TcpStream, x: &Xact<'_>, obj: Arc<Object>, leader: Leader) -> Done {
+    let Xact {
+        req, t, sh, pool, ..
+    } = *x;
     sh.stats.stale.fetch_add(1, Ordering::Relaxed);
     let Some(lm) = last_modified(&obj) else {
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
-        return forward(
-            s,
-            req,
-            t,
-            &[],
-            t0,
-            sh,
-            pool,
-            Some(leader),
-            LogCode::RefreshModified,
-        )
-        .await;
+        return forward(s, x, Some(leader), LogCode::RefreshModified).await;
     };
     let date = httpdate::fmt_http_date(UNIX_EPOCH + std::time::Duration::from_secs(lm));
     let sent_at = sh.cfg.clock.unix_now();
@@ -550,19 +525,7 @@ async fn revalidate(
     };
     if reply.head.status != 304 {
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
-        return relay(
-            s,
-            req,
-            t,
-            reply,
-            t0,
-            sh,
-            pool,
-            Some(leader),
-            LogCode::RefreshModified,
-            sent_at,
-        )
-        .await;
+        return relay(s, x, reply, Some(leader), LogCode::RefreshModified, sent_at).await;
     }
     sh.stats.revalidated.fetch_add(1, Ordering::Relaxed);
     let by = Freshness::of_reply(
@@ -603,22 +566,19 @@ async fn revalidate(
     reply.release(pool, &sh.cfg);
     store(sh, updated.clone());
     leader.finish(Some(updated.clone()));
-    serve_stored(s, req, &updated, Served::Revalidated, t0, sh).await
+    serve_stored(s, x, &updated, Served::Revalidated).await
 }
 
 /// Sends the request to the origin and relays the reply.
-#[allow(clippy::too_many_arguments)]
-async fn forward(
-    s: &mut TcpStream,
-    req: &RequestHead,
-    t: &Target,
-    body: &[u8],
-    t0: Instant,
-    sh: &Arc<Shared>,
-    pool: &Pool,
-    leader: Option<Leader>,
-    code: LogCode,
-) -> Done {
+async fn forward(s: &mut TcpStream, x: &Xact<'_>, leader: Option<Leader>, code: LogCode) -> Done {
+    let Xact {
+        req,
+        t,
+        body,
+        sh,
+        pool,
+        ..
+    } = *x;
     // A fetch that may fill the store asks for the whole object; the
     // client's own condition is then answered from it.
     let cond = if leader.is_some() {
@@ -639,7 +599,7 @@ async fn forward(
     )
     .await
     {
-        Ok(reply) => relay(s, req, t, reply, t0, sh, pool, leader, code, sent_at).await,
+        Ok(reply) => relay(s, x, reply, leader, code, sent_at).await,
         Err(e) => origin_failed(s, e, sh).await,
     }
 }
@@ -654,19 +614,22 @@ async fn origin_failed(s: &mut TcpStream, e: FetchError, sh: &Shared) -> Done {
 }
 
 /// Relays an origin reply to the client, storing it when allowed.
-#[allow(clippy::too_many_arguments)]
 async fn relay(
     s: &mut TcpStream,
-    req: &RequestHead,
-    t: &Target,
+    x: &Xact<'_>,
     mut reply: OriginReply,
-    t0: Instant,
-    sh: &Arc<Shared>,
-    pool: &Pool,
     leader: Option<Leader>,
     code: LogCode,
     sent_at: u64,
 ) -> Done {
+    let Xact {
+        req,
+        t,
+        t0,
+        sh,
+        pool,
+        ..
+    } = *x;
     let headers = || {
         reply
             .head
@@ -838,7 +801,7 @@ async fn relay(
                 timing: None,
             })
         });
-        return serve_stored(s, req, &o, Served::Miss, t0, sh).await;
+        return serve_stored(s, x, &o, Served::Miss).await;
     }
     Done {
         code,

@@ -86,24 +86,28 @@ pub enum Conditional<'a> {
     Since(&'a str),
 }
 
-/// Request headers a proxy must not forward (RFC 9110 §7.6.1), plus the
-/// ones it writes itself.
-fn hop_by_hop(name: &str) -> bool {
-    [
-        "connection",
-        "proxy-connection",
-        "keep-alive",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "proxy-authorization",
-        "proxy-authenticate",
-        "host",
-        "content-length",
-    ]
-    .iter()
-    .any(|h| name.eq_ignore_ascii_case(h))
+/// Headers that describe one connection, not the message (RFC 9110
+/// §7.6.1): never forwarded, never stored.
+pub(crate) const HOP_BY_HOP: [&str; 9] = [
+    "connection",
+    "proxy-connection",
+    "keep-alive",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "proxy-authorization",
+    "proxy-authenticate",
+];
+
+pub(crate) fn is_one_of(name: &str, list: &[&str]) -> bool {
+    list.iter().any(|h| name.eq_ignore_ascii_case(h))
+}
+
+/// Request headers not forwarded: hop by hop ones, and the ones the proxy
+/// writes itself.
+fn skip_request_header(name: &str) -> bool {
+    is_one_of(name, &HOP_BY_HOP) || is_one_of(name, &["host", "content-length"])
 }
 
 /// The request as the origin gets it.
@@ -125,7 +129,7 @@ pub fn origin_request(
     for (name, value) in &req.headers {
         let conditional = name.eq_ignore_ascii_case("if-modified-since")
             || name.eq_ignore_ascii_case("if-none-match");
-        if hop_by_hop(name) || (conditional && cond != Conditional::Keep) {
+        if skip_request_header(name) || (conditional && cond != Conditional::Keep) {
             continue;
         }
         out.extend_from_slice(name.as_bytes());

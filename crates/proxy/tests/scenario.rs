@@ -610,9 +610,9 @@ fn the_collector_stores_uncachable_replies_and_replays_their_timing() {
     // fraction of a millisecond a plain hit would (tolerance for a busy
     // CI machine: bench/collector.sh measures the precision).
     assert!(miss_time >= Duration::from_millis(250), "{miss_time:?}");
-    let diff = hit_time.abs_diff(miss_time);
     assert!(
-        diff < Duration::from_millis(40),
+        hit_time + Duration::from_millis(10) >= miss_time
+            && hit_time < miss_time + Duration::from_millis(60),
         "miss {miss_time:?} hit {hit_time:?}"
     );
     // An IMS request answered 304 waits only the first-byte time.
@@ -621,7 +621,7 @@ fn the_collector_stores_uncachable_replies_and_replays_their_timing() {
     let ims_time = start.elapsed();
     assert_eq!(r.status, 304);
     assert!(
-        ims_time >= Duration::from_millis(140) && ims_time < Duration::from_millis(240),
+        ims_time >= Duration::from_millis(140) && ims_time < Duration::from_millis(245),
         "{ims_time:?}"
     );
     // Every origin fetch used a new connection: three misses, three connections.
