@@ -74,6 +74,12 @@ pub struct ProxyArgs {
     /// Worker threads (default: one per core).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+    /// Misbehave on purpose, to check that a run catches it: KIND or
+    /// KIND:PROB (share of requests, default 1); repeatable. Kinds: reset,
+    /// close, truncate, garbage, drip, huge-header, stale, wrong-object,
+    /// flip-byte, ims-by-expires, cache-uncachable, reload-hit, drop.
+    #[arg(long = "fault", value_name = "KIND[:PROB]", value_parser = cacheoff_proxy::Faults::parse_one)]
+    pub faults: Vec<(cacheoff_proxy::Fault, f64)>,
 }
 
 fn parse_policy(s: &str) -> Result<cacheoff_cache::Policy, String> {

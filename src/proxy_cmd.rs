@@ -23,6 +23,7 @@ pub fn config(a: &ProxyArgs) -> ProxyConfig {
     if let Some(w) = a.workers {
         c.workers = w.max(1);
     }
+    c.faults = cacheoff_proxy::Faults::new(a.faults.clone());
     c
 }
 
@@ -95,6 +96,15 @@ pub fn run(a: &ProxyArgs) -> Result<(), Failure> {
         cacheoff_base::Bytes(c.memory),
         c.policy.name(),
     ));
+    // After the first line, which scripts read for the address.
+    for (f, p) in c.faults.list() {
+        console::print(&format!(
+            "fault {} on {:.0}% of requests: {}",
+            f.name(),
+            p * 100.0,
+            f.description()
+        ));
+    }
     wait_for_signal();
     console::print(&counters_line(&proxy));
     if proxy.config().collector {

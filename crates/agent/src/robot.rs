@@ -16,7 +16,7 @@ use cacheoff_http::chunked::ChunkedDecoder;
 use cacheoff_http::echo::echo_of;
 use cacheoff_http::request::{write_request, RequestSpec};
 use cacheoff_http::response::parse_response;
-use cacheoff_http::{Framing, ResponseHead};
+use cacheoff_http::{Framing, HttpError, ResponseHead};
 use cacheoff_stats::{ErrorKind, Outcome, RequestType, XactRecord};
 use cacheoff_timer::PreciseTimer;
 use cacheoff_workload::{embedded_oid, Arrivals, Factors, ObjectInfo, Workload};
@@ -626,14 +626,14 @@ fn io_kind(e: &io::Error) -> ErrorKind {
 async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply, Failure> {
     let shared = &ctx.shared;
     let xact = ctx.next_xact();
-    // IMS dates come from the object's Last-Modified at send time.
+    // IMS dates come from the object's Last-Modified at send time; a
+    // reply with an older one is stale.
+    let lm_at_send = shared.times_now(&p.info).last_modified;
     let (rtype, ims_lmt) = match p.rtype {
-        RequestType::Ims200 | RequestType::Ims304 => {
-            match shared.times_now(&p.info).last_modified {
-                Some(lm) => (p.rtype, Some(lm)),
-                None => (RequestType::Basic, None),
-            }
-        }
+        RequestType::Ims200 | RequestType::Ims304 => match lm_at_send {
+            Some(lm) => (p.rtype, Some(lm)),
+            None => (RequestType::Basic, None),
+        },
         t => (t, None),
     };
     let ims_date = ims_lmt.map(|lm| {
@@ -677,6 +677,7 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
         info: &p.info,
         rtype,
         ims_lmt,
+        lm_at_send,
         xact,
         robot_abort: shared.wl.aborts.robot_aborts(shared.abort_key, xact),
     };
@@ -708,6 +709,8 @@ struct Ask<'a> {
     rtype: RequestType,
     /// The `Last-Modified` the IMS date was derived from.
     ims_lmt: Option<i64>,
+    /// The object's `Last-Modified` when the request was sent.
+    lm_at_send: Option<i64>,
     xact: u64,
     /// Close the connection as soon as the reply starts.
     robot_abort: bool,
@@ -747,6 +750,7 @@ async fn read_reply(conn: &mut Conn, shared: &Shared, ask: &Ask<'_>) -> Result<C
         match parse_response(&conn.buf, ask.rtype == RequestType::Head, false) {
             Ok(Some(h)) => break h,
             Ok(None) => continue,
+            Err(HttpError::HeadTooLarge(_)) => return Err(ErrorKind::HeadTooLarge.into()),
             Err(_) => return Err(ErrorKind::BadResponse.into()),
         }
     };
@@ -775,6 +779,11 @@ async fn read_reply(conn: &mut Conn, shared: &Shared, ask: &Ask<'_>) -> Result<C
     } else {
         200
     };
+    // "Not modified since a second before its Last-Modified" is never
+    // true: the Lucent bug of the third cache-off (304 judged by Expires).
+    if head.status == 304 && ask.rtype == RequestType::Ims200 {
+        return Err(ErrorKind::FalseNotModified.into());
+    }
     if head.status != want {
         // The object may have changed between the IMS date and the
         // server's answer; then either status is right.
@@ -792,6 +801,12 @@ async fn read_reply(conn: &mut Conn, shared: &Shared, ask: &Ask<'_>) -> Result<C
     }
     if outcome == Outcome::Hit && head.status == 200 && !ask.info.cachable {
         return Err(ErrorKind::UncachableHit.into());
+    }
+    // The origin dates every reply with the version it sends, never one
+    // older than the version current at the request.
+    let older = matches!((head.last_modified, ask.lm_at_send), (Some(got), Some(cur)) if got < cur);
+    if head.status == 200 && older {
+        return Err(ErrorKind::StaleContent.into());
     }
     Ok(Checked {
         outcome,

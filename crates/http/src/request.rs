@@ -142,6 +142,9 @@ pub fn parse_request(buf: &[u8], keep_headers: bool) -> Result<Option<RequestHea
     let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut hs);
     let head_len = match req.parse(buf)? {
+        httparse::Status::Complete(n) if n > MAX_HEAD_LEN => {
+            return Err(HttpError::HeadTooLarge(MAX_HEAD_LEN))
+        }
         httparse::Status::Complete(n) => n,
         httparse::Status::Partial if buf.len() > MAX_HEAD_LEN => {
             return Err(HttpError::HeadTooLarge(MAX_HEAD_LEN))

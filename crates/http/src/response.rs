@@ -102,6 +102,8 @@ pub struct ResponseHead {
     pub cc_public: bool,
     /// `Cache-Control` or `Pragma` forbid caching.
     pub cc_no_cache: bool,
+    /// `Last-Modified`, in Unix seconds.
+    pub last_modified: Option<i64>,
     /// Every header in order, only when asked for.
     pub headers: Vec<(String, Vec<u8>)>,
 }
@@ -116,6 +118,9 @@ pub fn parse_response(
     let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut hs);
     let head_len = match resp.parse(buf)? {
+        httparse::Status::Complete(n) if n > MAX_HEAD_LEN => {
+            return Err(HttpError::HeadTooLarge(MAX_HEAD_LEN))
+        }
         httparse::Status::Complete(n) => n,
         httparse::Status::Partial if buf.len() > MAX_HEAD_LEN => {
             return Err(HttpError::HeadTooLarge(MAX_HEAD_LEN))
@@ -130,6 +135,7 @@ pub fn parse_response(
     let mut echo = None;
     let mut cc_public = false;
     let mut cc_no_cache = false;
+    let mut last_modified = None;
     let mut headers = Vec::new();
     for h in resp.headers.iter() {
         let name = h.name;
@@ -158,6 +164,12 @@ pub fn parse_response(
                 || has_token(h.value, "private");
         } else if name.eq_ignore_ascii_case("pragma") {
             cc_no_cache |= has_token(h.value, "no-cache");
+        } else if name.eq_ignore_ascii_case("last-modified") {
+            last_modified = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| httpdate::parse_http_date(v.trim()).ok())
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs() as i64);
         }
         if keep_headers {
             headers.push((name.to_string(), h.value.to_vec()));
@@ -185,6 +197,7 @@ pub fn parse_response(
         echo,
         cc_public,
         cc_no_cache,
+        last_modified,
         headers,
     }))
 }
@@ -216,6 +229,7 @@ mod tests {
         assert_eq!(h.framing, Framing::Length(1234));
         assert_eq!(h.echo, Some(77));
         assert!(h.keep_alive && h.cc_public && !h.cc_no_cache);
+        assert_eq!(h.last_modified, Some(1_763_769_600));
         assert_eq!(h.head_len, b.len());
         assert!(h.headers.iter().any(|(n, _)| n == "Last-Modified"));
         assert!(h
@@ -223,6 +237,17 @@ mod tests {
             .iter()
             .any(|(n, v)| n == "Content-Type" && v == b"image/gif"));
         assert!(h.headers.iter().any(|(n, _)| n == "Content-MD5"));
+    }
+
+    #[test]
+    fn a_head_over_the_limit_is_refused_even_when_complete() {
+        let mut b = b"HTTP/1.1 200 OK\r\nX-Pad: ".to_vec();
+        b.resize(b.len() + MAX_HEAD_LEN, b'a');
+        b.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(
+            parse_response(&b, false, false),
+            Err(HttpError::HeadTooLarge(MAX_HEAD_LEN))
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Proxy settings: every limit and timeout with its default, in one place.
 
+use crate::fault::Faults;
 use cacheoff_base::{Clock, SystemClock};
 use cacheoff_cache::Policy;
 use ipnet::IpNet;
@@ -53,6 +54,8 @@ pub struct ProxyConfig {
     pub access_log: Option<PathBuf>,
     /// Judges freshness (tests pass a manual clock).
     pub clock: Arc<dyn Clock>,
+    /// Deliberate misbehaviour (none by default).
+    pub faults: Faults,
 }
 
 impl ProxyConfig {
@@ -77,6 +80,7 @@ impl ProxyConfig {
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             access_log: None,
             clock: Arc::new(SystemClock),
+            faults: Faults::default(),
         }
     }
 

@@ -4,6 +4,7 @@
 
 use crate::access_log::{LogCode, LogEntry};
 use crate::config::Upstream;
+use crate::fault::Fault;
 use crate::inflight::{self, Join, Leader};
 use crate::replay;
 use crate::upstream::{
@@ -324,6 +325,11 @@ struct Xact<'a> {
 async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
     let Xact { req, t, sh, .. } = *x;
     sh.stats.requests.fetch_add(1, Ordering::Relaxed);
+    if !sh.cfg.faults.is_empty() {
+        if let Some(done) = misbehave(s, sh).await {
+            return done;
+        }
+    }
     let cacheable_method = matches!(req.method, Method::Get | Method::Head);
     if !cacheable_method {
         // Unsafe methods invalidate what is stored for the URL (RFC 9111 §4.4).
@@ -334,7 +340,8 @@ async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
         return forward(s, x, None, LogCode::Miss).await;
     }
     let directives = Directives::parse(req.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
-    let reload = directives.no_cache || directives.max_age == Some(0);
+    let reload = (directives.no_cache || directives.max_age == Some(0))
+        && !sh.cfg.faults.strikes(Fault::ReloadHit);
     let key = key_of(&t.url);
     if reload {
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
@@ -346,7 +353,10 @@ async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
         return forward(s, x, leader, LogCode::ClientRefreshMiss).await;
     }
     if let Some(obj) = lookup(sh, &t.url).await {
-        if sh.cfg.collector || obj.fresh.is_fresh(sh.cfg.clock.unix_now()) {
+        if sh.cfg.collector
+            || obj.fresh.is_fresh(sh.cfg.clock.unix_now())
+            || sh.cfg.faults.strikes(Fault::Stale)
+        {
             sh.stats.hits.fetch_add(1, Ordering::Relaxed);
             return serve_stored(s, x, &obj, Served::Hit).await;
         }
@@ -427,8 +437,12 @@ fn last_modified(obj: &Object) -> Option<u64> {
 /// HEAD). The Collector replays the recorded origin timing on hits.
 async fn serve_stored(s: &mut TcpStream, x: &Xact<'_>, obj: &Object, how: Served) -> Done {
     let Xact { req, t0, sh, .. } = *x;
+    let by_expires = req.ims.is_some()
+        && obj.fresh.is_fresh(sh.cfg.clock.unix_now())
+        && sh.cfg.faults.strikes(Fault::ImsByExpires);
     let not_modified = obj.status == 200
-        && matches!((req.ims, last_modified(obj)), (Some(ims), Some(lm)) if lm <= ims);
+        && (by_expires
+            || matches!((req.ims, last_modified(obj)), (Some(ims), Some(lm)) if lm <= ims));
     let status = if not_modified { 304 } else { obj.status };
     let with_body = !not_modified && req.method != Method::Head;
     let x_cache = match how {
@@ -474,6 +488,9 @@ async fn serve_stored(s: &mut TcpStream, x: &Xact<'_>, obj: &Object, how: Served
                 sh.replay.record(obj.key(), timing.served, t0.elapsed());
             }
             sent
+        }
+        _ if how == Served::Hit && with_body && !sh.cfg.faults.is_empty() => {
+            damaged(s, sh, out, body).await
         }
         _ => {
             out.extend_from_slice(body);
@@ -640,10 +657,14 @@ async fn relay(
     let status = reply.head.status;
     let content_type = content_type_of(headers());
     let fits = reply.length().is_none_or(|n| n <= sh.cfg.max_object);
+    // The Collector stores everything; so does a proxy with this fault,
+    // which also keeps the copy fresh for an hour.
+    let store_anyway =
+        status == 200 && (sh.cfg.collector || sh.cfg.faults.strikes(Fault::CacheUncachable));
     let may_store = leader.is_some()
         && fits
-        && if sh.cfg.collector {
-            status == 200
+        && if store_anyway {
+            true
         } else {
             let req_cc =
                 Directives::parse(req.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
@@ -663,7 +684,11 @@ async fn relay(
     let lm = headers()
         .find(|(n, _)| n.eq_ignore_ascii_case("last-modified"))
         .and_then(|(_, v)| http_date(v));
-    let fresh = Freshness::of_reply(headers(), sent_at, sh.cfg.clock.unix_now());
+    let mut fresh = Freshness::of_reply(headers(), sent_at, sh.cfg.clock.unix_now());
+    if store_anyway && !sh.cfg.collector {
+        fresh.no_cache = false;
+        fresh.max_age = Some(3600);
+    }
     // The client asked conditionally but we fetched the whole object.
     let client_304 = leader.is_some()
         && status == 200
@@ -811,4 +836,83 @@ async fn relay(
         content_type,
         keep_alive: keep_alive && client_ok,
     }
+}
+
+/// Request-level faults: a reply that is no reply.
+async fn misbehave(s: &mut TcpStream, sh: &Shared) -> Option<Done> {
+    let faults = &sh.cfg.faults;
+    let (status, out): (u16, Vec<u8>) = if faults.strikes(Fault::Drop) {
+        // Hold the request until the client gives up.
+        let mut one = [0u8; 1];
+        let _ = tokio::time::timeout(sh.cfg.client_idle_timeout, s.read(&mut one)).await;
+        (0, Vec::new())
+    } else if faults.strikes(Fault::Garbage) {
+        (0, b"\x16\x03\x01 this is not HTTP at all\r\n\r\n".to_vec())
+    } else if faults.strikes(Fault::HugeHeader) {
+        let mut out = b"HTTP/1.1 200 OK\r\nX-Padding: ".to_vec();
+        out.resize(out.len() + 100 * 1024, b'a');
+        out.extend_from_slice(b"\r\nContent-Length: 0\r\n\r\n");
+        (200, out)
+    } else {
+        return None;
+    };
+    let _ = s.write_all(&out).await;
+    Some(Done::error(status, out.len() as u64))
+}
+
+thread_local! {
+    /// The last body a worker served, for the wrong-object fault.
+    static LAST_BODY: std::cell::RefCell<Bytes> = const { std::cell::RefCell::new(Bytes::new()) };
+}
+
+/// Writes a hit's head and body, damaged if a body fault strikes.
+async fn damaged(
+    s: &mut TcpStream,
+    sh: &Shared,
+    mut out: Vec<u8>,
+    body: &[u8],
+) -> std::io::Result<()> {
+    let faults = &sh.cfg.faults;
+    let half = body.len() / 2;
+    let previous = LAST_BODY.with(|b| b.replace(Bytes::copy_from_slice(body)));
+    if faults.strikes(Fault::FlipByte) {
+        out.extend_from_slice(body);
+        let mid = out.len() - body.len() + half;
+        out[mid] ^= 0x01;
+        return s.write_all(&out).await;
+    }
+    if faults.strikes(Fault::WrongObject) && !previous.is_empty() {
+        out.extend(previous.iter().cycle().take(body.len()));
+        return s.write_all(&out).await;
+    }
+    if faults.strikes(Fault::Truncate) {
+        // A consistent message that is too short: its length says so.
+        let head = String::from_utf8_lossy(&out).replace(
+            &format!("Content-Length: {}\r\n", body.len()),
+            &format!("Content-Length: {half}\r\n"),
+        );
+        let mut short = head.into_bytes();
+        short.extend_from_slice(&body[..half]);
+        return s.write_all(&short).await;
+    }
+    let reset = faults.strikes(Fault::Reset);
+    if reset || faults.strikes(Fault::Close) {
+        out.extend_from_slice(&body[..half]);
+        s.write_all(&out).await?;
+        if reset {
+            // SO_LINGER 0: closing sends a reset, not a FIN.
+            let _ = socket2::SockRef::from(&*s).set_linger(Some(std::time::Duration::ZERO));
+        }
+        return Err(std::io::ErrorKind::ConnectionAborted.into());
+    }
+    if faults.strikes(Fault::Drip) {
+        out.extend_from_slice(body);
+        for b in out {
+            s.write_all(&[b]).await?;
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        return Ok(());
+    }
+    out.extend_from_slice(body);
+    s.write_all(&out).await
 }

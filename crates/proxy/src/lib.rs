@@ -12,12 +12,14 @@
 mod access_log;
 mod config;
 mod conn;
+mod fault;
 mod inflight;
 mod replay;
 mod upstream;
 
 pub use access_log::LogCode;
 pub use config::{ProxyConfig, Upstream};
+pub use fault::{Fault, Faults};
 pub use replay::ReplayPrecision;
 
 use access_log::AccessLog;

@@ -45,6 +45,9 @@ closed_set! {
         ReloadHit = "reload_hit": "a reload request (Cache-Control: no-cache) was answered from a cache instead of the origin server",
         UncachableHit = "uncachable_hit": "a cache served a hit for an object the origin server marks uncachable",
         PostHit = "post_hit": "a POST was answered from a cache instead of the origin server",
+        FalseNotModified = "false_304": "a 304 Not Modified for an object modified after the If-Modified-Since date (e.g. a cache judging by Expires instead of Last-Modified)",
+        StaleContent = "stale_content": "the reply carried an older version of the object (an earlier Last-Modified) than the origin server had when the request was sent",
+        HeadTooLarge = "head_too_large": "the response header block was larger than the robot accepts (64 KB)",
     }
 }
 

@@ -1,0 +1,171 @@
+//! Every fault of `cacheoff proxy --fault` is caught as exactly its error
+//! kind, the robots keep their schedule, and the run ends with a report.
+//! Robots -> the reference proxy with one fault -> origin servers,
+//! in-process on port 0.
+
+use cacheoff::run_cmd::run_in;
+use cacheoff_agent::StopHandle;
+use cacheoff_base::{Dur, Rate};
+use cacheoff_proxy::{Fault, Faults, Proxy, ProxyConfig};
+use cacheoff_workload::{load, Dist, Overrides, Quantity, RequestMix, Workload};
+
+fn simple() -> Workload {
+    let mut w = load(
+        "simple",
+        &Overrides {
+            rate: Some(Some(Rate(400.0))),
+            robots: Some(40),
+            servers: Some(8),
+            warmup: Some(Dur::secs(1.0)),
+            duration: Some(Dur::secs(4.0)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // Faults that stall a reply end in a timeout; keep it short.
+    w.timeouts.xact = Dur::secs(1.0);
+    w
+}
+
+/// Runs `w` through the reference proxy with `fault` striking `share` of
+/// the requests it applies to; asserts that the only errors are `kind`.
+fn caught_as(fault: Fault, share: f64, w: Workload, kind: &str) {
+    let mut cfg = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
+    cfg.workers = 1;
+    cfg.faults = Faults::new(vec![(fault, share)]);
+    let proxy = Proxy::start(cfg).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_in(
+        dir.path(),
+        w,
+        Some(proxy.addr()),
+        1,
+        true,
+        &["faults".into()],
+        &StopHandle::new(),
+    )
+    .map_err(|f| f.error)
+    .unwrap();
+    let t = &r.summary.total;
+    let name = fault.name();
+    assert!(
+        t.errors.by_kind.get(kind).copied().unwrap_or(0) > 0,
+        "{name}: no {kind} among {:?}",
+        t.errors.by_kind
+    );
+    assert_eq!(
+        t.errors.by_kind.len(),
+        1,
+        "{name}: other kinds too: {:?}",
+        t.errors.by_kind
+    );
+    // The robots kept their plan while the proxy misbehaved.
+    let meas = r.summary.phases.iter().find(|p| p.name == "meas").unwrap();
+    assert!(
+        meas.issued_late_percent < 1.0,
+        "{name}: {}% issued late",
+        meas.issued_late_percent
+    );
+    assert!(meas.xacts > 1000, "{name}: {} xacts", meas.xacts);
+    let report = cacheoff::report_cmd::html_report(dir.path()).unwrap();
+    assert!(
+        std::fs::read_to_string(report).unwrap().contains(kind),
+        "{name}"
+    );
+}
+
+fn with_requests(mix: RequestMix) -> Workload {
+    let mut w = simple();
+    w.requests = mix;
+    w
+}
+
+#[test]
+fn a_reset_mid_body_is_conn_reset() {
+    caught_as(Fault::Reset, 0.1, simple(), "conn_reset");
+}
+
+#[test]
+fn a_close_mid_body_is_premature_close() {
+    caught_as(Fault::Close, 0.1, simple(), "premature_close");
+}
+
+#[test]
+fn a_short_reply_is_length_mismatch() {
+    caught_as(Fault::Truncate, 0.1, simple(), "length_mismatch");
+}
+
+#[test]
+fn garbage_is_bad_response() {
+    caught_as(Fault::Garbage, 0.02, simple(), "bad_response");
+}
+
+#[test]
+fn a_dripping_reply_is_xact_timeout() {
+    caught_as(Fault::Drip, 0.02, simple(), "xact_timeout");
+}
+
+#[test]
+fn a_dropped_request_is_xact_timeout() {
+    caught_as(Fault::Drop, 0.02, simple(), "xact_timeout");
+}
+
+#[test]
+fn a_huge_header_is_head_too_large() {
+    caught_as(Fault::HugeHeader, 0.02, simple(), "head_too_large");
+}
+
+#[test]
+fn a_flipped_byte_is_body_mismatch() {
+    caught_as(Fault::FlipByte, 0.1, simple(), "body_mismatch");
+}
+
+#[test]
+fn another_objects_bytes_are_body_mismatch() {
+    caught_as(Fault::WrongObject, 0.1, simple(), "body_mismatch");
+}
+
+#[test]
+fn a_stale_copy_is_stale_content() {
+    // Objects change every few seconds; the proxy never revalidates.
+    let mut w = simple();
+    w.content[0].life_cycle = cacheoff_workload::LifeCycle {
+        length: Dist::exp(Quantity::Time, 3.0),
+        variance: 0.5,
+        with_lmt: 1.0,
+        modified_ago: None,
+    };
+    caught_as(Fault::Stale, 1.0, w, "stale_content");
+}
+
+#[test]
+fn answering_ims_by_expires_is_false_304() {
+    let mix = RequestMix {
+        basic: 0.7,
+        ims200: 0.15,
+        ims304: 0.15,
+        ..RequestMix::basic_only()
+    };
+    caught_as(Fault::ImsByExpires, 1.0, with_requests(mix), "false_304");
+}
+
+#[test]
+fn caching_uncachable_replies_is_uncachable_hit() {
+    caught_as(Fault::CacheUncachable, 1.0, simple(), "uncachable_hit");
+}
+
+#[test]
+fn serving_reloads_from_the_store_is_reload_hit() {
+    let mix = RequestMix {
+        basic: 0.8,
+        reload: 0.2,
+        ..RequestMix::basic_only()
+    };
+    caught_as(Fault::ReloadHit, 1.0, with_requests(mix), "reload_hit");
+}
+
+#[test]
+fn every_fault_has_a_test() {
+    // The list above, kept in step with the proxy's.
+    assert_eq!(Fault::ALL.len(), 13);
+}
