@@ -157,7 +157,8 @@ pub fn run(
     let schedule = wl.schedule();
     let start_wall = SystemTime::now() + START_DELAY;
     let shared = Arc::new(Shared {
-        objects: ObjectSpace::new(wl.seed, &wl.content, wl.servers.count, workers as u32),
+        objects: ObjectSpace::new(wl.seed, &wl.content, wl.servers.count, workers as u32)
+            .for_run(run_nonce()),
         intervals: schedule.intervals(wl.interval.as_secs_f64()),
         schedule,
         server_hosts: servers.iter().map(|a| a.to_string()).collect(),
@@ -406,4 +407,13 @@ fn collect(
         total: total.entry("total", &type_names),
         distributions,
     })
+}
+
+/// A number that differs between runs (the seed does not have to), for
+/// the URLs: a cache kept from an earlier run cannot serve this one.
+fn run_nonce() -> u32 {
+    let t = SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    cacheoff_base::rng::mix64(t ^ u64::from(std::process::id()) << 32) as u32
 }

@@ -94,6 +94,8 @@ struct Planned {
     rtype: RequestType,
     /// Body bytes of a POST.
     post_len: u64,
+    /// The robot's client host (its world).
+    host: u32,
 }
 
 struct Conn {
@@ -277,7 +279,11 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
                 world.note_unfetched(embedded_oid(info.oid, k));
             }
         }
-        world.note_request(info.oid, repeat, rtype)
+        let held = world.note_request(info.oid, repeat, rtype);
+        if !held && info.cachable {
+            world.note_unoffered_planned(info.oid);
+        }
+        held
     };
     Planned {
         info,
@@ -286,6 +292,7 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
         offered_hit: held && info.cachable,
         rtype,
         post_len,
+        host: robot.host,
     }
 }
 
@@ -335,9 +342,14 @@ fn embedded_of<'a>(
     (1..=page.info.embeds).map(move |k| {
         let info = ctx.shared.objects.get(embedded_oid(oid, k));
         let (rtype, post_len) = choose_request(&ctx.shared.wl, robot, special);
-        let held = ctx.worlds[robot.host as usize]
-            .borrow_mut()
-            .note_request(info.oid, repeat, rtype);
+        let held = {
+            let mut world = ctx.worlds[robot.host as usize].borrow_mut();
+            let held = world.note_request(info.oid, repeat, rtype);
+            if !held && info.cachable {
+                world.note_unoffered_planned(info.oid);
+            }
+            held
+        };
         Planned {
             info,
             intended: now,
@@ -345,6 +357,7 @@ fn embedded_of<'a>(
             offered_hit: held && info.cachable,
             rtype,
             post_len,
+            host: robot.host,
         }
     })
 }
@@ -668,6 +681,12 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
         },
     );
     cacheoff_http::body::append(&mut conn.buf, xact, 0, p.post_len);
+    let unoffered = p.info.cachable && !p.offered_hit;
+    if !unoffered {
+        ctx.worlds[p.host as usize]
+            .borrow_mut()
+            .note_sent(p.info.oid);
+    }
     let sent = Instant::now();
     ctx.stats
         .borrow_mut()
@@ -681,7 +700,20 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
         xact,
         robot_abort: shared.wl.aborts.robot_aborts(shared.abort_key, xact),
     };
-    let result = tokio::time::timeout_at(deadline, read_reply(conn, shared, &ask)).await;
+    let mut result = tokio::time::timeout_at(deadline, read_reply(conn, shared, &ask)).await;
+    // (A stale connection is retried: the request is not done yet.)
+    if unoffered && !matches!(result, Ok(Err(Failure::StaleConn))) {
+        // A hit no earlier request could have filled a cache for is false,
+        // unless another request for the object was sent meanwhile.
+        let overtaken = ctx.worlds[p.host as usize]
+            .borrow_mut()
+            .note_unoffered_done(p.info.oid);
+        if let Ok(Ok(r)) = &result {
+            if r.outcome == Outcome::Hit && !overtaken {
+                result = Ok(Err(ErrorKind::FalseHit.into()));
+            }
+        }
+    }
     // A transaction the server was to abort fails one way or another (a
     // proxy may turn it into an error page): that is the abort.
     let server_abort = shared.wl.aborts.server_aborts(shared.abort_key, xact);

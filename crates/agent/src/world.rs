@@ -10,7 +10,7 @@
 use cacheoff_base::rng::Rng;
 use cacheoff_stats::RequestType;
 use cacheoff_workload::{split_oid, Popularity, WORLD_SHIFT};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Repeat requests choose among at most this many recent objects unless
 /// the workload caps the working set lower.
@@ -27,7 +27,15 @@ pub struct World {
     /// Rare, and pruned as the working set slides.
     unfetched: HashSet<u64>,
     prune_at: usize,
+    /// Objects with a request in progress that was offered no hit, and
+    /// whether another request for them was sent meanwhile.
+    unoffered: HashMap<u64, bool>,
 }
+
+/// Unfinished unoffered requests remembered at most (requests dropped
+/// before they were sent leave entries behind; past this the table starts
+/// over).
+const MAX_UNOFFERED: usize = 1 << 16;
 
 /// One choice of object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +55,32 @@ impl World {
             hot_start: 0,
             unfetched: HashSet::new(),
             prune_at: 4096,
+            unoffered: HashMap::new(),
         }
+    }
+
+    /// Notes that a request for `oid` that was offered no hit is planned.
+    pub fn note_unoffered_planned(&mut self, oid: u64) {
+        if self.unoffered.len() >= MAX_UNOFFERED {
+            self.unoffered.clear();
+        }
+        self.unoffered.insert(oid, false);
+    }
+
+    /// Notes that another request for `oid` is being sent while an
+    /// unoffered one is in progress: a cache may then rightly hold the
+    /// object by the time the unoffered one arrives (requests race on the
+    /// wire and inside the proxy).
+    pub fn note_sent(&mut self, oid: u64) {
+        if let Some(overtaken) = self.unoffered.get_mut(&oid) {
+            *overtaken = true;
+        }
+    }
+
+    /// The unoffered request for `oid` finished; tells whether another one
+    /// was sent meanwhile.
+    pub fn note_unoffered_done(&mut self, oid: u64) -> bool {
+        self.unoffered.remove(&oid).unwrap_or(false)
     }
 
     /// Chooses a repeat (with probability `recurrence`, the phase's) or a
@@ -310,6 +343,15 @@ mod tests {
         assert!(w.note_request(8, true, post));
         assert!(!w.note_request(8, true, get));
         assert!(w.note_request(8, true, get));
+        // A first request overtaken by a later one on the wire.
+        // An unoffered request overtaken by another one.
+        w.note_unoffered_planned(20);
+        w.note_sent(20);
+        assert!(w.note_unoffered_done(20));
+        w.note_unoffered_planned(21);
+        assert!(!w.note_unoffered_done(21));
+        w.note_sent(21);
+        assert!(!w.note_unoffered_done(21), "sent after it finished");
         // Embedded objects of a page asked for by HEAD were never fetched.
         w.note_unfetched(9);
         assert!(!w.note_request(9, true, get));

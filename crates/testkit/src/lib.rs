@@ -34,6 +34,8 @@ pub struct Faults {
     /// Serve stored replies without looking at `If-Modified-Since` or
     /// `no-cache`: reloads become hits, IMS requests get the stored 200.
     pub ignore_request_headers: bool,
+    /// Keep a URL's copy after a POST to it (RFC 9111 §4.4 says drop it).
+    pub keep_after_post: bool,
 }
 
 /// How the proxy delimits reply bodies to its clients.
@@ -215,7 +217,10 @@ async fn client(mut s: TcpStream, opts: ProxyOptions, cache: Cache, counters: Ar
                 }
             }
         } else {
-            if opts.cache && req.method == cacheoff_http::Method::Post {
+            if opts.cache
+                && req.method == cacheoff_http::Method::Post
+                && !opts.faults.keep_after_post
+            {
                 // An unsafe method invalidates the URL (RFC 9111 §4.4).
                 cache.lock().expect("cache lock").remove(&key);
             }

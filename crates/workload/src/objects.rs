@@ -71,6 +71,9 @@ pub struct ObjectInfo {
 #[derive(Debug, Clone)]
 pub struct ObjectSpace {
     key: u64,
+    /// Names this run in every URL, so no cache can answer one run's
+    /// request with another run's object.
+    run: u32,
     types: Arc<[ContentType]>,
     mix: Arc<Mix>,
     servers: u32,
@@ -84,6 +87,7 @@ impl ObjectSpace {
         let servers = servers.max(1);
         ObjectSpace {
             key: key(seed, Stream::Objects),
+            run: 0,
             mix: Arc::new(Mix::new(types).expect("validated content types")),
             types: types.into(),
             servers,
@@ -186,19 +190,27 @@ impl ObjectSpace {
         &self.types[o.ctype as usize].mime
     }
 
-    /// Appends the object's URL path: `/cacheoff/<16 hex digits><ext>`.
+    /// The same objects under URLs naming run `run` (a per-run nonce).
+    pub fn for_run(mut self, run: u32) -> ObjectSpace {
+        self.run = run;
+        self
+    }
+
+    /// Appends the object's URL path:
+    /// `/cacheoff/<run: 8 hex digits>/<object id: 16 hex digits><ext>`.
     pub fn write_path(&self, out: &mut String, o: &ObjectInfo) {
         use std::fmt::Write;
-        let _ = write!(out, "{URL_PREFIX}{:016x}", o.oid);
+        let _ = write!(out, "{URL_PREFIX}{:08x}/{:016x}", self.run, o.oid);
         if let Some(e) = o.ext {
             out.push_str(&self.types[o.ctype as usize].extensions[e as usize].ext);
         }
     }
 
-    /// The object a URL path names, if the path is exactly the object's.
+    /// The object a URL path names, if the path is exactly the object's
+    /// in this run.
     pub fn parse_path(&self, path: &str) -> Option<ObjectInfo> {
         let rest = path.strip_prefix(URL_PREFIX)?;
-        let hex = rest.get(..16)?;
+        let hex = rest.get(9..25)?;
         let oid = u64::from_str_radix(hex, 16).ok()?;
         let info = self.get(oid);
         let mut canonical = String::with_capacity(path.len());
@@ -349,6 +361,13 @@ mod tests {
             s.write_path(&mut path, &o);
             assert_eq!(s.parse_path(&path), Some(o));
             assert_eq!(s.parse_path(&format!("{path}x")), None);
+            // Another run's URL for the same object is not this run's.
+            let other = s.clone().for_run(7);
+            assert_eq!(other.parse_path(&path), None);
+            let mut theirs = String::new();
+            other.write_path(&mut theirs, &o);
+            assert_ne!(theirs, path);
+            assert_eq!(other.parse_path(&theirs), Some(o));
         }
         let share = f64::from(pages) / 20_000.0;
         assert!((share - 0.5).abs() < 0.015, "page share {share}");
