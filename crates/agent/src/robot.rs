@@ -283,6 +283,17 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
         if !held && info.cachable {
             world.note_unoffered_planned(info.oid);
         }
+        if !repeat && rtype != RequestType::Head {
+            // This page's images will be first asked for after its reply,
+            // but a revisit of the page by another robot may fetch them
+            // sooner: watch for that from now on.
+            for k in 1..=info.embeds {
+                let e = ctx.shared.objects.get(embedded_oid(info.oid, k));
+                if e.cachable {
+                    world.note_unoffered_planned(e.oid);
+                }
+            }
+        }
         held
     };
     Planned {
@@ -682,11 +693,10 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
     );
     cacheoff_http::body::append(&mut conn.buf, xact, 0, p.post_len);
     let unoffered = p.info.cachable && !p.offered_hit;
-    if !unoffered {
-        ctx.worlds[p.host as usize]
-            .borrow_mut()
-            .note_sent(p.info.oid);
-    }
+    let post = rtype == RequestType::Post;
+    ctx.worlds[p.host as usize]
+        .borrow_mut()
+        .note_sending(p.info.oid, unoffered, post);
     let sent = Instant::now();
     ctx.stats
         .borrow_mut()
@@ -701,17 +711,17 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
         robot_abort: shared.wl.aborts.robot_aborts(shared.abort_key, xact),
     };
     let mut result = tokio::time::timeout_at(deadline, read_reply(conn, shared, &ask)).await;
-    // (A stale connection is retried: the request is not done yet.)
-    if unoffered && !matches!(result, Ok(Err(Failure::StaleConn))) {
-        // A hit no earlier request could have filled a cache for is false,
-        // unless another request for the object was sent meanwhile.
-        let overtaken = ctx.worlds[p.host as usize]
+    // A hit no earlier request could have filled a cache for is false,
+    // unless the wire may have reordered things (see World::note_sending).
+    // A stale connection is retried: an unoffered request is not done yet.
+    let retried = matches!(result, Ok(Err(Failure::StaleConn)));
+    let may_hit =
+        ctx.worlds[p.host as usize]
             .borrow_mut()
-            .note_unoffered_done(p.info.oid);
-        if let Ok(Ok(r)) = &result {
-            if r.outcome == Outcome::Hit && !overtaken {
-                result = Ok(Err(ErrorKind::FalseHit.into()));
-            }
+            .note_done(p.info.oid, unoffered && !retried, post);
+    if let Ok(Ok(r)) = &result {
+        if unoffered && r.outcome == Outcome::Hit && !may_hit {
+            result = Ok(Err(ErrorKind::FalseHit.into()));
         }
     }
     // A transaction the server was to abort fails one way or another (a
