@@ -736,6 +736,7 @@ async fn relay(
     let mut stored_body = Vec::new();
     let mut storing = may_store;
     let mut piece = Vec::with_capacity(64 * 1024);
+    let mut cut_off = false;
     loop {
         piece.clear();
         match reply.next(&mut piece).await {
@@ -744,14 +745,8 @@ async fn relay(
             Err(_) => {
                 sh.stats.origin_errors.fetch_add(1, Ordering::Relaxed);
                 // The client sees a cut-off reply, as from the origin.
-                return Done {
-                    code,
-                    status,
-                    bytes: written,
-                    peer: reply.peer,
-                    content_type,
-                    keep_alive: false,
-                };
+                cut_off = true;
+                break;
             }
         }
         if storing {
@@ -775,16 +770,20 @@ async fn relay(
             client_ok = res.is_ok();
             // Nobody is reading and nobody will use it: stop fetching.
             if !client_ok && !storing {
-                return Done {
-                    code,
-                    status,
-                    bytes: written,
-                    peer: reply.peer,
-                    content_type,
-                    keep_alive: false,
-                };
+                cut_off = true;
+                break;
             }
         }
+    }
+    if cut_off {
+        return Done {
+            code,
+            status,
+            bytes: written,
+            peer: reply.peer,
+            content_type,
+            keep_alive: false,
+        };
     }
     if stream_to_client && client_ok && chunk_to_client {
         written += 5;
