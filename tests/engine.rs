@@ -1096,24 +1096,6 @@ fn the_reference_proxy_holds_thousands_of_client_connections() {
 }
 
 #[test]
-fn a_hit_no_cache_could_have_had_is_a_false_hit() {
-    // A cache that keeps its copy after a POST serves the next GET from
-    // it, though the origin may have changed it.
-    let mut w = simple(1000.0, 50, 10, 1.0, 4.0);
-    w.requests.basic = 0.85;
-    w.requests.post = 0.15;
-    let proxy = TestProxy::caching_with(Faults {
-        keep_after_post: true,
-        ..Default::default()
-    });
-    let (_dir, r) = run(w, Some(proxy.addr));
-    let t = &r.summary.total;
-    let false_hits = t.errors.by_kind.get("false_hit").copied().unwrap_or(0);
-    assert!(false_hits > 10, "{:?}", t.errors.by_kind);
-    assert_eq!(t.errors.total, false_hits, "{:?}", t.errors.by_kind);
-}
-
-#[test]
 fn a_cache_kept_from_an_earlier_run_serves_no_hit_to_the_next() {
     // The same seed and server addresses twice through one proxy: every
     // URL names its run, so the second run starts cold, without false hits.

@@ -94,8 +94,6 @@ struct Planned {
     rtype: RequestType,
     /// Body bytes of a POST.
     post_len: u64,
-    /// The robot's client host (its world).
-    host: u32,
 }
 
 struct Conn {
@@ -279,22 +277,7 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
                 world.note_unfetched(embedded_oid(info.oid, k));
             }
         }
-        let held = world.note_request(info.oid, repeat, rtype);
-        if !held && info.cachable {
-            world.note_unoffered_planned(info.oid);
-        }
-        if !repeat && rtype != RequestType::Head {
-            // This page's images will be first asked for after its reply,
-            // but a revisit of the page by another robot may fetch them
-            // sooner: watch for that from now on.
-            for k in 1..=info.embeds {
-                let e = ctx.shared.objects.get(embedded_oid(info.oid, k));
-                if e.cachable {
-                    world.note_unoffered_planned(e.oid);
-                }
-            }
-        }
-        held
+        world.note_request(info.oid, repeat, rtype)
     };
     Planned {
         info,
@@ -303,7 +286,6 @@ fn plan(ctx: &WorkerCtx, robot: &Robot, intended: Instant) -> Planned {
         offered_hit: held && info.cachable,
         rtype,
         post_len,
-        host: robot.host,
     }
 }
 
@@ -353,14 +335,9 @@ fn embedded_of<'a>(
     (1..=page.info.embeds).map(move |k| {
         let info = ctx.shared.objects.get(embedded_oid(oid, k));
         let (rtype, post_len) = choose_request(&ctx.shared.wl, robot, special);
-        let held = {
-            let mut world = ctx.worlds[robot.host as usize].borrow_mut();
-            let held = world.note_request(info.oid, repeat, rtype);
-            if !held && info.cachable {
-                world.note_unoffered_planned(info.oid);
-            }
-            held
-        };
+        let held = ctx.worlds[robot.host as usize]
+            .borrow_mut()
+            .note_request(info.oid, repeat, rtype);
         Planned {
             info,
             intended: now,
@@ -368,7 +345,6 @@ fn embedded_of<'a>(
             offered_hit: held && info.cachable,
             rtype,
             post_len,
-            host: robot.host,
         }
     })
 }
@@ -692,11 +668,6 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
         },
     );
     cacheoff_http::body::append(&mut conn.buf, xact, 0, p.post_len);
-    let unoffered = p.info.cachable && !p.offered_hit;
-    let post = rtype == RequestType::Post;
-    ctx.worlds[p.host as usize]
-        .borrow_mut()
-        .note_sending(p.info.oid, unoffered, post);
     let sent = Instant::now();
     ctx.stats
         .borrow_mut()
@@ -710,20 +681,7 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
         xact,
         robot_abort: shared.wl.aborts.robot_aborts(shared.abort_key, xact),
     };
-    let mut result = tokio::time::timeout_at(deadline, read_reply(conn, shared, &ask)).await;
-    // A hit no earlier request could have filled a cache for is false,
-    // unless the wire may have reordered things (see World::note_sending).
-    // A stale connection is retried: an unoffered request is not done yet.
-    let retried = matches!(result, Ok(Err(Failure::StaleConn)));
-    let may_hit =
-        ctx.worlds[p.host as usize]
-            .borrow_mut()
-            .note_done(p.info.oid, unoffered && !retried, post);
-    if let Ok(Ok(r)) = &result {
-        if unoffered && r.outcome == Outcome::Hit && !may_hit {
-            result = Ok(Err(ErrorKind::FalseHit.into()));
-        }
-    }
+    let result = tokio::time::timeout_at(deadline, read_reply(conn, shared, &ask)).await;
     // A transaction the server was to abort fails one way or another (a
     // proxy may turn it into an error page): that is the abort.
     let server_abort = shared.wl.aborts.server_aborts(shared.abort_key, xact);

@@ -10,7 +10,7 @@
 use cacheoff_base::rng::Rng;
 use cacheoff_stats::RequestType;
 use cacheoff_workload::{split_oid, Popularity, WORLD_SHIFT};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// Repeat requests choose among at most this many recent objects unless
 /// the workload caps the working set lower.
@@ -27,18 +27,7 @@ pub struct World {
     /// Rare, and pruned as the working set slides.
     unfetched: HashSet<u64>,
     prune_at: usize,
-    /// Objects with a request in progress that was offered no hit, and
-    /// whether another request for them was sent meanwhile.
-    unoffered: HashMap<u64, bool>,
-    /// POSTs in progress per object: a cache drops its copy only when the
-    /// POST's reply passes through it, so until then a hit is still right.
-    posts: HashMap<u64, u32>,
 }
-
-/// Unfinished unoffered requests remembered at most (requests dropped
-/// before they were sent leave entries behind; past this the table starts
-/// over).
-const MAX_UNOFFERED: usize = 1 << 16;
 
 /// One choice of object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,52 +47,7 @@ impl World {
             hot_start: 0,
             unfetched: HashSet::new(),
             prune_at: 4096,
-            unoffered: HashMap::new(),
-            posts: HashMap::new(),
         }
-    }
-
-    /// Notes that a request for `oid` that was offered no hit is planned
-    /// (or will be: a new page's images). What was seen for the object
-    /// since an earlier such note stays.
-    pub fn note_unoffered_planned(&mut self, oid: u64) {
-        if self.unoffered.len() >= MAX_UNOFFERED {
-            self.unoffered.clear();
-        }
-        self.unoffered.entry(oid).or_insert(false);
-    }
-
-    /// Notes that a request for `oid` is being sent (`unoffered`: it was
-    /// offered no hit; `post`: a POST). Another request sent while an
-    /// unoffered one is in progress may fill a cache before it arrives
-    /// (requests race on the wire and inside the proxy); a POST still in
-    /// progress has not made caches drop their copy yet. Either way a hit
-    /// on the unoffered request may be right.
-    pub fn note_sending(&mut self, oid: u64, unoffered: bool, post: bool) {
-        let post_in_progress = self.posts.contains_key(&oid);
-        if post {
-            *self.posts.entry(oid).or_default() += 1;
-        }
-        if !unoffered || post_in_progress {
-            if let Some(overtaken) = self.unoffered.get_mut(&oid) {
-                *overtaken = true;
-            }
-        }
-    }
-
-    /// Notes that a request for `oid` finished (or must be sent again);
-    /// for an unoffered one that finished, tells whether a hit on it may
-    /// be right (see [`World::note_sending`]).
-    pub fn note_done(&mut self, oid: u64, unoffered: bool, post: bool) -> bool {
-        if post {
-            if let Some(n) = self.posts.get_mut(&oid) {
-                *n -= 1;
-                if *n == 0 {
-                    self.posts.remove(&oid);
-                }
-            }
-        }
-        unoffered && self.unoffered.remove(&oid).unwrap_or(false)
     }
 
     /// Chooses a repeat (with probability `recurrence`, the phase's) or a
@@ -366,26 +310,6 @@ mod tests {
         assert!(w.note_request(8, true, post));
         assert!(!w.note_request(8, true, get));
         assert!(w.note_request(8, true, get));
-        // A first request overtaken by a later one on the wire.
-        // An unoffered request overtaken by another one...
-        w.note_unoffered_planned(20);
-        w.note_sending(20, true, false);
-        w.note_sending(20, false, false);
-        assert!(w.note_done(20, true, false));
-        w.note_unoffered_planned(21);
-        w.note_sending(21, true, false);
-        assert!(!w.note_done(21, true, false));
-        w.note_sending(21, false, false);
-        assert!(!w.note_done(21, true, false), "sent after it finished");
-        // ...or sent while a POST that will empty caches is in progress.
-        w.note_sending(22, false, true);
-        w.note_unoffered_planned(22);
-        w.note_sending(22, true, false);
-        assert!(w.note_done(22, true, false));
-        assert!(!w.note_done(22, false, true));
-        w.note_unoffered_planned(22);
-        w.note_sending(22, true, false);
-        assert!(!w.note_done(22, true, false), "the POST had finished");
         // Embedded objects of a page asked for by HEAD were never fetched.
         w.note_unfetched(9);
         assert!(!w.note_request(9, true, get));

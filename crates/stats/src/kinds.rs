@@ -48,7 +48,6 @@ closed_set! {
         FalseNotModified = "false_304": "a 304 Not Modified for an object modified after the If-Modified-Since date (e.g. a cache judging by Expires instead of Last-Modified)",
         StaleContent = "stale_content": "the reply carried an older version of the object (an earlier Last-Modified) than the origin server had when the request was sent",
         HeadTooLarge = "head_too_large": "the response header block was larger than the robot accepts (64 KB)",
-        FalseHit = "false_hit": "a hit that no cache could have had: no earlier GET in this run fetched the object, or a POST has made caches drop it since",
     }
 }
 
