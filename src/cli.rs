@@ -1,6 +1,6 @@
 //! Command-line arguments. Values use human units: `13KB`, `2min`, `400/s`.
 
-use cacheoff_base::{Dur, Rate};
+use cacheoff_base::{Bytes, Dur, Rate};
 use clap::{Args, Parser, Subcommand};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -66,20 +66,45 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "FILE")]
     pub access_log: Option<PathBuf>,
     /// Largest object stored.
-    #[arg(long, default_value = "64MB", value_name = "SIZE")]
-    pub max_object: cacheoff_base::Bytes,
-    /// Largest request or reply header block.
-    #[arg(long, default_value = "64KB", value_name = "SIZE")]
-    pub max_header: cacheoff_base::Bytes,
+    #[arg(long, value_name = "SIZE", default_value_t = Bytes(proxy_defaults().max_object))]
+    pub max_object: Bytes,
+    /// Largest request or reply header block (431 or 502 beyond it).
+    #[arg(long, value_name = "SIZE", default_value_t = Bytes(proxy_defaults().max_header as u64))]
+    pub max_header: Bytes,
+    /// Largest request body (413 beyond it; uploads are buffered).
+    #[arg(long, value_name = "SIZE", default_value_t = Bytes(proxy_defaults().max_request_body))]
+    pub max_request_body: Bytes,
+    /// Limit on opening a connection to an origin server (then 504).
+    #[arg(long, value_name = "TIME", default_value_t = Dur(proxy_defaults().connect_timeout))]
+    pub connect_timeout: Dur,
+    /// Longest wait for the next bytes from an origin server.
+    #[arg(long, value_name = "TIME", default_value_t = Dur(proxy_defaults().read_timeout))]
+    pub read_timeout: Dur,
+    /// How long an idle client connection stays open.
+    #[arg(long, value_name = "TIME", default_value_t = Dur(proxy_defaults().client_idle_timeout))]
+    pub client_idle_timeout: Dur,
+    /// How long an idle origin connection stays pooled.
+    #[arg(long, value_name = "TIME", default_value_t = Dur(proxy_defaults().pool_idle_timeout))]
+    pub pool_idle_timeout: Dur,
+    /// Idle origin connections kept per origin server (and worker).
+    #[arg(long, value_name = "N", default_value_t = proxy_defaults().pool_per_origin)]
+    pub pool_per_origin: usize,
     /// Worker threads (default: one per core).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
     /// Misbehave on purpose, to check that a run catches it: KIND or
     /// KIND:PROB (share of requests, default 1); repeatable. Kinds: reset,
     /// close, truncate, garbage, drip, huge-header, stale, wrong-object,
-    /// flip-byte, ims-by-expires, cache-uncachable, reload-hit, drop.
+    /// flip-byte, ims-by-expires, cache-uncachable, reload-hit, drop,
+    /// stall, empty-body, bodiless-body, bad-md5 (docs/proxy.md says what
+    /// each does and what a run counts).
     #[arg(long = "fault", value_name = "KIND[:PROB]", value_parser = cacheoff_proxy::Faults::parse_one)]
     pub faults: Vec<(cacheoff_proxy::Fault, f64)>,
+}
+
+/// The reference proxy's own defaults, shown by `--help`.
+fn proxy_defaults() -> cacheoff_proxy::ProxyConfig {
+    cacheoff_proxy::ProxyConfig::new(SocketAddr::from((Ipv4Addr::LOCALHOST, 3128)))
 }
 
 fn parse_policy(s: &str) -> Result<cacheoff_cache::Policy, String> {

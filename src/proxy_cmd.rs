@@ -19,7 +19,13 @@ pub fn config(a: &ProxyArgs) -> ProxyConfig {
     c.allow = a.allow.clone();
     c.access_log = a.access_log.clone();
     c.max_object = a.max_object.0;
-    c.max_header = a.max_header.0 as usize;
+    c.max_header = usize::try_from(a.max_header.0).unwrap_or(usize::MAX);
+    c.max_request_body = a.max_request_body.0;
+    c.connect_timeout = a.connect_timeout.0;
+    c.read_timeout = a.read_timeout.0;
+    c.client_idle_timeout = a.client_idle_timeout.0;
+    c.pool_idle_timeout = a.pool_idle_timeout.0;
+    c.pool_per_origin = a.pool_per_origin;
     if let Some(w) = a.workers {
         c.workers = w.max(1);
     }

@@ -32,6 +32,43 @@ fn bad_input_is_a_usage_error_that_names_the_problem() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
     }
+
+    // Broken workload files: the place is named and nothing is started
+    // (no run directory appears).
+    let dir = tempfile::tempdir().unwrap();
+    let files: &[(&str, &str)] = &[
+        ("[[phases]]\nname = \"a\"\nduration = \n", "w.toml:3:"),
+        (
+            "[timeouts]\nidle = \"0s\"\n[[phases]]\nname = \"a\"\nduration = \"1s\"\n",
+            "w.toml:2:8: timeouts.idle = 0s: must be above zero",
+        ),
+        (
+            "[robots]\nbacklog = \"many\"\n[[phases]]\nname = \"a\"\nduration = \"1s\"\n",
+            "w.toml:2:11",
+        ),
+    ];
+    for (text, needle) in files {
+        let file = dir.path().join("w.toml");
+        std::fs::write(&file, text).unwrap();
+        let out = dir.path().join("never");
+        let o = cacheoff(&[
+            "run",
+            file.to_str().unwrap(),
+            "--direct",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{text}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{text}: {}", stderr(&o));
+        assert!(!out.exists(), "{text}: a run directory was made");
+    }
+    let o = cacheoff(&["proxy", "--fault", "explode"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("unknown fault \"explode\""),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -140,6 +177,32 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
     let intervals = cacheoff_stats::log::read_intervals(&run).unwrap();
     assert_eq!(intervals.len(), 1, "the 5 s warm-up interval was kept");
     assert!(intervals[0].stats.xacts > 400);
+
+    // Servers that take 5 s per reply: the graceful stop waits up to
+    // timeouts.drain for them, a second signal does not.
+    let slow = dir.path().join("slow.toml");
+    std::fs::write(
+        &slow,
+        "peak_rate = \"50/s\"\n[robots]\ncount = 10\n[servers]\ncount = 2\n\
+         think_time = \"const(5s)\"\n[[phases]]\nname = \"a\"\nduration = \"1min\"\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cacheoff"))
+        .args(["run", slow.to_str().unwrap(), "--direct", "-q", "-o"])
+        .arg(dir.path().join("twice"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    signal(child.id(), "-INT");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(child.try_wait().unwrap().is_none(), "still draining");
+    signal(child.id(), "-TERM");
+    let t = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
 
     // Both render their report cards, marked as what they are.
     for (name, mark) in [

@@ -108,3 +108,30 @@ fn every_workload_field_is_documented() {
         );
     }
 }
+
+#[test]
+fn every_proxy_fault_is_documented_and_in_the_help() {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/proxy.md")).unwrap();
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_cacheoff"))
+        .args(["proxy", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for f in cacheoff_proxy::Fault::ALL {
+        let row = format!("| `{}` |", f.name());
+        assert!(
+            doc.contains(&row),
+            "docs/proxy.md lacks the fault {}",
+            f.name()
+        );
+        assert!(
+            help.contains(&format!(" {},", f.name())) || help.contains(&format!(" {} (", f.name())),
+            "cacheoff proxy --help lacks the fault {}",
+            f.name()
+        );
+    }
+}

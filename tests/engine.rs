@@ -716,6 +716,27 @@ fn post_and_head_requests_reach_the_origin_and_are_checked() {
 }
 
 #[test]
+fn a_cache_that_keeps_copies_after_a_post_serves_false_hits() {
+    // POSTs to objects a cache holds; the cache keeps its copies anyway.
+    let mut w = simple(1000.0, 50, 10, 1.0, 4.0);
+    w.popularity.recurrence = 0.9;
+    w.requests.basic = 0.9;
+    w.requests.post = 0.1;
+    let proxy = TestProxy::caching_with(Faults {
+        keep_after_post: true,
+        ..Faults::default()
+    });
+    let (_dir, r) = run(w, Some(proxy.addr));
+    let t = &r.summary.total;
+    assert!(
+        t.errors.by_kind.get("false_hit").copied().unwrap_or(0) > 20,
+        "{:?}",
+        t.errors.by_kind
+    );
+    assert_eq!(t.errors.by_kind.len(), 1, "{:?}", t.errors.by_kind);
+}
+
+#[test]
 fn http10_keep_alive_connections_persist() {
     for proxy in [None, Some(TestProxy::caching())] {
         let mut w = simple(600.0, 20, 2, 1.0, 2.0);

@@ -22,7 +22,10 @@ fn simple() -> Workload {
         },
     )
     .unwrap();
-    // Faults that stall a reply end in a timeout; keep it short.
+    // Faults that stall a reply end in a timeout; keep them short, each
+    // below the whole transaction's so that the first to strike names it.
+    w.timeouts.first_byte = Dur::secs(0.5);
+    w.timeouts.idle = Dur::secs(0.3);
     w.timeouts.xact = Dur::secs(1.0);
     w
 }
@@ -106,8 +109,39 @@ fn a_dripping_reply_is_xact_timeout() {
 }
 
 #[test]
-fn a_dropped_request_is_xact_timeout() {
-    caught_as(Fault::Drop, 0.02, simple(), "xact_timeout");
+fn a_dropped_request_is_first_byte_timeout() {
+    caught_as(Fault::Drop, 0.02, simple(), "first_byte_timeout");
+}
+
+#[test]
+fn a_stalled_reply_is_idle_timeout() {
+    caught_as(Fault::Stall, 0.02, simple(), "idle_timeout");
+}
+
+#[test]
+fn an_empty_hit_is_no_body() {
+    caught_as(Fault::EmptyBody, 0.1, simple(), "no_body");
+}
+
+#[test]
+fn a_body_after_a_304_or_head_is_unwanted_body() {
+    let mix = RequestMix {
+        basic: 0.8,
+        ims304: 0.1,
+        head: 0.1,
+        ..RequestMix::basic_only()
+    };
+    caught_as(
+        Fault::BodilessBody,
+        0.1,
+        with_requests(mix),
+        "unwanted_body",
+    );
+}
+
+#[test]
+fn a_wrong_content_md5_is_md5_mismatch() {
+    caught_as(Fault::BadMd5, 0.1, simple(), "md5_mismatch");
 }
 
 #[test]
@@ -133,6 +167,19 @@ fn a_stale_copy_is_stale_content() {
         length: Dist::exp(Quantity::Time, 3.0),
         variance: 0.5,
         with_lmt: 1.0,
+        modified_ago: None,
+    };
+    caught_as(Fault::Stale, 1.0, w, "stale_content");
+}
+
+#[test]
+fn a_stale_copy_without_last_modified_is_stale_content_by_its_expires() {
+    // Nothing to compare but the copy's Expires date.
+    let mut w = simple();
+    w.content[0].life_cycle = cacheoff_workload::LifeCycle {
+        length: Dist::exp(Quantity::Time, 3.0),
+        variance: 0.5,
+        with_lmt: 0.0,
         modified_ago: None,
     };
     caught_as(Fault::Stale, 1.0, w, "stale_content");
@@ -166,6 +213,12 @@ fn serving_reloads_from_the_store_is_reload_hit() {
 
 #[test]
 fn every_fault_has_a_test() {
-    // The list above, kept in step with the proxy's.
-    assert_eq!(Fault::ALL.len(), 13);
+    let tests: String = include_str!("faults.rs")
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    for f in Fault::ALL {
+        let call = format!("caught_as(Fault::{f:?},");
+        assert!(tests.contains(&call), "no test runs the {} fault", f.name());
+    }
 }

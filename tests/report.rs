@@ -310,6 +310,25 @@ fn compare_builds_the_executive_summary() {
     assert_eq!(figs.len(), 12, "{figs:?}");
     assert!(figs.iter().all(|&(points, _)| points == 2));
 
+    // More than 3% errors disqualifies: marked, and best at nothing.
+    let mut bad = rows.clone();
+    bad[0].errors_percent = 3.5;
+    assert!(bad[0].disqualified() && !bad[1].disqualified());
+    let md = compare::markdown(&bad);
+    assert!(
+        md.contains("| Ideal box (disqualified: 3.5% errors, more than 3%) |"),
+        "{md}"
+    );
+    let page = compare::html(&bad).unwrap();
+    let row = |name: &str| {
+        let start = page.find(&format!("data-v=\"{name}\"")).unwrap();
+        let end = start + page[start..].find("</tr>").unwrap();
+        page[page[..start].rfind("<tr").unwrap()..end].to_string()
+    };
+    assert!(row("Ideal box").starts_with("<tr class=\"disqualified\">"));
+    assert!(!row("Ideal box").contains("class=\"best\""));
+    assert!(row("simple via no proxy").contains("class=\"best\""));
+
     std::fs::write(
         &products_path,
         "[[product]]\nrun = \"x\"\nlabel = \"y\"\ncost = 1\n",

@@ -11,6 +11,7 @@
 //! only the read-only `Shared` data; each owns its stats.
 
 mod coord;
+mod ledger;
 mod link;
 mod robot;
 mod server;

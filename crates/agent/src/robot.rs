@@ -8,14 +8,14 @@
 //! Latency is measured from each request's intended start, so a robot that
 //! could not send on time still reports the wait (open-loop, as in wrk2).
 
-use crate::shared::{http_date, Shared};
+use crate::shared::{http_date, unix_now, Shared};
 use crate::worker::{WorkerCtx, IO_BUF};
 use cacheoff_base::rng::{stream, Rng, SimRng, Stream};
-use cacheoff_http::body::BodyCheck;
+use cacheoff_http::body::{self, BodyCheck};
 use cacheoff_http::chunked::ChunkedDecoder;
-use cacheoff_http::echo::echo_of;
+use cacheoff_http::echo::{echo_of, xact_of_echo};
 use cacheoff_http::request::{write_request, RequestSpec};
-use cacheoff_http::response::parse_response;
+use cacheoff_http::response::parse_response_within;
 use cacheoff_http::{Framing, HttpError, ResponseHead};
 use cacheoff_stats::{ErrorKind, Outcome, RequestType, XactRecord};
 use cacheoff_timer::PreciseTimer;
@@ -30,9 +30,6 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
-/// A robot closes its idle connections after this long, before servers'
-/// idle timeouts (15 s in PolyMix) can race with a new request.
-const ROBOT_IDLE_LIMIT: Duration = Duration::from_secs(10);
 /// Head reads (and the body bytes that come with them).
 const HEAD_CHUNK: usize = 4 * 1024;
 /// Requests due sooner than this are waited for by yielding to other tasks
@@ -75,9 +72,9 @@ impl Robot {
     }
 
     /// Takes a fresh idle connection to `target`, closing stale ones.
-    fn take_idle(&self, target: Target) -> Option<Conn> {
+    fn take_idle(&self, target: Target, keep_alive: Duration) -> Option<Conn> {
         let mut idle = self.idle.borrow_mut();
-        idle.retain(|c| c.idle_since.elapsed() < ROBOT_IDLE_LIMIT);
+        idle.retain(|c| c.idle_since.elapsed() < keep_alive);
         let i = idle.iter().position(|c| c.target == target)?;
         Some(idle.swap_remove(i))
     }
@@ -362,7 +359,7 @@ fn target_of(ctx: &WorkerCtx, p: &Planned) -> Target {
 fn dispatch(ctx: &Rc<WorkerCtx>, robot: &Rc<Robot>, p: Planned) {
     let target = target_of(ctx, &p);
     let max = ctx.shared.wl.robots.max_conns;
-    let conn = robot.take_idle(target);
+    let conn = robot.take_idle(target, ctx.shared.wl.timeouts.keep_alive.0);
     let can_start = conn.is_some() || robot.open() < max || {
         // At the limit with only idle connections to other servers: close
         // the one idle longest, as a browser would.
@@ -425,7 +422,7 @@ async fn run_one(
         other => {
             // Swap with a matching idle connection if there is one;
             // otherwise close ours and open another.
-            match robot.take_idle(target) {
+            match robot.take_idle(target, ctx.shared.wl.timeouts.keep_alive.0) {
                 Some(m) => {
                     if let Some(mut o) = other {
                         o.idle_since = Instant::now();
@@ -669,11 +666,16 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
     );
     cacheoff_http::body::append(&mut conn.buf, xact, 0, p.post_len);
     let sent = Instant::now();
+    if rtype == RequestType::Post {
+        ctx.ledger.borrow_mut().post_sent(p.info.oid, xact, sent);
+    }
     ctx.stats
         .borrow_mut()
         .record_send(us_since(p.intended, sent));
     let deadline = tokio::time::Instant::from_std(sent + shared.wl.timeouts.xact.0);
     let ask = Ask {
+        sent,
+        sent_unix: unix_now(),
         info: &p.info,
         rtype,
         ims_lmt,
@@ -685,6 +687,10 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
     // A transaction the server was to abort fails one way or another (a
     // proxy may turn it into an error page): that is the abort.
     let server_abort = shared.wl.aborts.server_aborts(shared.abort_key, xact);
+    let post_ok = (rtype == RequestType::Post).then_some(matches!(result, Ok(Ok(_))));
+    ctx.ledger
+        .borrow_mut()
+        .finished(p.info.oid, xact, Instant::now(), post_ok);
     match result {
         Ok(Err(Failure::StaleConn | Failure::Error(_))) | Err(_) if server_abort => {
             Err(Failure::Aborted(true))
@@ -711,6 +717,10 @@ struct Ask<'a> {
     ims_lmt: Option<i64>,
     /// The object's `Last-Modified` when the request was sent.
     lm_at_send: Option<i64>,
+    /// When the request was sent, by the monotonic clock and the wall
+    /// clock (Unix seconds).
+    sent: Instant,
+    sent_unix: f64,
     xact: u64,
     /// Close the connection as soon as the reply starts.
     robot_abort: bool,
@@ -730,16 +740,19 @@ async fn read_reply(conn: &mut Conn, shared: &Shared, ask: &Ask<'_>) -> Result<C
         .await
         .map_err(|e| Failure::Error(io_kind(&e)))?;
     conn.buf.clear();
+    let timeouts = &shared.wl.timeouts;
+    let max_head = usize::try_from(shared.wl.robots.max_head.0).unwrap_or(usize::MAX);
     // Head.
     let head = loop {
         if conn.buf.capacity() - conn.buf.len() < 1024 {
             conn.buf.reserve(HEAD_CHUNK);
         }
-        let n = conn
-            .stream
-            .read_buf(&mut conn.buf)
-            .await
-            .map_err(|e| Failure::Error(io_kind(&e)))?;
+        let (limit, kind) = if conn.buf.is_empty() {
+            (timeouts.first_byte.0, ErrorKind::FirstByteTimeout)
+        } else {
+            (timeouts.idle.0, ErrorKind::IdleTimeout)
+        };
+        let n = within(limit, kind, conn.stream.read_buf(&mut conn.buf)).await?;
         if n == 0 {
             return Err(if conn.buf.is_empty() {
                 Failure::StaleConn
@@ -747,7 +760,7 @@ async fn read_reply(conn: &mut Conn, shared: &Shared, ask: &Ask<'_>) -> Result<C
                 Failure::Error(ErrorKind::PrematureClose)
             });
         }
-        match parse_response(&conn.buf, ask.rtype == RequestType::Head, false) {
+        match parse_response_within(&conn.buf, ask.rtype == RequestType::Head, false, max_head) {
             Ok(Some(h)) => break h,
             Ok(None) => continue,
             Err(HttpError::HeadTooLarge(_)) => return Err(ErrorKind::HeadTooLarge.into()),
@@ -768,12 +781,17 @@ async fn read_reply(conn: &mut Conn, shared: &Shared, ask: &Ask<'_>) -> Result<C
         None if head.status == 304 => Outcome::Hit,
         None => return Err(ErrorKind::ForeignSource.into()),
     };
-    let size = if head.status == 304 || ask.rtype == RequestType::Head {
-        0
-    } else {
-        ask.info.size
-    };
+    let bodiless = head.status == 304 || ask.rtype == RequestType::Head;
+    if bodiless && conn.buf.len() > head.head_len {
+        return Err(ErrorKind::UnwantedBody.into());
+    }
+    let size = if bodiless { 0 } else { ask.info.size };
     let (bytes, keep_alive) = read_body(conn, &head, ask.info.body_seed, size).await?;
+    if let Some(md5) = &head.content_md5 {
+        if !bodiless && md5[..] != body::md5_digest(ask.info.body_seed, size) {
+            return Err(ErrorKind::Md5Mismatch.into());
+        }
+    }
     let want = if ask.rtype == RequestType::Ims304 {
         304
     } else {
@@ -802,10 +820,27 @@ async fn read_reply(conn: &mut Conn, shared: &Shared, ask: &Ask<'_>) -> Result<C
     if outcome == Outcome::Hit && head.status == 200 && !ask.info.cachable {
         return Err(ErrorKind::UncachableHit.into());
     }
+    if let (Outcome::Hit, Some(echo)) = (outcome, head.echo) {
+        let ctx = &conn.ctx;
+        let filler = xact_of_echo(echo);
+        let false_hit =
+            ctx.ledger
+                .borrow()
+                .is_false_hit(ask.info.oid, filler, ask.sent, ctx.last_xact());
+        if false_hit {
+            return Err(ErrorKind::FalseHit.into());
+        }
+    }
     // The origin dates every reply with the version it sends, never one
     // older than the version current at the request.
     let older = matches!((head.last_modified, ask.lm_at_send), (Some(got), Some(cur)) if got < cur);
-    if head.status == 200 && older {
+    // A copy that had expired a whole second before the request (Expires
+    // has one-second resolution) was not revalidated.
+    let expired = outcome == Outcome::Hit
+        && head
+            .expires
+            .is_some_and(|e| (e + 1) as f64 <= ask.sent_unix);
+    if head.status == 200 && (older || expired) {
         return Err(ErrorKind::StaleContent.into());
     }
     Ok(Checked {
@@ -827,6 +862,7 @@ async fn read_body(
     let mut check = BodyCheck::new(seed, size);
     let start = head.head_len;
     match head.framing {
+        Framing::Length(0) if size > 0 => return Err(ErrorKind::NoBody.into()),
         Framing::Length(n) => {
             if n != size {
                 return Err(ErrorKind::LengthMismatch.into());
@@ -880,25 +916,42 @@ async fn read_body(
 async fn refill(conn: &mut Conn) -> Result<usize, Failure> {
     conn.buf.clear();
     conn.buf.reserve(HEAD_CHUNK);
-    conn.stream
-        .read_buf(&mut conn.buf)
-        .await
-        .map_err(|e| Failure::Error(io_kind(&e)))
+    let idle = conn.ctx.shared.wl.timeouts.idle.0;
+    within(
+        idle,
+        ErrorKind::IdleTimeout,
+        conn.stream.read_buf(&mut conn.buf),
+    )
+    .await
+}
+
+/// A read that fails as `kind` if nothing arrives within `limit`.
+async fn within<T>(
+    limit: Duration,
+    kind: ErrorKind,
+    read: impl std::future::Future<Output = io::Result<T>>,
+) -> Result<T, Failure> {
+    match tokio::time::timeout(limit, read).await {
+        Ok(r) => r.map_err(|e| Failure::Error(io_kind(&e))),
+        Err(_) => Err(kind.into()),
+    }
 }
 
 async fn read_body_len(conn: &mut Conn, check: &mut BodyCheck, n: u64) -> Result<(), Failure> {
     let mut scratch = conn.ctx.take_buf();
     // Zero only what no earlier user initialised.
     scratch.resize(IO_BUF, 0);
+    let idle = conn.ctx.shared.wl.timeouts.idle.0;
     let r = async {
         while check.received() < n {
             // Never read past the body: the next bytes belong to no one.
             let want = ((n - check.received()) as usize).min(scratch.len());
-            let got = conn
-                .stream
-                .read(&mut scratch[..want])
-                .await
-                .map_err(|e| Failure::Error(io_kind(&e)))?;
+            let got = within(
+                idle,
+                ErrorKind::IdleTimeout,
+                conn.stream.read(&mut scratch[..want]),
+            )
+            .await?;
             if got == 0 {
                 return Err(ErrorKind::PrematureClose.into());
             }
@@ -912,6 +965,9 @@ async fn read_body_len(conn: &mut Conn, check: &mut BodyCheck, n: u64) -> Result
 }
 
 fn finish_body(check: &BodyCheck, keep_alive: bool) -> Result<(u64, bool), Failure> {
+    if check.received() == 0 && !check.ok() {
+        return Err(ErrorKind::NoBody.into());
+    }
     if !check.intact() {
         return Err(ErrorKind::BodyMismatch.into());
     }

@@ -5,6 +5,7 @@
 //! mutability is `Cell`/`RefCell` and is never held across an `.await`.
 
 use crate::coord::WorkerMsg;
+use crate::ledger::Ledger;
 use crate::robot::{self, Robot};
 use crate::server;
 use crate::shared::Shared;
@@ -27,6 +28,8 @@ pub struct WorkerCtx {
     /// This worker's robots per client host.
     host_robots: Vec<u32>,
     xact_seq: Cell<u64>,
+    /// POSTs and the copies they forbid, for judging hits.
+    pub ledger: RefCell<Ledger>,
     /// Transactions started and not yet finished (for draining).
     pub in_flight: Cell<u64>,
     pub drained: Notify,
@@ -71,6 +74,11 @@ impl WorkerCtx {
         u64::from(self.id) << 48 | s
     }
 
+    /// The id of the last transaction [`next_xact`](Self::next_xact) gave.
+    pub fn last_xact(&self) -> u64 {
+        u64::from(self.id) << 48 | self.xact_seq.get()
+    }
+
     pub fn error(&self, kind: ErrorKind) {
         self.stats.borrow_mut().record_error(kind);
     }
@@ -108,9 +116,6 @@ pub struct WorkerSetup {
     pub stop: watch::Receiver<bool>,
     pub shutdown: watch::Receiver<bool>,
 }
-
-/// Longest a worker waits for in-flight transactions after the last phase.
-const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 
 pub fn run_worker(setup: WorkerSetup) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -150,6 +155,7 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
         shared: shared.clone(),
         stats: RefCell::new(Snapshot::default()),
         xact_seq: Cell::new(0),
+        ledger: RefCell::new(Ledger::default()),
         in_flight: Cell::new(0),
         drained: Notify::new(),
         open_conns: Cell::new(0),
@@ -209,7 +215,7 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
 }
 
 async fn drain(ctx: &WorkerCtx) {
-    let deadline = tokio::time::Instant::now() + DRAIN_LIMIT.min(ctx.shared.wl.timeouts.xact.0);
+    let deadline = tokio::time::Instant::now() + ctx.shared.wl.timeouts.drain.0;
     while ctx.in_flight.get() > 0 {
         let notified = ctx.drained.notified();
         if ctx.in_flight.get() == 0 {

@@ -42,11 +42,18 @@ fn split_number(s: &str) -> Option<(f64, &str)> {
     Some((value, rest.trim()))
 }
 
+/// Written as displayed when that reads back as the same value (manifests
+/// stay readable), else in the type's exact form.
 macro_rules! unit_serde {
     ($t:ty, $visit_num:expr) => {
         impl Serialize for $t {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_str(self)
+                let shown = self.to_string();
+                if shown.parse::<$t>().is_ok_and(|v| v == *self) {
+                    s.serialize_str(&shown)
+                } else {
+                    s.serialize_str(&self.exact())
+                }
             }
         }
         impl<'de> Deserialize<'de> for $t {
@@ -145,6 +152,12 @@ impl fmt::Display for Bytes {
     }
 }
 
+impl Bytes {
+    fn exact(&self) -> String {
+        format!("{}B", self.0)
+    }
+}
+
 unit_serde!(Bytes, |n| Bytes::from_f64(n, &n.to_string()));
 
 /// A rate in events per second.
@@ -197,6 +210,13 @@ impl fmt::Display for Rate {
     }
 }
 
+impl Rate {
+    /// The shortest decimal that reads back as the same `f64`.
+    fn exact(&self) -> String {
+        format!("{}/s", self.0)
+    }
+}
+
 unit_serde!(Rate, |n| Rate::checked(n, &n.to_string()));
 
 /// A duration; wraps [`std::time::Duration`].
@@ -231,6 +251,7 @@ impl Dur {
 /// Seconds in one time unit, or None if the unit is unknown.
 fn parse_time_unit(u: &str) -> Option<f64> {
     Some(match u.to_ascii_lowercase().as_str() {
+        "ns" | "nsec" => 1e-9,
         "us" | "usec" | "µs" => 1e-6,
         "ms" | "msec" => 1e-3,
         "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
@@ -252,6 +273,10 @@ impl FromStr for Dur {
             examples: Self::EXAMPLES,
         };
         let (v, unit) = split_number(s).ok_or_else(|| err("expected a number"))?;
+        if unit == "ns" && v.fract() == 0.0 && (0.0..=9e15).contains(&v) {
+            // Whole nanoseconds, exact (the form manifests use when needed).
+            return Ok(Dur(Duration::from_nanos(v as u64)));
+        }
         let secs = if unit.is_empty() {
             1.0
         } else {
@@ -283,6 +308,12 @@ impl fmt::Display for Dur {
     }
 }
 
+impl Dur {
+    fn exact(&self) -> String {
+        format!("{}ns", self.0.as_nanos())
+    }
+}
+
 unit_serde!(Dur, |n| Dur::from_secs_checked(n, &n.to_string()));
 
 /// Prints a float without trailing zeros (at most 6 decimals).
@@ -299,6 +330,19 @@ fn trim_float(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serialised_values_read_back_exactly() {
+        let rate: Rate = "400/min".parse().unwrap();
+        let dur = Dur(Duration::from_nanos(1_234_567_891));
+        let size = Bytes(1_234_567_891);
+        let json = serde_json::to_string(&(rate, dur, size)).unwrap();
+        let back: (Rate, Dur, Bytes) = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, (rate, dur, size), "{json}");
+        // Values that display exactly keep their readable form.
+        let json = serde_json::to_string(&(Rate(400.0), Dur::secs(90.0), Bytes(64 << 10))).unwrap();
+        assert_eq!(json, r#"["400/s","90s","64KB"]"#);
+    }
 
     #[test]
     fn bytes_parse_binary_multiples() {

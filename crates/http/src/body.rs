@@ -52,9 +52,8 @@ pub fn append(out: &mut Vec<u8>, seed: u64, offset: u64, len: u64) {
     }
 }
 
-/// `Content-MD5` of a body: base64 of its MD5 digest.
-pub fn content_md5(seed: u64, len: u64) -> String {
-    use base64::Engine;
+/// The MD5 digest of a body.
+pub fn md5_digest(seed: u64, len: u64) -> [u8; 16] {
     use md5::{Digest, Md5};
     let mut h = Md5::new();
     let mut off = 0;
@@ -63,7 +62,13 @@ pub fn content_md5(seed: u64, len: u64) -> String {
         h.update(piece);
         off += piece.len() as u64;
     }
-    base64::engine::general_purpose::STANDARD.encode(h.finalize())
+    h.finalize().into()
+}
+
+/// `Content-MD5` of a body: base64 of its MD5 digest.
+pub fn content_md5(seed: u64, len: u64) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(md5_digest(seed, len))
 }
 
 /// Checks a body as it arrives, in pieces of any size.

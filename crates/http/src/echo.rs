@@ -15,6 +15,12 @@ pub fn echo_of(xact: u64) -> u64 {
     (xact ^ 0x6A09_E667_F3BC_C908).rotate_left(23)
 }
 
+/// The transaction id an echo was made from (the inverse of [`echo_of`]).
+#[inline]
+pub fn xact_of_echo(echo: u64) -> u64 {
+    echo.rotate_right(23) ^ 0x6A09_E667_F3BC_C908
+}
+
 /// Writes `v` as 16 lowercase hex digits.
 pub fn write_hex16(out: &mut Vec<u8>, v: u64) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -48,5 +54,8 @@ mod tests {
         assert_eq!(parse_hex(b"xyz"), None);
         assert_ne!(echo_of(1), 1);
         assert_ne!(echo_of(1), echo_of(2));
+        for x in [0, 1, 3 << 48 | 77, u64::MAX] {
+            assert_eq!(xact_of_echo(echo_of(x)), x);
+        }
     }
 }

@@ -139,15 +139,24 @@ impl RequestHead {
 /// Parses a request head from the start of `buf`; `Ok(None)` means more
 /// bytes are needed. With `keep_headers` every header is copied out.
 pub fn parse_request(buf: &[u8], keep_headers: bool) -> Result<Option<RequestHead>, HttpError> {
+    parse_request_within(buf, keep_headers, MAX_HEAD_LEN)
+}
+
+/// [`parse_request`] with a header block limit of `max_head` bytes.
+pub fn parse_request_within(
+    buf: &[u8],
+    keep_headers: bool,
+    max_head: usize,
+) -> Result<Option<RequestHead>, HttpError> {
     let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut hs);
     let head_len = match req.parse(buf)? {
-        httparse::Status::Complete(n) if n > MAX_HEAD_LEN => {
-            return Err(HttpError::HeadTooLarge(MAX_HEAD_LEN))
+        httparse::Status::Complete(n) if n > max_head => {
+            return Err(HttpError::HeadTooLarge(max_head))
         }
         httparse::Status::Complete(n) => n,
-        httparse::Status::Partial if buf.len() > MAX_HEAD_LEN => {
-            return Err(HttpError::HeadTooLarge(MAX_HEAD_LEN))
+        httparse::Status::Partial if buf.len() > max_head => {
+            return Err(HttpError::HeadTooLarge(max_head))
         }
         httparse::Status::Partial => return Ok(None),
     };

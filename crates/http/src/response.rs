@@ -104,6 +104,11 @@ pub struct ResponseHead {
     pub cc_no_cache: bool,
     /// `Last-Modified`, in Unix seconds.
     pub last_modified: Option<i64>,
+    /// `Expires`, in Unix seconds (None if absent or not a date).
+    pub expires: Option<i64>,
+    /// The digest a `Content-MD5` header names (empty if it is not base64
+    /// of 16 bytes).
+    pub content_md5: Option<Vec<u8>>,
     /// Every header in order, only when asked for.
     pub headers: Vec<(String, Vec<u8>)>,
 }
@@ -115,15 +120,25 @@ pub fn parse_response(
     head_request: bool,
     keep_headers: bool,
 ) -> Result<Option<ResponseHead>, HttpError> {
+    parse_response_within(buf, head_request, keep_headers, MAX_HEAD_LEN)
+}
+
+/// [`parse_response`] with a header block limit of `max_head` bytes.
+pub fn parse_response_within(
+    buf: &[u8],
+    head_request: bool,
+    keep_headers: bool,
+    max_head: usize,
+) -> Result<Option<ResponseHead>, HttpError> {
     let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut hs);
     let head_len = match resp.parse(buf)? {
-        httparse::Status::Complete(n) if n > MAX_HEAD_LEN => {
-            return Err(HttpError::HeadTooLarge(MAX_HEAD_LEN))
+        httparse::Status::Complete(n) if n > max_head => {
+            return Err(HttpError::HeadTooLarge(max_head))
         }
         httparse::Status::Complete(n) => n,
-        httparse::Status::Partial if buf.len() > MAX_HEAD_LEN => {
-            return Err(HttpError::HeadTooLarge(MAX_HEAD_LEN))
+        httparse::Status::Partial if buf.len() > max_head => {
+            return Err(HttpError::HeadTooLarge(max_head))
         }
         httparse::Status::Partial => return Ok(None),
     };
@@ -136,6 +151,8 @@ pub fn parse_response(
     let mut cc_public = false;
     let mut cc_no_cache = false;
     let mut last_modified = None;
+    let mut expires = None;
+    let mut content_md5 = None;
     let mut headers = Vec::new();
     for h in resp.headers.iter() {
         let name = h.name;
@@ -165,11 +182,16 @@ pub fn parse_response(
         } else if name.eq_ignore_ascii_case("pragma") {
             cc_no_cache |= has_token(h.value, "no-cache");
         } else if name.eq_ignore_ascii_case("last-modified") {
-            last_modified = std::str::from_utf8(h.value)
+            last_modified = unix_date(h.value);
+        } else if name.eq_ignore_ascii_case("expires") {
+            expires = unix_date(h.value);
+        } else if name.eq_ignore_ascii_case("content-md5") {
+            use base64::Engine;
+            let digest = base64::engine::general_purpose::STANDARD
+                .decode(h.value.trim_ascii())
                 .ok()
-                .and_then(|v| httpdate::parse_http_date(v.trim()).ok())
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map(|d| d.as_secs() as i64);
+                .filter(|d| d.len() == 16);
+            content_md5 = Some(digest.unwrap_or_default());
         }
         if keep_headers {
             headers.push((name.to_string(), h.value.to_vec()));
@@ -198,8 +220,19 @@ pub fn parse_response(
         cc_public,
         cc_no_cache,
         last_modified,
+        expires,
+        content_md5,
         headers,
     }))
+}
+
+/// An HTTP date in Unix seconds.
+fn unix_date(v: &[u8]) -> Option<i64> {
+    std::str::from_utf8(v)
+        .ok()
+        .and_then(|v| httpdate::parse_http_date(v.trim()).ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs() as i64)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use cacheoff_cache::freshness::{http_date, storable};
 use cacheoff_cache::{key_of, Directives, Freshness, Object, Timing};
 use cacheoff_http::chunked::{write_chunk, ChunkedDecoder};
-use cacheoff_http::request::parse_request;
+use cacheoff_http::request::parse_request_within;
 use cacheoff_http::{HttpError, Method, RequestHead};
 use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
@@ -240,10 +240,8 @@ async fn read_head(
     let limit = sh.cfg.max_header;
     loop {
         if !buf.is_empty() {
-            let window = &buf[..buf.len().min(limit)];
-            match parse_request(window, true) {
+            match parse_request_within(buf, true, limit) {
                 Ok(Some(h)) => return Ok(Some(h)),
-                Ok(None) if buf.len() >= limit => return Err(431),
                 Ok(None) => {}
                 Err(HttpError::HeadTooLarge(_)) => return Err(431),
                 Err(_) => return Err(400),
@@ -491,6 +489,10 @@ async fn serve_stored(s: &mut TcpStream, x: &Xact<'_>, obj: &Object, how: Served
         }
         _ if how == Served::Hit && with_body && !sh.cfg.faults.is_empty() => {
             damaged(s, sh, out, body).await
+        }
+        _ if how == Served::Hit && !with_body && sh.cfg.faults.strikes(Fault::BodilessBody) => {
+            out.extend_from_slice(&obj.body);
+            s.write_all(&out).await
         }
         _ => {
             out.extend_from_slice(body);
@@ -903,6 +905,28 @@ async fn damaged(
             let _ = socket2::SockRef::from(&*s).set_linger(Some(std::time::Duration::ZERO));
         }
         return Err(std::io::ErrorKind::ConnectionAborted.into());
+    }
+    if faults.strikes(Fault::Stall) {
+        out.extend_from_slice(&body[..half]);
+        s.write_all(&out).await?;
+        // Hold the connection until the client gives up.
+        let mut one = [0u8; 1];
+        let _ = tokio::time::timeout(sh.cfg.client_idle_timeout, s.read(&mut one)).await;
+        return Err(std::io::ErrorKind::TimedOut.into());
+    }
+    if faults.strikes(Fault::EmptyBody) {
+        let head = String::from_utf8_lossy(&out).replace(
+            &format!("Content-Length: {}\r\n", body.len()),
+            "Content-Length: 0\r\n",
+        );
+        return s.write_all(head.as_bytes()).await;
+    }
+    if faults.strikes(Fault::BadMd5) {
+        // Before the blank line that ends the head; the last one counts.
+        out.truncate(out.len() - 2);
+        out.extend_from_slice(b"Content-MD5: AAAAAAAAAAAAAAAAAAAAAA==\r\n\r\n");
+        out.extend_from_slice(body);
+        return s.write_all(&out).await;
     }
     if faults.strikes(Fault::Drip) {
         out.extend_from_slice(body);

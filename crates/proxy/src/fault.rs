@@ -29,7 +29,7 @@ macro_rules! faults {
 faults! {
     Reset = "reset": "reset the connection halfway through a hit's body",
     Close = "close": "close the connection halfway through a hit's body",
-    Truncate = "truncate": "announce a hit's full length, send half of the body, keep the connection open",
+    Truncate = "truncate": "answer a hit with half of its body, announced as the whole (Content-Length of the half)",
     Garbage = "garbage": "answer with bytes that are not HTTP",
     Drip = "drip": "send a hit one byte every 50 ms",
     HugeHeader = "huge-header": "answer with a 100 KB header block",
@@ -40,6 +40,10 @@ faults! {
     CacheUncachable = "cache-uncachable": "store and serve replies the origin marks uncachable",
     ReloadHit = "reload-hit": "serve reloads (Cache-Control: no-cache) from the store",
     Drop = "drop": "read the request and never answer it",
+    Stall = "stall": "send half of a hit's body, then nothing, with the connection left open",
+    EmptyBody = "empty-body": "answer a hit with 200 and no body (Content-Length: 0)",
+    BodilessBody = "bodiless-body": "send the stored body after a 304 or after the head of a reply to HEAD",
+    BadMd5 = "bad-md5": "add a Content-MD5 header that does not match a hit's body",
 }
 
 /// The faults in force, each with the share of requests it strikes.

@@ -6,7 +6,7 @@
 
 use crate::config::ProxyConfig;
 use cacheoff_http::chunked::ChunkedDecoder;
-use cacheoff_http::response::parse_response;
+use cacheoff_http::response::parse_response_within;
 use cacheoff_http::{Framing, HttpError, RequestHead, ResponseHead};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -257,18 +257,7 @@ async fn send_and_read(
             return Err((FetchError::Closed, first_byte.is_none()));
         }
         first_byte.get_or_insert_with(Instant::now);
-        if buf.len() > cfg.max_header
-            && parse_response(&buf[..cfg.max_header], head_request, false)
-                .ok()
-                .flatten()
-                .is_none()
-        {
-            return Err((
-                FetchError::BadReply(HttpError::HeadTooLarge(cfg.max_header)),
-                false,
-            ));
-        }
-        match parse_response(&buf, head_request, true) {
+        match parse_response_within(&buf, head_request, true, cfg.max_header) {
             Ok(Some(h)) if h.status >= 200 => break h,
             // Interim replies (100 Continue) are dropped.
             Ok(Some(h)) => {

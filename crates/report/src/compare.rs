@@ -78,6 +78,27 @@ pub struct Row {
     pub errors_percent: f64,
 }
 
+impl Row {
+    /// The cache-off's rule: more than 3% errors disqualifies a run.
+    pub fn disqualified(&self) -> bool {
+        self.errors_percent > crate::html::MAX_ERROR_PERCENT
+    }
+
+    /// The product's name, marked when its run is disqualified.
+    fn shown_label(&self) -> String {
+        if self.disqualified() {
+            format!(
+                "{} (disqualified: {:.1}% errors, more than {}%)",
+                self.label,
+                self.errors_percent,
+                crate::html::MAX_ERROR_PERCENT
+            )
+        } else {
+            self.label.clone()
+        }
+    }
+}
+
 /// TTFM and TTFH of a downtime run: from the end of its dark phase to the
 /// end of the first interval with a miss (a hit). Interval precision (5 s).
 pub fn time_till_first(run: &Run) -> (Option<f64>, Option<f64>) {
@@ -299,7 +320,7 @@ pub fn markdown(rows: &[Row]) -> String {
     }
     o.push('\n');
     for r in rows {
-        let _ = write!(o, "| {} |", r.label.replace('|', "\\|"));
+        let _ = write!(o, "| {} |", r.shown_label().replace('|', "\\|"));
         for c in COLUMNS {
             let _ = write!(o, " {} |", cell((c.get)(r), c.digits));
         }
@@ -335,7 +356,7 @@ pub fn html(rows: &[Row]) -> Result<String, ReportError> {
     let _ = write!(
         o,
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>cacheoff executive summary</title><style>{}
-th{{cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom}}th[data-dir=asc]::after{{content:\" \\25B2\"}}th[data-dir=desc]::after{{content:\" \\25BC\"}}td.best{{color:#0b7a3b;font-weight:600}}</style></head><body><main>",
+th{{cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom}}th[data-dir=asc]::after{{content:\" \\25B2\"}}th[data-dir=desc]::after{{content:\" \\25BC\"}}td.best{{color:#0b7a3b;font-weight:600}}tr.disqualified td{{color:#888;text-decoration:line-through}}tr.disqualified td:first-child{{text-decoration:none;color:#b00}}</style></head><body><main>",
         crate::html::STYLE
     );
     o.push_str("<h1>cacheoff executive summary</h1><p class=\"sub\">Click a column heading to sort. Best value per column in green.</p>");
@@ -347,7 +368,11 @@ th{{cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom}}th
     let best: Vec<Option<f64>> = COLUMNS
         .iter()
         .map(|c| {
-            let vals = rows.iter().filter_map(|r| (c.get)(r));
+            // A disqualified run is never the best at anything.
+            let vals = rows
+                .iter()
+                .filter(|r| !r.disqualified())
+                .filter_map(|r| (c.get)(r));
             if c.higher_is_better {
                 vals.reduce(f64::max)
             } else {
@@ -356,10 +381,20 @@ th{{cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom}}th
         })
         .collect();
     for r in rows {
-        let _ = write!(o, "<tr><td data-v=\"{0}\">{0}</td>", esc(&r.label));
+        let _ = write!(
+            o,
+            "<tr{}><td data-v=\"{}\">{}</td>",
+            if r.disqualified() {
+                " class=\"disqualified\""
+            } else {
+                ""
+            },
+            esc(&r.label),
+            esc(&r.shown_label())
+        );
         for (c, b) in COLUMNS.iter().zip(&best) {
             let v = (c.get)(r);
-            let class = if rows.len() > 1 && v.is_some() && v == *b {
+            let class = if rows.len() > 1 && !r.disqualified() && v.is_some() && v == *b {
                 " class=\"best\""
             } else {
                 ""

@@ -46,8 +46,14 @@ closed_set! {
         UncachableHit = "uncachable_hit": "a cache served a hit for an object the origin server marks uncachable",
         PostHit = "post_hit": "a POST was answered from a cache instead of the origin server",
         FalseNotModified = "false_304": "a 304 Not Modified for an object modified after the If-Modified-Since date (e.g. a cache judging by Expires instead of Last-Modified)",
-        StaleContent = "stale_content": "the reply carried an older version of the object (an earlier Last-Modified) than the origin server had when the request was sent",
-        HeadTooLarge = "head_too_large": "the response header block was larger than the robot accepts (64 KB)",
+        StaleContent = "stale_content": "the reply carried an older version of the object (an earlier Last-Modified) than the origin server had when the request was sent, or a cached copy whose Expires date had passed before the request was sent",
+        HeadTooLarge = "head_too_large": "the response header block was larger than the robot accepts (robots.max_head, 64 KB by default)",
+        NoBody = "no_body": "a 200 to a GET carried no body although the object has one",
+        UnwantedBody = "unwanted_body": "a reply to a HEAD, or a 304, carried body bytes",
+        Md5Mismatch = "md5_mismatch": "the Content-MD5 header does not match the body",
+        FirstByteTimeout = "first_byte_timeout": "no response byte arrived within the first-byte timeout after the request was sent",
+        IdleTimeout = "idle_timeout": "the response stalled: no byte arrived for longer than the idle timeout",
+        FalseHit = "false_hit": "a hit served from a copy no cache may hold: the reply to a request that had finished before a POST emptied caches of the URL, the POST's own reply, or the reply to a transaction never sent",
     }
 }
 

@@ -217,9 +217,21 @@ pub fn describe(w: &Workload) -> String {
         &mut out,
         "timeouts",
         format!(
-            "connect {}, whole transaction {}; statistics every {}",
-            w.timeouts.connect, w.timeouts.xact, w.interval
+            "connect {}, first byte {}, idle {}, whole transaction {}, drain {}, \
+             keep-alive {}; statistics every {}",
+            w.timeouts.connect,
+            w.timeouts.first_byte,
+            w.timeouts.idle,
+            w.timeouts.xact,
+            w.timeouts.drain,
+            w.timeouts.keep_alive,
+            w.interval
         ),
+    );
+    row(
+        &mut out,
+        "response heads",
+        format!("at most {}", w.robots.max_head),
     );
     let _ = writeln!(out, "\nPhases");
     let _ = writeln!(

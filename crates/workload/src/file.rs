@@ -9,8 +9,8 @@ use crate::content::ContentType;
 use crate::dist::{deserialize_dist, with_table_dir, Dist, Quantity};
 use crate::lifecycle::LifeCycle;
 use crate::model::{
-    Aborts, Arrivals, LinkConfig, Overrides, PopModel, Popularity, RequestMix, RobotConfig,
-    ServerConfig, Timeouts, Workload,
+    default_max_head, Aborts, Arrivals, LinkConfig, Overrides, PopModel, Popularity, RequestMix,
+    RobotConfig, ServerConfig, Timeouts, Workload,
 };
 use crate::schedule::Phase;
 use cacheoff_base::{Bytes, Dur, Rate};
@@ -97,6 +97,7 @@ struct RawRobots {
     #[serde(deserialize_with = "count_dist")]
     conn_reuse: Dist,
     backlog: u32,
+    max_head: Bytes,
     arrivals: Arrivals,
     http10: bool,
 }
@@ -112,6 +113,7 @@ impl Default for RawRobots {
             max_conns: 4,
             conn_reuse: Dist::constant(Quantity::Count, 128.0),
             backlog: 64,
+            max_head: default_max_head(),
             arrivals: Arrivals::Poisson,
             http10: false,
         }
@@ -229,7 +231,11 @@ impl Default for Timeouts {
     fn default() -> Self {
         Timeouts {
             connect: Dur::secs(5.0),
+            first_byte: Dur::secs(20.0),
+            idle: Dur::secs(10.0),
             xact: Dur::secs(30.0),
+            drain: Dur::secs(10.0),
+            keep_alive: Dur::secs(10.0),
         }
     }
 }
@@ -307,6 +313,7 @@ fn resolve(raw: RawWorkload, o: &Overrides) -> Workload {
             max_conns: raw.robots.max_conns,
             conn_reuse: raw.robots.conn_reuse,
             backlog: raw.robots.backlog,
+            max_head: raw.robots.max_head,
             arrivals: raw.robots.arrivals,
             http10: raw.robots.http10,
         },
@@ -474,6 +481,17 @@ mod tests {
         let t = load("downtime", &Overrides::default()).unwrap();
         assert!(t.phases.iter().any(|p| p.dark));
         assert_eq!(t.robots.arrivals, Arrivals::Constant);
+    }
+
+    #[test]
+    fn the_manifest_keeps_every_value_exactly() {
+        // Found by fuzz/workload_file: "400/min" came back as 6.666667/s.
+        let text =
+            "peak_rate = \"400/min\"\n[[phases]]\nname = \"a\"\nduration = \"1.23456789s\"\n";
+        let w = load_text("w.toml", text, &Overrides::default()).unwrap();
+        let json = serde_json::to_string(&w).unwrap();
+        let back: Workload = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, w);
     }
 
     #[test]

@@ -71,6 +71,9 @@ pub struct RobotConfig {
     /// Due requests a robot may queue while all its connections are busy;
     /// more are dropped and counted as `backlog_overflow` errors.
     pub backlog: u32,
+    /// Largest response header block a robot accepts (`head_too_large`).
+    #[serde(default = "default_max_head")]
+    pub max_head: Bytes,
     /// How a robot spaces its requests.
     #[serde(default)]
     pub arrivals: Arrivals,
@@ -337,8 +340,36 @@ pub struct HotSet {
 #[serde(deny_unknown_fields, default)]
 pub struct Timeouts {
     pub connect: Dur,
+    /// From the actual send to the first response byte.
+    pub first_byte: Dur,
+    /// Longest pause between response bytes after the first.
+    pub idle: Dur,
     /// Whole transaction, from the actual send to the last body byte.
     pub xact: Dur,
+    /// How long transactions in flight may finish when a run ends or is
+    /// interrupted; the rest are aborted.
+    pub drain: Dur,
+    /// Robots close connections idle this long (before servers' idle
+    /// timeouts can race with a new request).
+    pub keep_alive: Dur,
+}
+
+/// What the HTTP codec accepts unless told otherwise.
+pub fn default_max_head() -> Bytes {
+    Bytes(cacheoff_http::MAX_HEAD_LEN as u64)
+}
+
+impl Timeouts {
+    fn all(&self) -> [(&'static str, Dur); 6] {
+        [
+            ("timeouts.connect", self.connect),
+            ("timeouts.first_byte", self.first_byte),
+            ("timeouts.idle", self.idle),
+            ("timeouts.xact", self.xact),
+            ("timeouts.drain", self.drain),
+            ("timeouts.keep_alive", self.keep_alive),
+        ]
+    }
 }
 
 fn time_dist<'de, D: Deserializer<'de>>(d: D) -> Result<Dist, D::Error> {
@@ -659,12 +690,10 @@ impl Workload {
                 "must be at least 100ms",
             ));
         }
-        if self.timeouts.xact.0.is_zero() || self.timeouts.connect.0.is_zero() {
-            return Err(err(
-                "timeouts",
-                format!("{:?}", self.timeouts),
-                "must be above zero",
-            ));
+        for (name, d) in self.timeouts.all() {
+            if d.0.is_zero() {
+                return Err(err(name, d.to_string(), "must be above zero"));
+            }
         }
         Ok(())
     }

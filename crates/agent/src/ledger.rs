@@ -1,0 +1,188 @@
+//! False hits: copies no cache may hold.
+//!
+//! A hit's echo names the transaction whose reply the cache kept. After a
+//! successful POST to a URL, caches must drop what they hold for it (RFC
+//! 9111 §4.4), so a later hit may not carry the reply of a request that
+//! had finished before the POST was sent — nor the POST's own reply. The
+//! ledger records, per object, the POST that last emptied caches and the
+//! transactions that might still have been on their way into a cache when
+//! it was sent: in flight, or finished less than [`FENCE`] before it (a
+//! cache may store a reply a moment after its client has it). Only
+//! transactions of this worker can be judged: objects belong to the worker
+//! whose robots request them.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+/// Replies finished this shortly before a POST may still enter a cache
+/// after it.
+pub const FENCE: Duration = Duration::from_secs(1);
+
+/// Bits of a transaction id that count this worker's transactions in the
+/// order they were sent.
+const SEQ_MASK: u64 = (1 << 48) - 1;
+
+/// One POST to an object and what it leaves open.
+#[derive(Debug, Default)]
+struct Barrier {
+    post: u64,
+    /// Transactions for the object sent before the POST that finished after
+    /// it was sent, or within the fence before.
+    open: HashSet<u64>,
+    /// When its reply arrived; `None` while it is in flight.
+    done: Option<Instant>,
+}
+
+#[derive(Debug, Default)]
+struct Marks {
+    /// The last POST whose reply arrived successfully.
+    judged: Option<Barrier>,
+    /// A POST in flight.
+    pending: Option<Barrier>,
+}
+
+#[derive(Debug, Default)]
+pub struct Ledger {
+    marks: HashMap<u64, Marks>,
+    /// Transactions finished within the fence: (when, xact, object).
+    recent: VecDeque<(Instant, u64, u64)>,
+}
+
+impl Ledger {
+    /// A POST for `oid` is being sent as transaction `xact`.
+    pub fn post_sent(&mut self, oid: u64, xact: u64, now: Instant) {
+        self.prune(now);
+        let open = self
+            .recent
+            .iter()
+            .filter(|&&(_, _, o)| o == oid)
+            .map(|&(_, x, _)| x)
+            .collect();
+        self.marks.entry(oid).or_default().pending = Some(Barrier {
+            post: xact,
+            open,
+            done: None,
+        });
+    }
+
+    /// Transaction `xact` for `oid` has ended (its reply arrived or it
+    /// failed); `post_ok` when it was a POST answered with success.
+    pub fn finished(&mut self, oid: u64, xact: u64, now: Instant, post_ok: Option<bool>) {
+        self.prune(now);
+        self.recent.push_back((now, xact, oid));
+        let Some(marks) = self.marks.get_mut(&oid) else {
+            return;
+        };
+        let seq = xact & SEQ_MASK;
+        for b in [&mut marks.judged, &mut marks.pending]
+            .into_iter()
+            .flatten()
+        {
+            if seq < b.post & SEQ_MASK {
+                b.open.insert(xact);
+            }
+        }
+        match post_ok {
+            Some(ok) if marks.pending.as_ref().is_some_and(|b| b.post == xact) => {
+                let mut b = marks.pending.take().expect("checked");
+                if ok {
+                    b.done = Some(now);
+                    marks.judged = Some(b);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether a hit for `oid`, sent at `sent`, that carries the reply of
+    /// transaction `filler`, is false. `issued` is the last transaction
+    /// this worker has sent (`worker` in its top bits).
+    pub fn is_false_hit(&self, oid: u64, filler: u64, sent: Instant, issued: u64) -> bool {
+        if filler >> 48 != issued >> 48 {
+            return false;
+        }
+        let seq = filler & SEQ_MASK;
+        if seq == 0 || seq > issued & SEQ_MASK {
+            // No such transaction was ever sent.
+            return true;
+        }
+        let Some(b) = self.marks.get(&oid).and_then(|m| m.judged.as_ref()) else {
+            return false;
+        };
+        let emptied = b.done.is_some_and(|d| sent > d);
+        emptied && (filler == b.post || (seq < b.post & SEQ_MASK && !b.open.contains(&filler)))
+    }
+
+    fn prune(&mut self, now: Instant) {
+        while self
+            .recent
+            .front()
+            .is_some_and(|&(t, _, _)| now.saturating_duration_since(t) > FENCE)
+        {
+            self.recent.pop_front();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const W: u64 = 3 << 48;
+
+    #[test]
+    fn a_copy_from_before_a_post_is_false_and_one_from_after_is_not() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut l = Ledger::default();
+        // GET 1 finishes long before POST 3 is sent; GET 2 is in flight.
+        l.finished(7, W | 1, at(0), None);
+        l.post_sent(7, W | 3, at(2000));
+        l.finished(7, W | 2, at(2001), None);
+        // Before the POST's reply, nothing is judged.
+        assert!(!l.is_false_hit(7, W | 1, at(2002), W | 4));
+        l.finished(7, W | 3, at(2005), Some(true));
+        assert!(
+            l.is_false_hit(7, W | 1, at(2010), W | 5),
+            "kept after the POST"
+        );
+        assert!(
+            l.is_false_hit(7, W | 3, at(2010), W | 5),
+            "the POST's own reply"
+        );
+        assert!(!l.is_false_hit(7, W | 2, at(2010), W | 5), "was in flight");
+        assert!(
+            !l.is_false_hit(7, W | 4, at(2010), W | 5),
+            "sent after the POST"
+        );
+        // A hit sent before the POST's reply arrived is not judged.
+        assert!(!l.is_false_hit(7, W | 1, at(2004), W | 5));
+        // Other objects and other workers' transactions are not judged.
+        assert!(!l.is_false_hit(8, W | 1, at(2010), W | 5));
+        assert!(!l.is_false_hit(7, (4 << 48) | 1, at(2010), W | 5));
+        // An echo of a transaction never sent.
+        assert!(l.is_false_hit(9, W | 99, at(2010), W | 5));
+    }
+
+    #[test]
+    fn replies_just_before_a_post_and_failed_posts_are_given_the_benefit() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut l = Ledger::default();
+        l.finished(7, W | 1, at(0), None);
+        l.post_sent(7, W | 2, at(500));
+        l.finished(7, W | 2, at(510), Some(true));
+        assert!(
+            !l.is_false_hit(7, W | 1, at(600), W | 3),
+            "inside the fence"
+        );
+
+        l.finished(8, W | 4, at(0), None);
+        l.post_sent(8, W | 5, at(3000));
+        l.finished(8, W | 5, at(3010), Some(false));
+        assert!(
+            !l.is_false_hit(8, W | 4, at(3100), W | 6),
+            "the POST failed"
+        );
+    }
+}
