@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs one fuzz target until its fuzzer process has used CPU_MINUTES of CPU
 # time (not wall time: the run may share the machine), then prints libFuzzer's
-# final figures. The corpus grows in target/fuzz-corpus/TARGET, seeded from
-# fuzz/seeds/TARGET; crashes land in fuzz/artifacts/TARGET/.
+# final figures. CPU_MINUTES 0 runs every seed and past crash once (CI does).
+# The corpus grows in target/fuzz-corpus/TARGET, seeded from fuzz/seeds/TARGET
+# (and the built-in workloads for workload_file); crashes land in
+# fuzz/artifacts/TARGET/.
 #   usage: fuzz/run.sh TARGET [CPU_MINUTES=30] [NICE=19]
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -10,13 +12,26 @@ target=${1:?usage: fuzz/run.sh TARGET [CPU_MINUTES] [NICE]}
 minutes=${2:-30}
 niceness=${3:-19}
 
-cargo +nightly fuzz build -O "$target" >&2
+# cargo-fuzz needs a nightly compiler's flags; without a nightly toolchain
+# the stable one is asked for them (RUSTC_BOOTSTRAP).
+if rustup run nightly rustc --version >/dev/null 2>&1; then
+  cargo +nightly fuzz build -O "$target" >&2
+else
+  RUSTC_BOOTSTRAP=1 cargo fuzz build -O "$target" >&2
+fi
 bin=target/x86_64-unknown-linux-gnu/release/$target
+seeds=("seeds/$target")
+[ "$target" = workload_file ] && seeds+=(../workloads)
+
+if [ "$minutes" = 0 ]; then
+  "$bin" -runs=0 "${seeds[@]}" 2>&1 | tail -1
+  exit
+fi
+
 corpus=../target/fuzz-corpus/$target
 mkdir -p "$corpus" "artifacts/$target"
 log=../target/fuzz-$target.log
-
-nice -n "$niceness" "$bin" "$corpus" "seeds/$target" \
+nice -n "$niceness" "$bin" "$corpus" "${seeds[@]}" \
   -artifact_prefix="artifacts/$target/" -print_final_stats=1 -max_len=8192 \
   -timeout=10 -rss_limit_mb=2048 >"$log" 2>&1 &
 pid=$!
