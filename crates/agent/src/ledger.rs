@@ -18,6 +18,10 @@ use std::time::{Duration, Instant};
 /// after it.
 pub const FENCE: Duration = Duration::from_secs(1);
 
+/// Objects whose POSTs are remembered; the oldest are forgotten beyond
+/// this (their later hits go unjudged), so memory stays bounded.
+const MAX_MARKS: usize = 1 << 16;
+
 /// Bits of a transaction id that count this worker's transactions in the
 /// order they were sent.
 const SEQ_MASK: u64 = (1 << 48) - 1;
@@ -44,6 +48,8 @@ struct Marks {
 #[derive(Debug, Default)]
 pub struct Ledger {
     marks: HashMap<u64, Marks>,
+    /// Objects in `marks`, oldest first.
+    marked: VecDeque<u64>,
     /// Transactions finished within the fence: (when, xact, object).
     recent: VecDeque<(Instant, u64, u64)>,
 }
@@ -58,11 +64,19 @@ impl Ledger {
             .filter(|&&(_, _, o)| o == oid)
             .map(|&(_, x, _)| x)
             .collect();
-        self.marks.entry(oid).or_default().pending = Some(Barrier {
+        let marks = self.marks.entry(oid).or_insert_with(|| {
+            self.marked.push_back(oid);
+            Marks::default()
+        });
+        marks.pending = Some(Barrier {
             post: xact,
             open,
             done: None,
         });
+        if self.marked.len() > MAX_MARKS {
+            let oldest = self.marked.pop_front().expect("not empty");
+            self.marks.remove(&oldest);
+        }
     }
 
     /// Transaction `xact` for `oid` has ended (its reply arrived or it
@@ -184,5 +198,17 @@ mod tests {
             !l.is_false_hit(8, W | 4, at(3100), W | 6),
             "the POST failed"
         );
+    }
+
+    #[test]
+    fn memory_stays_bounded() {
+        let t0 = Instant::now();
+        let mut l = Ledger::default();
+        for oid in 0..(MAX_MARKS as u64 + 10) {
+            l.post_sent(oid, W | (oid + 1), t0);
+        }
+        assert_eq!(l.marks.len(), MAX_MARKS);
+        assert_eq!(l.marked.len(), MAX_MARKS);
+        assert!(!l.marks.contains_key(&0), "the oldest went first");
     }
 }
