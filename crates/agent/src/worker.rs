@@ -214,6 +214,8 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Waits up to `timeouts.drain` for transactions in flight; those still
+/// unfinished then are counted as such (and abandoned).
 async fn drain(ctx: &WorkerCtx) {
     let deadline = tokio::time::Instant::now() + ctx.shared.wl.timeouts.drain.0;
     while ctx.in_flight.get() > 0 {
@@ -224,6 +226,9 @@ async fn drain(ctx: &WorkerCtx) {
         if tokio::time::timeout_at(deadline, notified).await.is_err() {
             break;
         }
+    }
+    for _ in 0..ctx.in_flight.get() {
+        ctx.error(ErrorKind::Unfinished);
     }
 }
 

@@ -234,7 +234,7 @@ impl Default for Timeouts {
             first_byte: Dur::secs(20.0),
             idle: Dur::secs(10.0),
             xact: Dur::secs(30.0),
-            drain: Dur::secs(10.0),
+            drain: Dur::secs(30.0),
             keep_alive: Dur::secs(10.0),
         }
     }
