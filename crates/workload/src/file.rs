@@ -495,6 +495,30 @@ mod tests {
     }
 
     #[test]
+    fn phase_factors_must_be_shares() {
+        // Found by fuzz/workload_file: a load factor of 8.9e60 was accepted.
+        let phase = |key: &str| format!("[[phases]]\nname = \"a\"\nduration = \"1s\"\n{key}\n");
+        for (key, why) in [
+            ("load_begin = 8.9e60", "shares of the peak rate"),
+            ("load_end = -0.5", "shares of the peak rate"),
+            ("population_end = 1.5", "shares of the robots"),
+            ("recurrence_begin = 2.0", "stay a probability"),
+            ("recurrence_end = nan", "stay a probability"),
+            ("special_begin = -1", "must not be negative"),
+        ] {
+            let e = load_text("w.toml", &phase(key), &Overrides::default())
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("w.toml:4:") && e.contains(why), "{key}: {e}");
+        }
+        // IMS and reloads may grow until they crowd out basic requests.
+        let mix = "[requests]\nbasic = 0.6\nims200 = 0.2\npost = 0.2\n";
+        let text = |k: f64| format!("{mix}{}", phase(&format!("special_begin = {k}")));
+        assert!(load_text("w.toml", &text(4.0), &Overrides::default()).is_ok());
+        assert!(load_text("w.toml", &text(4.1), &Overrides::default()).is_err());
+    }
+
+    #[test]
     fn content_may_name_a_set() {
         let text =
             "name = \"x\"\ncontent = \"polymix\"\n[[phases]]\nname = \"a\"\nduration = \"1s\"\n";

@@ -666,12 +666,68 @@ impl Workload {
                 ));
             }
             let f = self.fill_factor();
-            if p.load_begin.factor(f) < 0.0 || p.load_end.factor(f) < 0.0 {
-                return Err(err(
-                    "phases.load",
-                    format!("{}..{}", p.load_begin, p.load_end),
-                    "load factors must not be negative",
-                ));
+            let share = |v: f64| (0.0..=1.0).contains(&v);
+            let recurrence = self.popularity.recurrence;
+            let shares = self.requests.shares();
+            let special: f64 = shares[1..=3].iter().sum();
+            let others: f64 = shares[4..].iter().sum();
+            let fits = |k: f64| k >= 0.0 && special * k + others <= 1.0 + 1e-9;
+            let load_why = "load factors are shares of the peak rate, from 0 to 1";
+            let population_why = "population factors are shares of the robots, from 0 to 1";
+            let recurrence_why = "recurrence times its factor must stay a probability, from 0 to 1";
+            let special_why = "special factors must not be negative, nor scale the IMS and reload shares past what POST and HEAD leave";
+            let checks: [(&'static str, String, bool, &str); 8] = [
+                (
+                    "phases.load_begin",
+                    p.load_begin.to_string(),
+                    share(p.load_begin.factor(f)),
+                    load_why,
+                ),
+                (
+                    "phases.load_end",
+                    p.load_end.to_string(),
+                    share(p.load_end.factor(f)),
+                    load_why,
+                ),
+                (
+                    "phases.population_begin",
+                    p.population_begin.to_string(),
+                    share(p.population_begin.factor(f)),
+                    population_why,
+                ),
+                (
+                    "phases.population_end",
+                    p.population_end.to_string(),
+                    share(p.population_end.factor(f)),
+                    population_why,
+                ),
+                (
+                    "phases.recurrence_begin",
+                    p.recurrence_begin.to_string(),
+                    share(recurrence * p.recurrence_begin),
+                    recurrence_why,
+                ),
+                (
+                    "phases.recurrence_end",
+                    p.recurrence_end.to_string(),
+                    share(recurrence * p.recurrence_end),
+                    recurrence_why,
+                ),
+                (
+                    "phases.special_begin",
+                    p.special_begin.to_string(),
+                    fits(p.special_begin),
+                    special_why,
+                ),
+                (
+                    "phases.special_end",
+                    p.special_end.to_string(),
+                    fits(p.special_end),
+                    special_why,
+                ),
+            ];
+            if let Some((param, value, _, why)) = checks.into_iter().find(|c| !c.2) {
+                return Err(err(param, format!("{value} (phase {:?})", p.name), why));
             }
         }
         if let (Some(f), Some(p)) = (self.fill_rate, self.peak_rate) {
