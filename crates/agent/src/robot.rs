@@ -371,6 +371,9 @@ fn dispatch(ctx: &Rc<WorkerCtx>, robot: &Rc<Robot>, p: Planned) {
     };
     if can_start {
         ctx.in_flight.set(ctx.in_flight.get() + 1);
+        // Counted now, not when the task first runs: requests due in the
+        // same tick must see this slot taken.
+        robot.drivers.set(robot.drivers.get() + 1);
         tokio::task::spawn_local(drive(ctx.clone(), robot.clone(), conn, p));
     } else if robot.backlog.borrow().len() < ctx.shared.wl.robots.backlog as usize {
         robot.backlog.borrow_mut().push_back(p);
@@ -381,8 +384,8 @@ fn dispatch(ctx: &Rc<WorkerCtx>, robot: &Rc<Robot>, p: Planned) {
 
 /// Runs transactions on one connection slot until the robot's backlog is
 /// empty.
+/// The caller has counted this driver in `robot.drivers`.
 async fn drive(ctx: Rc<WorkerCtx>, robot: Rc<Robot>, conn: Option<Conn>, first: Planned) {
-    robot.drivers.set(robot.drivers.get() + 1);
     let mut conn = conn;
     let mut next = Some(first);
     while let Some(p) = next.take() {
