@@ -383,8 +383,7 @@ fn dispatch(ctx: &Rc<WorkerCtx>, robot: &Rc<Robot>, p: Planned) {
 }
 
 /// Runs transactions on one connection slot until the robot's backlog is
-/// empty.
-/// The caller has counted this driver in `robot.drivers`.
+/// empty. The caller has already counted the slot in `robot.drivers`.
 async fn drive(ctx: Rc<WorkerCtx>, robot: Rc<Robot>, conn: Option<Conn>, first: Planned) {
     let mut conn = conn;
     let mut next = Some(first);
