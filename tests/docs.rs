@@ -1,7 +1,8 @@
 //! The documentation of the run directory covers every field and error kind
 //! that cacheoff writes.
 
-use cacheoff_stats::{Accum, ErrorKind, RequestType};
+use cacheoff_stats::{Accum, ErrorKind};
+use cacheoff_workload::RequestType;
 use cacheoff_workload::{load, Overrides};
 use serde_json::Value;
 

@@ -349,8 +349,8 @@ fn collect(
                 if shared.jump.get().is_none() {
                     let acc = phase_acc[iv.phase].as_ref().expect("just added");
                     let cache = shared.wl.cache_size.map_or(0, |c| c.0) as f64;
-                    let filled = acc.snap.c.fill_bytes as f64 >= goal.fill * cache;
-                    let frozen = !goal.freeze || snap.c.ws_full as usize == workers;
+                    let filled = acc.snap.counters.fill_bytes as f64 >= goal.fill * cache;
+                    let frozen = !goal.freeze || snap.counters.ws_full as usize == workers;
                     if filled && frozen {
                         end_goal_phase(shared, idx);
                     }

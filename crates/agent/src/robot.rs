@@ -8,17 +8,19 @@
 //! Latency is measured from each request's intended start, so a robot that
 //! could not send on time still reports the wait (open-loop, as in wrk2).
 
-use crate::shared::{http_date, unix_now, Shared};
+use crate::shared::{unix_now, Shared};
 use crate::worker::{WorkerCtx, IO_BUF};
 use cacheoff_base::rng::{stream, Rng, SimRng, Stream};
 use cacheoff_http::body::{self, BodyCheck};
 use cacheoff_http::chunked::ChunkedDecoder;
+use cacheoff_http::date;
 use cacheoff_http::echo::{echo_of, xact_of_echo};
 use cacheoff_http::request::{write_request, RequestSpec};
 use cacheoff_http::response::parse_response_within;
 use cacheoff_http::{Framing, HttpError, ResponseHead};
-use cacheoff_stats::{ErrorKind, Outcome, RequestType, XactRecord};
+use cacheoff_stats::{ErrorKind, Outcome, XactRecord};
 use cacheoff_timer::PreciseTimer;
+use cacheoff_workload::RequestType;
 use cacheoff_workload::{embedded_oid, Arrivals, Factors, ObjectInfo, Workload};
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
@@ -558,7 +560,7 @@ async fn connect(ctx: &Rc<WorkerCtx>, robot: &Robot, target: Target) -> Result<C
         (d.sample(&mut *robot.rng.borrow_mut()) as u32).max(1)
     };
     let mut s = ctx.stats.borrow_mut();
-    s.c.conns_opened += 1;
+    s.counters.conns_opened += 1;
     ctx.open_conns.set(ctx.open_conns.get() + 1);
     Ok(Conn {
         stream,
@@ -636,7 +638,7 @@ async fn exchange(ctx: &WorkerCtx, conn: &mut Conn, p: &Planned) -> Result<Reply
         t => (t, None),
     };
     let ims_date = ims_lmt.map(|lm| {
-        http_date(if rtype == RequestType::Ims200 {
+        date::format(if rtype == RequestType::Ims200 {
             lm - 1
         } else {
             lm + 1

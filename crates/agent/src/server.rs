@@ -4,10 +4,10 @@
 //! and body bytes; only the transaction echo and `Date` vary.
 
 use crate::link::Link;
-use crate::shared::http_date;
 use crate::worker::WorkerCtx;
 use cacheoff_base::rng::{stream, SimRng, Stream};
 use cacheoff_http::body;
+use cacheoff_http::date;
 use cacheoff_http::echo::echo_of;
 use cacheoff_http::request::{parse_request, RequestHead};
 use cacheoff_http::response::{write_response_head, ResponseSpec};
@@ -97,7 +97,7 @@ async fn connection(
         served += 1;
         let keep_alive = head.keep_alive && served < limit;
         let times = ctx.shared.times_now(&info);
-        let last_modified = times.last_modified.map(http_date);
+        let last_modified = times.last_modified.map(date::format);
         // 304 only when the object has not changed since the IMS date; an
         // object without Last-Modified is always sent whole.
         let not_modified =
@@ -115,7 +115,7 @@ async fn connection(
                     cachable: info.cachable,
                     date,
                     last_modified: last_modified.as_deref(),
-                    expires: Some(&http_date(times.expires)),
+                    expires: Some(&date::format(times.expires)),
                     echo: head.xact.map(echo_of),
                     keep_alive,
                     content_type: ctx.shared.objects.mime(&info),

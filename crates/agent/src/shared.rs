@@ -75,13 +75,3 @@ pub fn unix_now() -> f64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
 }
-
-/// An HTTP date for Unix seconds.
-pub fn http_date(unix_secs: i64) -> String {
-    let t = if unix_secs >= 0 {
-        std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix_secs as u64)
-    } else {
-        std::time::UNIX_EPOCH
-    };
-    httpdate::fmt_http_date(t)
-}

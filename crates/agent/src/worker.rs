@@ -100,7 +100,7 @@ impl WorkerCtx {
             .unwrap_or(0);
         let mut c = self.date_cache.borrow_mut();
         if c.0 != secs || c.1.is_empty() {
-            *c = (secs, httpdate::fmt_http_date(now));
+            *c = (secs, cacheoff_http::date::format(secs as i64));
         }
         f(&c.1)
     }
@@ -235,8 +235,8 @@ async fn drain(ctx: &WorkerCtx) {
 fn send(ctx: &WorkerCtx, to: &Sender<WorkerMsg>, index: u32, end_s: f64, open: u64, last: bool) {
     let snap = {
         let mut s = ctx.stats.borrow_mut();
-        s.c.conns_open = open;
-        s.c.ws_full = u64::from(
+        s.counters.conns_open = open;
+        s.counters.ws_full = u64::from(
             ctx.worlds
                 .iter()
                 .zip(&ctx.host_robots)

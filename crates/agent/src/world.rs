@@ -8,7 +8,7 @@
 //! the working set slides past it).
 
 use cacheoff_base::rng::Rng;
-use cacheoff_stats::RequestType;
+use cacheoff_workload::RequestType;
 use cacheoff_workload::{split_oid, Popularity, WORLD_SHIFT};
 use std::collections::HashSet;
 

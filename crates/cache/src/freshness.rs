@@ -3,6 +3,7 @@
 //! every function takes `now` in Unix seconds, so tests use a manual clock.
 
 use crate::control::Directives;
+use cacheoff_http::date;
 use serde::{Deserialize, Serialize};
 
 /// Heuristic freshness is this share of the time since the last
@@ -38,16 +39,6 @@ pub struct Freshness {
     pub must_revalidate: bool,
 }
 
-/// Parses an HTTP date into Unix seconds; None if invalid.
-pub fn http_date(v: &[u8]) -> Option<u64> {
-    let s = std::str::from_utf8(v).ok()?;
-    httpdate::parse_http_date(s.trim())
-        .ok()?
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()
-        .map(|d| d.as_secs())
-}
-
 impl Freshness {
     /// The facts of a reply received at `response_time` to a request sent
     /// at `request_time`.
@@ -70,7 +61,7 @@ impl Freshness {
         };
         for (name, value) in headers {
             if name.eq_ignore_ascii_case("date") {
-                if let Some(d) = http_date(value) {
+                if let Some(d) = date::parse(value) {
                     f.date = d;
                 }
             } else if name.eq_ignore_ascii_case("age") {
@@ -79,10 +70,10 @@ impl Freshness {
                     .and_then(|s| s.trim().parse().ok())
                     .unwrap_or(0);
             } else if name.eq_ignore_ascii_case("last-modified") {
-                f.last_modified = http_date(value);
+                f.last_modified = date::parse(value);
             } else if name.eq_ignore_ascii_case("expires") {
                 // An invalid Expires means "already expired" (§5.3).
-                f.expires = Some(http_date(value).unwrap_or(0));
+                f.expires = Some(date::parse(value).unwrap_or(0));
             }
         }
         f
@@ -162,7 +153,7 @@ mod tests {
     const T0: u64 = 1_800_000_000;
 
     fn date(t: u64) -> String {
-        httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(t))
+        date::format(t as i64)
     }
 
     fn reply(h: &[(&str, String)], at: u64) -> Freshness {

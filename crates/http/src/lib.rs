@@ -8,11 +8,13 @@
 //! - [`chunked`]: incremental chunked-body decoder.
 //! - [`body`]: object bodies generated from a seed and checked byte for byte
 //!   without storing them.
+//! - [`date`]: HTTP dates as Unix seconds, formatted and parsed.
 //! - [`echo`]: the transaction-id header and its echo, the basis of hit/miss
 //!   detection.
 
 pub mod body;
 pub mod chunked;
+pub mod date;
 pub mod echo;
 mod error;
 pub mod request;

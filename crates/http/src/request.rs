@@ -190,11 +190,7 @@ pub fn parse_request_within(
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
             head.chunked = has_token(h.value, "chunked");
         } else if name.eq_ignore_ascii_case("if-modified-since") {
-            head.ims = std::str::from_utf8(h.value)
-                .ok()
-                .and_then(|v| httpdate::parse_http_date(v.trim()).ok())
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map(|d| d.as_secs());
+            head.ims = crate::date::parse(h.value);
         } else if name.eq_ignore_ascii_case("cache-control") || name.eq_ignore_ascii_case("pragma")
         {
             head.no_cache |= has_token(h.value, "no-cache");

@@ -228,11 +228,7 @@ pub fn parse_response_within(
 
 /// An HTTP date in Unix seconds.
 fn unix_date(v: &[u8]) -> Option<i64> {
-    std::str::from_utf8(v)
-        .ok()
-        .and_then(|v| httpdate::parse_http_date(v.trim()).ok())
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_secs() as i64)
+    crate::date::parse(v).map(|s| s as i64)
 }
 
 #[cfg(test)]

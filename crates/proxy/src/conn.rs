@@ -12,9 +12,10 @@ use crate::upstream::{
 };
 use crate::Shared;
 use bytes::Bytes;
-use cacheoff_cache::freshness::{http_date, storable};
+use cacheoff_cache::freshness::storable;
 use cacheoff_cache::{key_of, Directives, Freshness, Object, Timing};
 use cacheoff_http::chunked::{write_chunk, ChunkedDecoder};
+use cacheoff_http::date;
 use cacheoff_http::request::parse_request_within;
 use cacheoff_http::{HttpError, Method, RequestHead};
 use std::io::Write as _;
@@ -22,7 +23,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -528,7 +529,7 @@ async fn revalidate(s: &mut TcpStream, x: &Xact<'_>, obj: Arc<Object>, leader: L
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
         return forward(s, x, Some(leader), LogCode::RefreshModified).await;
     };
-    let date = httpdate::fmt_http_date(UNIX_EPOCH + std::time::Duration::from_secs(lm));
+    let date = date::format(lm as i64);
     let sent_at = sh.cfg.clock.unix_now();
     let request = origin_request(
         req,
@@ -685,7 +686,7 @@ async fn relay(
         };
     let lm = headers()
         .find(|(n, _)| n.eq_ignore_ascii_case("last-modified"))
-        .and_then(|(_, v)| http_date(v));
+        .and_then(|(_, v)| date::parse(v));
     let mut fresh = Freshness::of_reply(headers(), sent_at, sh.cfg.clock.unix_now());
     if store_anyway && !sh.cfg.collector {
         fresh.no_cache = false;

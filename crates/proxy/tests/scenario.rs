@@ -18,7 +18,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const T0: u64 = 1_800_000_000;
 
 fn date(t: u64) -> String {
-    httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(t))
+    cacheoff_http::date::format(t as i64)
 }
 
 /// An origin whose replies the path chooses:

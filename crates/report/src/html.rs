@@ -348,7 +348,7 @@ fn request_table(out: &mut String, e: &Entry) {
     out.push_str(
         "<table><thead><tr><th>request type</th><th>xacts</th><th>share</th></tr></thead><tbody>",
     );
-    for t in cacheoff_stats::RequestType::ALL {
+    for t in cacheoff_workload::RequestType::ALL {
         let n = e.request_types.get(t.name()).copied().unwrap_or(0);
         let _ = write!(
             out,

@@ -1,31 +1,6 @@
 //! Closed sets of counted things. Persisted names only grow at the end.
 
-use serde::Serialize;
-
-macro_rules! closed_set {
-    ($(#[$m:meta])* $name:ident { $($variant:ident = $str:literal : $desc:literal,)* }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-        #[serde(rename_all = "snake_case")]
-        pub enum $name { $($variant,)* }
-
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
-            pub const COUNT: usize = Self::ALL.len();
-            /// Stable short name used in logs, reports and docs.
-            pub fn name(self) -> &'static str {
-                match self { $($name::$variant => $str,)* }
-            }
-            /// One-line description for reports and docs.
-            pub fn description(self) -> &'static str {
-                match self { $($name::$variant => $desc,)* }
-            }
-            pub fn from_name(s: &str) -> Option<$name> {
-                Self::ALL.iter().copied().find(|k| k.name() == s)
-            }
-        }
-    };
-}
+use cacheoff_base::closed_set;
 
 closed_set! {
     /// Why a transaction failed. Counted per kind, never by message text.
@@ -55,33 +30,6 @@ closed_set! {
         IdleTimeout = "idle_timeout": "the response stalled: no byte arrived for longer than the idle timeout",
         FalseHit = "false_hit": "a hit served from a copy no cache may hold: the reply to a request that had finished before a POST emptied caches of the URL, the POST's own reply, or the reply to a transaction never sent",
         Unfinished = "unfinished": "the run ended (or was interrupted) with the transaction still in flight, and it did not finish within timeouts.drain",
-    }
-}
-
-closed_set! {
-    /// What a request asks for. Only basic requests count in hit ratios.
-    RequestType {
-        Basic = "basic": "a plain GET",
-        Ims200 = "ims200": "a GET with If-Modified-Since one second before Last-Modified: the answer must be 200 with the body",
-        Ims304 = "ims304": "a GET with If-Modified-Since one second after Last-Modified: the answer must be 304",
-        Reload = "reload": "a GET with Cache-Control: no-cache and Pragma: no-cache: the answer must come from the origin server",
-        Post = "post": "a POST with a body: the answer must come from the origin server",
-        Head = "head": "a HEAD: the answer is the object's head without a body",
-    }
-}
-
-impl RequestType {
-    /// A cache that misses this request can store the object: any GET
-    /// (an ideal cache answers a conditional miss by fetching the whole
-    /// object). HEAD and POST leave a cache empty.
-    pub fn fills_cache(self) -> bool {
-        !matches!(self, RequestType::Post | RequestType::Head)
-    }
-
-    /// A cache must drop what it holds for the URL after this request
-    /// (an unsafe method, RFC 9111 §4.4).
-    pub fn empties_cache(self) -> bool {
-        self == RequestType::Post
     }
 }
 

@@ -13,7 +13,7 @@ mod kinds;
 pub mod log;
 mod snapshot;
 
-pub use kinds::{ErrorKind, Outcome, RequestType};
+pub use kinds::{ErrorKind, Outcome};
 pub use log::{IntervalRecord, Summary, FORMAT_VERSION};
 pub use snapshot::{
     Accum, Cdf, CdfSet, Distributions, Entry, Latency, LatencySet, Ratio, Snapshot, TypeCount,

@@ -3,7 +3,8 @@
 //! Ownership: a worker owns its `Snapshot` exclusively and hands a copy over
 //! at each interval boundary; nothing here is shared or locked.
 
-use crate::kinds::{ErrorKind, Outcome, RequestType};
+use crate::kinds::{ErrorKind, Outcome};
+use cacheoff_base::RequestType;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -128,7 +129,7 @@ pub struct Counters {
 /// Counters and histograms of one interval (of one worker, or merged).
 #[derive(Debug, Clone)]
 pub struct Snapshot {
-    pub c: Counters,
+    pub counters: Counters,
     pub rt: RtHists,
     pub rt_uncorrected: RtHists,
     /// How late requests were sent: actual send − intended start.
@@ -140,7 +141,7 @@ pub struct Snapshot {
 impl Default for Snapshot {
     fn default() -> Self {
         Snapshot {
-            c: Counters::default(),
+            counters: Counters::default(),
             rt: RtHists::new(),
             rt_uncorrected: RtHists::new(),
             send_lag: new_hist(),
@@ -151,7 +152,7 @@ impl Default for Snapshot {
 
 impl Snapshot {
     pub fn record_xact(&mut self, x: &XactRecord) {
-        let c = &mut self.c;
+        let c = &mut self.counters;
         c.xacts += 1;
         c.bytes += x.bytes;
         if x.fills_cache {
@@ -183,37 +184,37 @@ impl Snapshot {
     }
 
     pub fn record_error(&mut self, kind: ErrorKind) {
-        self.c.errors[kind as usize] += 1;
+        self.counters.errors[kind as usize] += 1;
     }
 
     pub fn record_send(&mut self, lag_us: u64) {
-        self.c.sent += 1;
-        self.c.sent_late += u64::from(lag_us > LATE_SEND_US);
+        self.counters.sent += 1;
+        self.counters.sent_late += u64::from(lag_us > LATE_SEND_US);
         self.send_lag.saturating_record(lag_us.max(1));
     }
 
     /// Counts a planned request handed out by the pacer `lag_us` late.
     pub fn record_issue(&mut self, lag_us: u64) {
-        self.c.issued += 1;
-        self.c.issued_late += u64::from(lag_us > LATE_SEND_US);
+        self.counters.issued += 1;
+        self.counters.issued_late += u64::from(lag_us > LATE_SEND_US);
     }
 
     /// Counts a deliberate abort (`by_server`: the origin's).
     pub fn record_abort(&mut self, by_server: bool) {
         if by_server {
-            self.c.aborted_server += 1;
+            self.counters.aborted_server += 1;
         } else {
-            self.c.aborted_robot += 1;
+            self.counters.aborted_robot += 1;
         }
     }
 
     pub fn errors_total(&self) -> u64 {
-        self.c.errors.iter().sum()
+        self.counters.errors.iter().sum()
     }
 
     /// Adds another snapshot (of another worker or another interval).
     pub fn add(&mut self, o: &Snapshot) {
-        let (a, b) = (&mut self.c, &o.c);
+        let (a, b) = (&mut self.counters, &o.counters);
         a.xacts += b.xacts;
         a.bytes += b.bytes;
         a.basic += b.basic;
@@ -249,7 +250,7 @@ impl Snapshot {
 
     /// Clears everything, keeping the histograms' memory.
     pub fn reset(&mut self) {
-        self.c = Counters::default();
+        self.counters = Counters::default();
         self.rt.reset();
         self.rt_uncorrected.reset();
         self.send_lag.reset();
@@ -345,11 +346,11 @@ impl Accum {
 
     /// Adds one merged interval of `duration_s` seconds.
     pub fn add_interval(&mut self, s: &Snapshot, duration_s: f64) {
-        let open = s.c.conns_open;
+        let open = s.counters.conns_open;
         self.snap.add(s);
-        self.snap.c.conns_open = 0;
+        self.snap.counters.conns_open = 0;
         // A gauge: the latest interval's value.
-        self.snap.c.ws_full = s.c.ws_full;
+        self.snap.counters.ws_full = s.counters.ws_full;
         self.duration_s += duration_s;
         self.conns_open_max = self.conns_open_max.max(open);
         self.conns_open_last = open;
@@ -517,7 +518,7 @@ fn pct(a: u64, b: u64) -> f64 {
 
 impl Entry {
     pub fn new(name: &str, a: &Accum, content_types: &[String]) -> Entry {
-        let c = &a.snap.c;
+        let c = &a.snap.counters;
         let errors_total: u64 = c.errors.iter().sum();
         let by_kind = ErrorKind::ALL
             .iter()
@@ -606,7 +607,7 @@ mod tests {
         b.record_send(10);
         b.record_xact(&xact(Outcome::Miss, 3000, true, 4000));
         b.record_error(ErrorKind::BodyMismatch);
-        b.c.conns_open = 3;
+        b.counters.conns_open = 3;
         a.add(&b);
         let mut acc = Accum::default();
         acc.add_interval(&a, 2.0);
@@ -641,7 +642,7 @@ mod tests {
         );
 
         a.reset();
-        assert_eq!(a.c.xacts, 0);
+        assert_eq!(a.counters.xacts, 0);
         assert!(a.rt.all.is_empty());
     }
 }

@@ -21,6 +21,7 @@ mod model;
 mod objects;
 mod schedule;
 
+pub use cacheoff_base::RequestType;
 pub use content::{content_set, ContentType, Embeds, Extension, Mix};
 pub use describe::describe;
 pub use dist::{Dist, DistError, Quantity};
