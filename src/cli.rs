@@ -1,6 +1,7 @@
 //! Command-line arguments. Values use human units: `13KB`, `2min`, `400/s`.
 
-use cacheoff_base::{Bytes, Dur, Rate};
+use cacheoff_base::{Bytes, Dur};
+use cacheoff_workload::Overrides;
 use clap::{Args, Parser, Subcommand};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -40,7 +41,8 @@ pub struct ProxyArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:3128", value_name = "HOST:PORT")]
     pub listen: SocketAddr,
-    /// Memory store size.
+    /// Memory store size (0 without --disk: store nothing and forward
+    /// every request).
     #[arg(long, default_value = "256MB", value_name = "SIZE")]
     pub mem: cacheoff_base::Bytes,
     /// Disk store directory (kept across restarts).
@@ -92,12 +94,18 @@ pub struct ProxyArgs {
     /// Worker threads (default: one per core).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+    /// How reply bodies are delimited to clients: length (Content-Length
+    /// where known), chunked (Transfer-Encoding: chunked to HTTP/1.1
+    /// clients) or close (no length; every reply ends its connection).
+    #[arg(long, value_name = "FRAMING", default_value = "length", value_parser = parse_reply_framing)]
+    pub reply_framing: cacheoff_proxy::ReplyFraming,
     /// Misbehave on purpose, to check that a run catches it: KIND or
     /// KIND:PROB (share of requests, default 1); repeatable. Kinds: reset,
     /// close, truncate, garbage, drip, huge-header, stale, wrong-object,
     /// flip-byte, ims-by-expires, cache-uncachable, reload-hit, drop,
-    /// stall, empty-body, bodiless-body, bad-md5 (docs/proxy.md says what
-    /// each does and what a run counts).
+    /// stall, empty-body, bodiless-body, bad-md5, ignore-ims,
+    /// keep-after-post, strip-echo (docs/proxy.md says what each does and
+    /// what a run counts).
     #[arg(long = "fault", value_name = "KIND[:PROB]", value_parser = cacheoff_proxy::Faults::parse_one)]
     pub faults: Vec<(cacheoff_proxy::Fault, f64)>,
 }
@@ -105,6 +113,19 @@ pub struct ProxyArgs {
 /// The reference proxy's own defaults, shown by `--help`.
 fn proxy_defaults() -> cacheoff_proxy::ProxyConfig {
     cacheoff_proxy::ProxyConfig::new(SocketAddr::from((Ipv4Addr::LOCALHOST, 3128)))
+}
+
+fn parse_reply_framing(s: &str) -> Result<cacheoff_proxy::ReplyFraming, String> {
+    cacheoff_proxy::ReplyFraming::from_name(s).ok_or_else(|| {
+        let names: Vec<_> = cacheoff_proxy::ReplyFraming::ALL
+            .iter()
+            .map(|f| f.name())
+            .collect();
+        format!(
+            "unknown reply framing {s:?} (expected one of {})",
+            names.join(", ")
+        )
+    })
 }
 
 fn parse_policy(s: &str) -> Result<cacheoff_cache::Policy, String> {
@@ -169,23 +190,51 @@ pub enum WorkloadCommand {
     },
 }
 
-/// A request rate, or `max` for closed-loop (best-effort) load.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum RateArg {
-    PerSecond(Rate),
-    Max,
+/// The workload settings of `cacheoff run`: one flag per row of the
+/// workload's parameter table ([`Overrides::PARAMS`]), which gives each its
+/// name, value name, help line and parser.
+#[derive(Debug, Clone, Default)]
+pub struct WorkloadArgs(pub Overrides);
+
+impl Args for WorkloadArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        Overrides::PARAMS.iter().fold(cmd, |cmd, p| {
+            let arg = clap::Arg::new(p.flag)
+                .long(p.flag)
+                .value_name(p.value_name)
+                .help(p.help)
+                // Checked here so that clap names the flag in the error.
+                .value_parser(move |text: &str| {
+                    Overrides::default()
+                        .set(p.flag, text)
+                        .map(|()| text.to_string())
+                });
+            cmd.arg(match p.alias {
+                Some(alias) => arg.visible_alias(alias),
+                None => arg,
+            })
+        })
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
 }
 
-impl std::str::FromStr for RateArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        if s.eq_ignore_ascii_case("max") {
-            Ok(RateArg::Max)
-        } else {
-            s.parse::<Rate>()
-                .map(RateArg::PerSecond)
-                .map_err(|e| e.to_string())
+impl clap::FromArgMatches for WorkloadArgs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut a = WorkloadArgs::default();
+        a.update_from_arg_matches(m)?;
+        Ok(a)
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        for p in Overrides::PARAMS {
+            if let Some(text) = m.get_one::<String>(p.flag) {
+                self.0
+                    .set(p.flag, text)
+                    .map_err(|e| clap::Error::raw(clap::error::ErrorKind::ValueValidation, e))?;
+            }
         }
+        Ok(())
     }
 }
 
@@ -209,69 +258,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
 
-    /// Total request rate at peak load, e.g. 400/s; `max` runs closed-loop
-    /// (each robot sends its next request as soon as a connection is free).
-    #[arg(long, visible_alias = "peak-rate", value_name = "RATE")]
-    pub rate: Option<RateArg>,
-
-    /// Number of robots (simulated browsers), each with its own address.
-    #[arg(long, value_name = "N")]
-    pub robots: Option<u32>,
-
-    /// Number of origin servers, each with its own address.
-    #[arg(long, value_name = "N")]
-    pub servers: Option<u32>,
-
-    /// Length of the measured phase, e.g. 2min.
-    #[arg(long, value_name = "TIME")]
-    pub duration: Option<Dur>,
-
-    /// Length of the warm-up phase before it, e.g. 10s.
-    #[arg(long, value_name = "TIME")]
-    pub warmup: Option<Dur>,
-
-    /// Compress time: every phase keeps its share of the run, scaled so the
-    /// plateau (e.g. PolyMix's 4 h peak) lasts this long.
-    #[arg(long, value_name = "TIME")]
-    pub plateau: Option<Dur>,
-
-    /// Capacity of the cache under test (disk + RAM), e.g. 2GB; fill phases
-    /// fetch a multiple of it.
-    #[arg(long, value_name = "SIZE")]
-    pub cache_size: Option<cacheoff_base::Bytes>,
-
-    /// Request rate of the fill phases (at most the peak rate).
-    #[arg(long, value_name = "RATE")]
-    pub fill_rate: Option<Rate>,
-
-    /// Seed of every random choice; the same seed gives the same plan.
-    #[arg(long, value_name = "N")]
-    pub seed: Option<u64>,
-
-    /// Object size distribution, e.g. exp(13KB) or 1KB.
-    #[arg(long, value_name = "DIST")]
-    pub size: Option<String>,
-
-    /// Server think time before answering, e.g. norm(2.5s,1s) or 50ms.
-    #[arg(long, value_name = "DIST")]
-    pub think_time: Option<String>,
-
-    /// First robot address (inside 127.0.0.0/8); robots use consecutive
-    /// addresses.
-    #[arg(long, value_name = "IP")]
-    pub robot_ips: Option<Ipv4Addr>,
-
-    /// First origin server address (inside 127.0.0.0/8).
-    #[arg(long, value_name = "IP")]
-    pub server_ips: Option<Ipv4Addr>,
-
-    /// Port of every origin server (0 picks a free port for each).
-    #[arg(long, value_name = "PORT")]
-    pub server_port: Option<u16>,
-
-    /// Most connections a robot keeps open at once.
-    #[arg(long, value_name = "N")]
-    pub max_conns: Option<u32>,
+    // --rate, --robots, ... (the workload's parameter table).
+    #[command(flatten)]
+    pub settings: WorkloadArgs,
 
     /// Worker threads (default: one per core).
     #[arg(long, value_name = "N")]
@@ -284,4 +273,45 @@ pub struct RunArgs {
     /// Print only the final summary, not a line per interval.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cacheoff_workload::PeakRate;
+    use clap::CommandFactory;
+
+    fn run_args(args: &[&str]) -> Result<RunArgs, clap::Error> {
+        let argv = ["cacheoff", "run", "simple"].iter().chain(args);
+        match Cli::try_parse_from(argv)?.command {
+            Command::Run(a) => Ok(*a),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn workload_flags_fill_the_overrides() {
+        let a = run_args(&["--peak-rate", "max", "--size", "exp(2KB)", "--direct"]).unwrap();
+        let o = &a.settings.0;
+        assert_eq!(o.rate, Some(PeakRate::ClosedLoop));
+        assert_eq!(
+            o.size.as_ref().map(|d| d.to_string()),
+            Some("exp(2KB)".into())
+        );
+        assert_eq!((o.robots, a.direct), (None, true));
+        let a = run_args(&["--rate", "50/s", "--plateau", "2min", "-q"]).unwrap();
+        let o = &a.settings.0;
+        assert_eq!(
+            o.rate.and_then(PeakRate::rate).map(|r| r.per_sec()),
+            Some(50.0)
+        );
+        assert_eq!(o.plateau.map(|d| d.as_secs_f64()), Some(120.0));
+        let e = run_args(&["--size", "gauss(1KB)"]).unwrap_err().to_string();
+        assert!(e.contains("'--size <DIST>'") && e.contains("gauss"), "{e}");
+    }
 }

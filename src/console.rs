@@ -1,7 +1,8 @@
 //! The live console: one line per interval while a run goes, and a table of
 //! phases at the end.
 
-use cacheoff_stats::{Entry, IntervalRecord, Summary};
+use cacheoff_rundir::{IntervalRecord, Summary};
+use cacheoff_stats::Entry;
 use std::io::Write;
 
 /// The per-interval console line; `xacts_so_far` counts the whole run.

@@ -1,5 +1,5 @@
-//! The `cacheoff` command: argument parsing ([`cli`]), the run directory
-//! ([`rundir`]), the live console ([`console`]) and the subcommands.
+//! The `cacheoff` command: argument parsing ([`cli`]), the live console
+//! ([`console`]) and the subcommands.
 //!
 //! `main` only parses and maps [`Failure`] to an exit code; tests call
 //! [`run`] or the subcommand functions in-process.
@@ -9,7 +9,6 @@ pub mod console;
 pub mod proxy_cmd;
 pub mod report_cmd;
 pub mod run_cmd;
-pub mod rundir;
 pub mod workload_cmd;
 
 /// A failed command: the error and the exit code it maps to

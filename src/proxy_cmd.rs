@@ -29,6 +29,7 @@ pub fn config(a: &ProxyArgs) -> ProxyConfig {
     if let Some(w) = a.workers {
         c.workers = w.max(1);
     }
+    c.reply_framing = a.reply_framing;
     c.faults = cacheoff_proxy::Faults::new(a.faults.clone());
     c
 }

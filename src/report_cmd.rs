@@ -4,19 +4,20 @@ use crate::cli::{CompareArgs, ReportArgs, ReportFormat};
 use crate::Failure;
 use anyhow::Context;
 use cacheoff_report::compare::{self, Products};
-use cacheoff_report::{export, html, ReportError, Run};
+use cacheoff_report::{export, html};
+use cacheoff_rundir::{Run, RunDir, RunDirError};
 use std::path::{Path, PathBuf};
 
 fn load(dir: &Path) -> Result<Run, Failure> {
-    Run::load(dir).map_err(|e| match e {
-        ReportError::NotARun(_) => Failure::usage(e),
+    RunDir::open(dir).map_err(|e| match e {
+        RunDirError::NotARun(_) => Failure::usage(e),
         e => Failure::run(e),
     })
 }
 
 /// Renders `report.html` into the run directory; returns its path.
 pub fn html_report(dir: &Path) -> anyhow::Result<PathBuf> {
-    let run = Run::load(dir)?;
+    let run = RunDir::open(dir)?;
     Ok(html::write(&run)?)
 }
 

@@ -1,15 +1,14 @@
 //! `cacheoff run`: resolve the workload, prepare the run directory, run,
 //! and write the summary.
 
-use crate::cli::{RateArg, RunArgs};
+use crate::cli::RunArgs;
 use crate::console;
-use crate::rundir::{self, Manifest};
 use crate::Failure;
 use anyhow::Context;
-use cacheoff_agent::{RunConfig, RunOutcome, Sink, StopHandle};
-use cacheoff_stats::log::IntervalLog;
-use cacheoff_stats::{IntervalRecord, Summary};
-use cacheoff_workload::{load, Dist, Overrides, Quantity, Workload};
+use cacheoff_agent::{RunConfig, Sink, StopHandle};
+use cacheoff_rundir::{Build, Manifest, RunDir, RunDirError, Summary};
+use cacheoff_stats::IntervalStats;
+use cacheoff_workload::{load, Workload};
 use std::path::{Path, PathBuf};
 
 /// What a finished `run` leaves behind.
@@ -21,61 +20,15 @@ pub struct RunResult {
 
 /// Turns command-line settings into the resolved workload.
 pub fn resolve_workload(a: &RunArgs) -> Result<Workload, Failure> {
-    let dist = |q: Quantity, s: &Option<String>| -> Result<Option<Dist>, Failure> {
-        s.as_deref()
-            .map(|t| Dist::parse(q, t).map_err(Failure::usage))
-            .transpose()
-    };
-    let o = Overrides {
-        rate: a.rate.map(|r| match r {
-            RateArg::PerSecond(r) => Some(r),
-            RateArg::Max => None,
-        }),
-        robots: a.robots,
-        servers: a.servers,
-        duration: a.duration,
-        warmup: a.warmup,
-        plateau: a.plateau,
+    let mut o = a.settings.0.clone();
+    if o.cache_size.is_none() && a.proxy.is_none() && !a.direct {
         // Testing the reference proxy: its memory store is the cache.
-        cache_size: a.cache_size.or_else(|| {
-            (a.proxy.is_none() && !a.direct).then(|| {
-                cacheoff_base::Bytes(
-                    cacheoff_proxy::ProxyConfig::new((std::net::Ipv4Addr::LOCALHOST, 0).into())
-                        .memory,
-                )
-            })
-        }),
-        fill_rate: a.fill_rate,
-        seed: a.seed,
-        size: dist(Quantity::Size, &a.size)?,
-        think_time: dist(Quantity::Time, &a.think_time)?,
-        robot_ips: a.robot_ips,
-        server_ips: a.server_ips,
-        server_port: a.server_port,
-        max_conns: a.max_conns,
-    };
+        let proxy = cacheoff_proxy::ProxyConfig::new((std::net::Ipv4Addr::LOCALHOST, 0).into());
+        o.cache_size = Some(cacheoff_base::Bytes(proxy.memory));
+    }
     let w = load(&a.workload, &o).map_err(Failure::usage)?;
     w.check_runnable().map_err(Failure::usage)?;
     Ok(w)
-}
-
-struct FileAndConsole {
-    log: IntervalLog,
-    quiet: bool,
-    xacts_so_far: u64,
-    write_error: Option<std::io::Error>,
-}
-
-impl Sink for FileAndConsole {
-    fn interval(&mut self, r: &IntervalRecord) {
-        if let Err(e) = self.log.append(r) {
-            self.write_error.get_or_insert(e);
-        }
-        self.xacts_so_far += r.stats.xacts;
-        if !self.quiet {
-            console::print(&console::interval_line(r, self.xacts_so_far));
-        }
-    }
 }
 
 /// Runs `cacheoff run` with its arguments; `argv` goes into the manifest.
@@ -84,10 +37,7 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
     let dir = a
         .out
         .clone()
-        .unwrap_or_else(|| rundir::default_dir(&workload.name));
-    rundir::create(&dir)
-        .with_context(|| format!("cannot create run directory {}", dir.display()))
-        .map_err(Failure::usage)?;
+        .unwrap_or_else(|| RunDir::default_path(&workload.name));
     let workers = a
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -146,8 +96,8 @@ fn reference_label(p: &cacheoff_proxy::Proxy) -> String {
     )
 }
 
-/// Runs a resolved workload into an existing, empty run directory; prints
-/// interval lines unless `quiet`.
+/// Runs a resolved workload into a new run directory; prints interval
+/// lines unless `quiet`.
 pub fn run_in(
     dir: &Path,
     workload: Workload,
@@ -158,6 +108,47 @@ pub fn run_in(
     stop: &StopHandle,
 ) -> Result<RunResult, Failure> {
     run_labelled(dir, workload, proxy, None, workers, quiet, argv, stop)
+}
+
+/// The build running, for manifests.
+pub fn build() -> Build {
+    Build {
+        version: env!("CARGO_PKG_VERSION").into(),
+        git_revision: env!("CACHEOFF_GIT_REV").into(),
+    }
+}
+
+/// The run directory and the console, fed by the run-time.
+struct Recorder<'a> {
+    dir: &'a mut RunDir,
+    quiet: bool,
+    xacts_so_far: u64,
+    /// The first write that failed; the run goes on and fails at the end.
+    error: Option<RunDirError>,
+}
+
+impl Sink for Recorder<'_> {
+    fn started(&mut self, servers: &[std::net::SocketAddr]) {
+        if let Err(e) = self.dir.servers_bound(servers) {
+            self.error.get_or_insert(e);
+        }
+    }
+    fn interval(&mut self, iv: &IntervalStats) {
+        match self.dir.interval(iv) {
+            Ok(r) => {
+                self.xacts_so_far += r.stats.xacts;
+                if !self.quiet {
+                    console::print(&console::interval_line(&r, self.xacts_so_far));
+                }
+            }
+            Err(e) => {
+                self.error.get_or_insert(e);
+            }
+        }
+    }
+    fn warn(&mut self, message: &str) {
+        eprintln!("cacheoff: warning: {message}");
+    }
 }
 
 /// [`run_in`] with a label for the proxy under test (`--label`).
@@ -172,31 +163,11 @@ pub fn run_labelled(
     argv: &[String],
     stop: &StopHandle,
 ) -> Result<RunResult, Failure> {
-    let mut manifest = Manifest {
-        label,
-        format: rundir::MANIFEST_FORMAT.into(),
-        version: cacheoff_stats::FORMAT_VERSION,
-        command_line: argv.to_vec(),
-        cacheoff_version: env!("CARGO_PKG_VERSION").into(),
-        git_revision: env!("CACHEOFF_GIT_REV").into(),
-        started_at: rundir::now_rfc3339(),
-        finished_at: None,
-        seed: workload.seed,
-        proxy,
-        workers,
-        host: rundir::probe_host(),
-        servers: Vec::new(),
-        workload: workload.clone(),
-    };
-    let log = IntervalLog::create(dir)
-        .with_context(|| format!("cannot write in {}", dir.display()))
-        .map_err(Failure::run)?;
-    let mut sink = FileAndConsole {
-        log,
-        quiet,
-        xacts_so_far: 0,
-        write_error: None,
-    };
+    let manifest = Manifest::new(workload.clone(), proxy, label, workers, argv, &build());
+    let mut run_dir = RunDir::create(dir, manifest).map_err(|e| match e {
+        RunDirError::HoldsARun(_) => Failure::usage(e),
+        e => Failure::usage(anyhow::Error::new(e).context("cannot create the run directory")),
+    })?;
     if !quiet {
         console::print(&format!(
             "cacheoff {} run {}: {} robots, {} servers, {}, {} -> {}",
@@ -214,60 +185,27 @@ pub fn run_labelled(
         ));
         console::print(console::header());
     }
-    struct Starter<'a> {
-        inner: &'a mut FileAndConsole,
-        manifest: &'a mut Manifest,
-        dir: &'a Path,
-        err: Option<std::io::Error>,
-    }
-    impl Sink for Starter<'_> {
-        fn started(&mut self, servers: &[std::net::SocketAddr]) {
-            self.manifest.servers = servers.to_vec();
-            if let Err(e) = rundir::write_manifest(self.dir, self.manifest) {
-                self.err = Some(e);
-            }
-        }
-        fn interval(&mut self, r: &IntervalRecord) {
-            self.inner.interval(r);
-        }
-        fn warn(&mut self, message: &str) {
-            eprintln!("cacheoff: warning: {message}");
-        }
-    }
-    let mut starter = Starter {
-        inner: &mut sink,
-        manifest: &mut manifest,
-        dir,
-        err: None,
+    let mut recorder = Recorder {
+        dir: &mut run_dir,
+        quiet,
+        xacts_so_far: 0,
+        error: None,
     };
     let cfg = RunConfig {
         workload,
         proxy,
         workers,
     };
-    let outcome: RunOutcome = cacheoff_agent::run(cfg, &mut starter, stop)
+    let stats = cacheoff_agent::run(cfg, &mut recorder, stop)
         .context("run failed")
         .map_err(Failure::run)?;
-    if let Some(e) = starter.err.take() {
-        return Err(Failure::run(
-            anyhow::Error::new(e).context("cannot write manifest.json"),
-        ));
+    if let Some(e) = recorder.error.take() {
+        return Err(Failure::run(e));
     }
-    manifest.finished_at = Some(rundir::now_rfc3339());
-    rundir::write_manifest(dir, &manifest)
-        .context("cannot write manifest.json")
-        .map_err(Failure::run)?;
-    rundir::write_summary(dir, &outcome.summary)
-        .context("cannot write summary.json")
-        .map_err(Failure::run)?;
-    if let Some(e) = sink.write_error {
-        return Err(Failure::run(
-            anyhow::Error::new(e).context("cannot append to intervals.jsonl"),
-        ));
-    }
+    let summary = run_dir.finish(&stats).map_err(Failure::run)?;
     Ok(RunResult {
         dir: dir.to_path_buf(),
-        summary: outcome.summary,
+        summary,
     })
 }
 

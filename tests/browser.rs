@@ -11,11 +11,13 @@ use cacheoff::run_cmd::run_in;
 use cacheoff_agent::StopHandle;
 use cacheoff_base::{Dur, Rate};
 use cacheoff_report::compare::{self, Products};
-use cacheoff_report::{html, Run};
-use cacheoff_testkit::TestProxy;
+use cacheoff_report::html;
 use cacheoff_workload::{load, Overrides};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "support/proxy.rs"]
+mod proxy_support;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
@@ -170,7 +172,7 @@ fn report_and_compare_pages_render_cleanly_in_chromium() {
     let w = load(
         "simple",
         &Overrides {
-            rate: Some(Some(Rate(300.0))),
+            rate: Some(Rate(300.0).into()),
             robots: Some(30),
             servers: Some(6),
             warmup: Some(Dur::secs(5.0)),
@@ -181,8 +183,8 @@ fn report_and_compare_pages_render_cleanly_in_chromium() {
     .unwrap();
     let proxied = out.join("proxied-run");
     let direct = out.join("direct-run");
-    let proxy = TestProxy::caching();
-    for (dir, via) in [(&proxied, Some(proxy.addr)), (&direct, None)] {
+    let proxy = proxy_support::caching();
+    for (dir, via) in [(&proxied, Some(proxy.addr())), (&direct, None)] {
         std::fs::create_dir(dir).unwrap();
         run_in(
             dir,
@@ -196,12 +198,12 @@ fn report_and_compare_pages_render_cleanly_in_chromium() {
         .map_err(|f| f.error)
         .unwrap();
     }
-    let report = html::write(&Run::load(&proxied).unwrap()).unwrap();
+    let report = html::write(&cacheoff_rundir::RunDir::open(&proxied).unwrap()).unwrap();
     let r = render(&report);
     assert_eq!(check("report.html", &r), 10);
     screenshot(&report, &proxied.join("report.png"), 7000);
 
-    let runs = [Run::load(&proxied).unwrap(), Run::load(&direct).unwrap()];
+    let runs = [cacheoff_rundir::RunDir::open(&proxied).unwrap(), cacheoff_rundir::RunDir::open(&direct).unwrap()];
     let rows = compare::rows(&runs, &Products::default(), Some(&runs[1])).unwrap();
     let page = out.join("cacheoff.html");
     std::fs::write(&page, compare::html(&rows).unwrap()).unwrap();

@@ -174,7 +174,7 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
     child.wait().unwrap();
     let run = dir.path().join("kill");
     assert!(!run.join("summary.json").exists());
-    let intervals = cacheoff_stats::log::read_intervals(&run).unwrap();
+    let intervals = cacheoff_rundir::RunDir::open(&run).unwrap().intervals;
     assert_eq!(intervals.len(), 1, "the 5 s warm-up interval was kept");
     assert!(intervals[0].stats.xacts > 400);
 

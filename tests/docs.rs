@@ -136,3 +136,161 @@ fn every_proxy_fault_is_documented_and_in_the_help() {
         );
     }
 }
+
+fn workload_doc() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/workload-files.md"
+    ))
+    .unwrap()
+}
+
+fn squeeze(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn every_workload_setting_is_documented_and_in_the_run_help() {
+    let doc = workload_doc();
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_cacheoff"))
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    let help = squeeze(&String::from_utf8_lossy(&help.stdout));
+    for p in Overrides::PARAMS {
+        let row = format!(
+            "| `--{} {}` | `{}` | {} |",
+            p.flag, p.value_name, p.key, p.help
+        );
+        assert!(doc.contains(&row), "docs/workload-files.md lacks: {row}");
+        if let Some(default) = p.default {
+            let row = format!("| `{}` | {default} |", p.key);
+            assert!(doc.contains(&row), "docs/workload-files.md lacks: {row}");
+        }
+        let line = squeeze(&format!("--{} <{}> {}", p.flag, p.value_name, p.help));
+        assert!(help.contains(&line), "cacheoff run --help lacks: {line}");
+        if let Some(alias) = p.alias {
+            assert!(help.contains(&format!("--{alias}]")), "no alias --{alias}");
+        }
+    }
+}
+
+/// The keys a table of a workload file accepts, as its answer to an
+/// unknown key lists them.
+fn accepted_keys(table: &str) -> Vec<String> {
+    let text = format!("{table}\nno_such_key = 1\n");
+    let e = cacheoff_workload::load_text("w.toml", &text, &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    let (_, list) = e.split_once("expected").unwrap_or_else(|| panic!("{e}"));
+    list.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn every_workload_file_key_is_documented() {
+    let doc = workload_doc();
+    // Tables whose keys have rows of their own, `| `prefix.key` |`.
+    for (table, prefix) in [
+        ("", ""),
+        ("[robots]", "robots."),
+        ("[servers]", "servers."),
+        ("[popularity]", "popularity."),
+        ("[requests]", "requests."),
+        ("[aborts]", "aborts."),
+        ("[timeouts]", "timeouts."),
+        ("[[content]]", "content."),
+        ("[[content]]\n[content.life_cycle]", "content.life_cycle."),
+    ] {
+        let keys = accepted_keys(table);
+        assert!(keys.len() > 1, "{table:?}: {keys:?}");
+        for k in keys {
+            let rows = [
+                format!("| `{prefix}{k}` |"),
+                format!("| `{prefix}{k}."),
+                format!("| `[[{prefix}{k}]]` |"),
+            ];
+            assert!(
+                rows.iter().any(|r| doc.contains(r)),
+                "docs/workload-files.md has no row for `{prefix}{k}`"
+            );
+        }
+    }
+    // Tables written inline, whose keys their parent's row shows.
+    for (table, parent) in [
+        ("[servers.link]", "| `servers.link` |"),
+        ("[popularity.hot_set]", "| `popularity.hot_set` |"),
+        ("[[content]]\n[content.embeds]", "| `content.embeds` |"),
+        (
+            "[[content]]\n[[content.extensions]]",
+            "| `content.extensions` |",
+        ),
+        ("[[phases]]", "| `[[phases]]` |"),
+        ("[[phases]]\n[phases.goal]", "| `[[phases]]` |"),
+    ] {
+        let row = doc.lines().find(|l| l.starts_with(parent)).unwrap();
+        for k in accepted_keys(table) {
+            assert!(
+                row.contains(&format!("`{k}`")) || row.contains(&format!("{k} = ")),
+                "the row {parent} does not show `{k}`"
+            );
+        }
+    }
+}
+
+#[test]
+fn documented_workload_defaults_are_the_defaults() {
+    let doc = workload_doc();
+    // A file with one content type and one phase: writing a key's
+    // documented default into it must change nothing.
+    let file = |top: &str, content: &str| {
+        let text = format!(
+            "requests.basic = 1.0\n{top}[[phases]]\nname = \"a\"\nduration = \"1s\"\n\
+             [[content]]\nname = \"a\"\nshare = 1.0\nsize = \"1KB\"\ncachable = 1.0\n{content}"
+        );
+        cacheoff_workload::load_text("w.toml", &text, &Overrides::default())
+            .unwrap_or_else(|e| panic!("{e}\n{text}"))
+    };
+    let plain = file("", "");
+    let literal = |cell: &str| {
+        cell.strip_prefix('`')
+            .and_then(|c| c.strip_suffix('`'))
+            .filter(|c| !c.contains('`'))
+            .map(str::to_string)
+    };
+    let mut checked = 0;
+    for line in doc.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let [_, key, default, ..] = cells[..] else {
+            continue;
+        };
+        let (Some(key), Some(value)) = (literal(key), literal(default)) else {
+            continue;
+        };
+        if key.starts_with("--") || key.starts_with("[[") {
+            continue;
+        }
+        let w = match key.strip_prefix("content.") {
+            Some(k) => file("", &format!("{k} = {value}\n")),
+            None => file(&format!("{key} = {value}\n"), ""),
+        };
+        assert_eq!(w, plain, "`{key}` does not default to {value}");
+        checked += 1;
+    }
+    assert!(checked > 30, "only {checked} defaults checked");
+}
+
+#[test]
+fn every_counter_is_documented_with_its_description() {
+    let d = doc();
+    for c in cacheoff_stats::Counter::ALL {
+        let row = format!("| `counts.{}` | {} |", c.name(), c.description());
+        assert!(
+            d.contains(&row),
+            "docs/run-directory.md lacks the row: {row}"
+        );
+    }
+}

@@ -13,7 +13,7 @@ fn simple() -> Workload {
     let mut w = load(
         "simple",
         &Overrides {
-            rate: Some(Some(Rate(400.0))),
+            rate: Some(Rate(400.0).into()),
             robots: Some(40),
             servers: Some(8),
             warmup: Some(Dur::secs(1.0)),
@@ -51,6 +51,7 @@ fn caught_as(fault: Fault, share: f64, w: Workload, kind: &str) {
     .unwrap();
     let t = &r.summary.total;
     let name = fault.name();
+    eprintln!("DEBUG {name}: {:?} xacts {}", t.errors.by_kind, t.xacts);
     assert!(
         t.errors.by_kind.get(kind).copied().unwrap_or(0) > 0,
         "{name}: no {kind} among {:?}",
@@ -209,6 +210,34 @@ fn serving_reloads_from_the_store_is_reload_hit() {
         ..RequestMix::basic_only()
     };
     caught_as(Fault::ReloadHit, 1.0, with_requests(mix), "reload_hit");
+}
+
+#[test]
+fn answering_ims_hits_with_the_whole_reply_is_http_status() {
+    // IMS requests the origin would answer 304 get the stored 200.
+    let mix = RequestMix {
+        basic: 0.8,
+        ims304: 0.2,
+        ..RequestMix::basic_only()
+    };
+    caught_as(Fault::IgnoreIms, 1.0, with_requests(mix), "http_status");
+}
+
+#[test]
+fn keeping_a_copy_after_a_post_is_false_hit() {
+    // Most requests revisit, so POSTed URLs are asked for again.
+    let mut w = with_requests(RequestMix {
+        basic: 0.9,
+        post: 0.1,
+        ..RequestMix::basic_only()
+    });
+    w.popularity.recurrence = 0.9;
+    caught_as(Fault::KeepAfterPost, 1.0, w, "false_hit");
+}
+
+#[test]
+fn a_reply_without_its_echo_is_foreign_source() {
+    caught_as(Fault::StripEcho, 0.1, simple(), "foreign_source");
 }
 
 #[test]

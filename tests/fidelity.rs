@@ -9,9 +9,13 @@
 use cacheoff::run_cmd::run_in;
 use cacheoff_agent::StopHandle;
 use cacheoff_base::{Bytes, Dur, Rate};
-use cacheoff_stats::{Entry, Summary};
-use cacheoff_testkit::TestProxy;
+use cacheoff_proxy::Proxy;
+use cacheoff_rundir::Summary;
+use cacheoff_stats::Entry;
 use cacheoff_workload::{load, Overrides};
+
+#[path = "support/proxy.rs"]
+mod proxy_support;
 
 fn share(part: u64, whole: u64) -> f64 {
     part as f64 * 100.0 / whole as f64
@@ -20,11 +24,11 @@ fn share(part: u64, whole: u64) -> f64 {
 /// A compressed PolyMix-3 at 600/s: 1,500 robots on two client hosts. Its
 /// fill phase keeps ~1,500 origin fetches open at once (2.5 s think time),
 /// so one run at a time fits this machine's 20,000 descriptors.
-fn polymix_3(plateau_s: f64, proxy: Option<&TestProxy>) -> Summary {
+fn polymix_3(plateau_s: f64, proxy: Option<&Proxy>) -> Summary {
     let w = load(
         "polymix-3",
         &Overrides {
-            rate: Some(Some(Rate(600.0))),
+            rate: Some(Rate(600.0).into()),
             cache_size: Some(Bytes(16 << 20)),
             plateau: Some(Dur::secs(plateau_s)),
             ..Default::default()
@@ -36,7 +40,7 @@ fn polymix_3(plateau_s: f64, proxy: Option<&TestProxy>) -> Summary {
     let r = run_in(
         dir.path(),
         w,
-        proxy.map(|p| p.addr),
+        proxy.map(|p| p.addr()),
         2,
         true,
         &["fidelity".into()],
@@ -135,9 +139,9 @@ fn polymix_3_offers_its_hit_ratio_and_mixes_and_an_ideal_cache_achieves_it() {
 
     // Through an ideal cache every offered hit is a hit: the same run's
     // measured and offered ratios agree in every busy phase.
-    let proxy = TestProxy::caching();
+    let proxy = proxy_support::caching();
     let cached = polymix_3(20.0, Some(&proxy));
-    assert_eq!(cached.total.rt_ms.hit.count, proxy.hits());
+    assert_eq!(cached.total.rt_ms.hit.count, proxy_support::hits(&proxy));
     for p in cached.phases.iter().filter(|p| p.xacts > 2_000) {
         assert!(
             (p.dhr.measured - p.dhr.offered).abs() <= 2.0,

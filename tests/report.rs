@@ -4,16 +4,18 @@
 use cacheoff::run_cmd::{run_in, RunResult};
 use cacheoff_agent::StopHandle;
 use cacheoff_base::{Dur, Rate};
-use cacheoff_report::{export, html, Run, RunState};
-use cacheoff_testkit::TestProxy;
+use cacheoff_report::{export, html, RunState};
 use cacheoff_workload::{load, Overrides, Workload};
 use std::path::Path;
+
+#[path = "support/proxy.rs"]
+mod proxy_support;
 
 fn workload(duration_s: f64) -> Workload {
     load(
         "simple",
         &Overrides {
-            rate: Some(Some(Rate(400.0))),
+            rate: Some(Rate(400.0).into()),
             robots: Some(40),
             servers: Some(8),
             warmup: Some(Dur::secs(5.0)),
@@ -25,8 +27,8 @@ fn workload(duration_s: f64) -> Workload {
 }
 
 fn run(dir: &Path, w: Workload, stop: &StopHandle) -> RunResult {
-    let proxy = TestProxy::caching();
-    run_in(dir, w, Some(proxy.addr), 1, true, &["test".into()], stop)
+    let proxy = proxy_support::caching();
+    run_in(dir, w, Some(proxy.addr()), 1, true, &["test".into()], stop)
         .map_err(|f| f.error)
         .unwrap()
 }
@@ -57,7 +59,7 @@ fn a_complete_run_gets_every_section_with_data() {
     let dir = tempfile::tempdir().unwrap();
     let r = run(dir.path(), workload(10.0), &StopHandle::new());
     assert!(r.summary.total.rt_ms.hit.count > 0);
-    let run = Run::load(dir.path()).unwrap();
+    let run = cacheoff_rundir::RunDir::open(dir.path()).unwrap();
     assert_eq!(run.state(), RunState::Complete);
     let path = html::write(&run).unwrap();
     let page = std::fs::read_to_string(&path).unwrap();
@@ -111,7 +113,7 @@ fn an_interrupted_run_is_marked_and_still_complete_in_form() {
     };
     run(dir.path(), workload(60.0), &stop);
     stopper.join().unwrap();
-    let run = Run::load(dir.path()).unwrap();
+    let run = cacheoff_rundir::RunDir::open(dir.path()).unwrap();
     assert_eq!(run.state(), RunState::Interrupted);
     let page = html::render(&run).unwrap();
     assert!(page.contains("data-state=\"interrupted\""));
@@ -136,11 +138,11 @@ fn a_killed_run_renders_from_its_intervals_and_exports_match_the_schemas() {
     let killed = tempfile::tempdir().unwrap();
     killed_copy(dir.path(), killed.path());
 
-    let k = Run::load(killed.path()).unwrap();
+    let k = cacheoff_rundir::RunDir::open(killed.path()).unwrap();
     assert_eq!(k.state(), RunState::NoSummary);
     assert_eq!(
         k.intervals.len(),
-        Run::load(dir.path()).unwrap().intervals.len()
+        cacheoff_rundir::RunDir::open(dir.path()).unwrap().intervals.len()
     );
     // Counts folded from the intervals equal the summary's.
     let phases = k.phases();
@@ -166,7 +168,7 @@ fn a_killed_run_renders_from_its_intervals_and_exports_match_the_schemas() {
     )
     .unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    for (name, run) in [("complete", Run::load(dir.path()).unwrap()), ("killed", k)] {
+    for (name, run) in [("complete", cacheoff_rundir::RunDir::open(dir.path()).unwrap()), ("killed", k)] {
         let doc: serde_json::Value = serde_json::from_str(&export::json(&run)).unwrap();
         let errors: Vec<String> = validator
             .iter_errors(&doc)
@@ -260,7 +262,7 @@ fn compare_builds_the_executive_summary() {
     let dt = load(
         "downtime",
         &Overrides {
-            rate: Some(Some(Rate(60.0))),
+            rate: Some(Rate(60.0).into()),
             plateau: Some(Dur::secs(12.0)),
             ..Default::default()
         },
@@ -275,8 +277,8 @@ fn compare_builds_the_executive_summary() {
     )
     .unwrap();
     let products = Products::load(&products_path).unwrap();
-    let runs = [Run::load(&proxied).unwrap(), Run::load(&direct).unwrap()];
-    let baseline = Run::load(&direct).unwrap();
+    let runs = [cacheoff_rundir::RunDir::open(&proxied).unwrap(), cacheoff_rundir::RunDir::open(&direct).unwrap()];
+    let baseline = cacheoff_rundir::RunDir::open(&direct).unwrap();
     let rows = compare::rows(&runs, &products, Some(&baseline)).unwrap();
     assert_eq!(rows.len(), 2);
     let (p, d) = (&rows[0], &rows[1]);

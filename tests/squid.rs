@@ -109,7 +109,7 @@ fn squid_hits_match_its_access_log() {
     let w = load(
         "simple",
         &Overrides {
-            rate: Some(Some(Rate(300.0))),
+            rate: Some(Rate(300.0).into()),
             robots: Some(300),
             servers: Some(50),
             warmup: Some(Dur::secs(5.0)),
@@ -205,7 +205,7 @@ fn squid_runs_a_compressed_polymix_3() {
     let w = load(
         "polymix-3",
         &Overrides {
-            rate: Some(Some(Rate(200.0))),
+            rate: Some(Rate(200.0).into()),
             cache_size: Some(cacheoff_base::Bytes(16 << 20)),
             plateau: Some(Dur::secs(15.0)),
             ..Default::default()

@@ -1,13 +1,15 @@
-//! The coordinator: binds servers, starts workers, merges their interval
-//! snapshots, and builds the summary.
+//! The coordinator: binds the origin servers, starts the workers, merges
+//! their interval snapshots in order ([`Merger`]), decides goal phases on
+//! the [`Timeline`], and accumulates phases and the total.
 
-use crate::shared::{Jump, Shared};
+use crate::merge::{Merger, WorkerMsg};
+use crate::shared::Shared;
+use crate::timeline::Timeline;
 use crate::worker::{run_worker, WorkerSetup};
 use crate::AgentError;
-use cacheoff_stats::{Accum, Entry, IntervalRecord, Snapshot, Summary, FORMAT_VERSION};
-use cacheoff_workload::{ObjectSpace, Workload};
+use cacheoff_stats::{Accum, IntervalStats, RunStats};
+use cacheoff_workload::{ObjectSpace, PlanDigest, Workload};
 use socket2::{Domain, Socket, Type};
-use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -31,7 +33,7 @@ pub trait Sink {
     /// Something the user should know before trusting the run.
     fn warn(&mut self, _message: &str) {}
     /// One merged interval, in order.
-    fn interval(&mut self, record: &IntervalRecord);
+    fn interval(&mut self, interval: &IntervalStats);
 }
 
 /// Stops a run early from another thread (e.g. a signal handler).
@@ -54,25 +56,6 @@ impl Default for StopHandle {
     fn default() -> Self {
         StopHandle::new()
     }
-}
-
-/// The result of a finished (or interrupted) run.
-#[derive(Debug)]
-pub struct RunOutcome {
-    pub summary: Summary,
-    pub servers: Vec<SocketAddr>,
-}
-
-pub(crate) enum WorkerMsg {
-    Interval {
-        worker: u32,
-        index: u32,
-        end_s: f64,
-        /// The worker's final snapshot (schedule over, or stopped).
-        last: bool,
-        snap: Box<Snapshot>,
-    },
-    Failed(u32, std::io::Error),
 }
 
 /// How long after the start robots wait before their first request, so
@@ -125,11 +108,7 @@ fn raise_fd_limit(needed: u64) -> Result<(), AgentError> {
 }
 
 /// Runs the workload to its end (or until `stop`), feeding `sink`.
-pub fn run(
-    cfg: RunConfig,
-    sink: &mut dyn Sink,
-    stop: &StopHandle,
-) -> Result<RunOutcome, AgentError> {
+pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<RunStats, AgentError> {
     let wl = cfg.workload;
     let workers = cfg.workers.max(1);
     let hosts = wl.robots.hosts() as usize;
@@ -154,13 +133,11 @@ pub fn run(
         .iter()
         .map(|l| l.local_addr().expect("bound listener has an address"))
         .collect();
-    let schedule = wl.schedule();
     let start_wall = SystemTime::now() + START_DELAY;
     let shared = Arc::new(Shared {
         objects: ObjectSpace::new(wl.seed, &wl.content, wl.servers.count, workers as u32)
             .for_run(run_nonce()),
-        intervals: schedule.intervals(wl.interval.as_secs_f64()),
-        schedule,
+        timeline: Timeline::new(&wl),
         server_hosts: servers.iter().map(|a| a.to_string()).collect(),
         servers: servers.clone(),
         proxy: cfg.proxy,
@@ -170,8 +147,7 @@ pub fn run(
             .map_or(0.0, |d| d.as_secs_f64()),
         workers,
         abort_key: cacheoff_base::rng::key(wl.seed, cacheoff_base::rng::Stream::Aborts),
-        jump: std::sync::OnceLock::new(),
-        wl,
+        workload: wl,
     });
     sink.started(&servers);
 
@@ -188,9 +164,6 @@ pub fn run(
             id: w as u32,
             shared: shared.clone(),
             listeners,
-            robots: (0..shared.wl.robots.count)
-                .filter(|r| *r as usize % workers == w)
-                .collect(),
             to_coord: to_coord.clone(),
             stop: stop.0.subscribe(),
             shutdown: shutdown_rx.clone(),
@@ -213,29 +186,7 @@ pub fn run(
     for h in handles {
         let _ = h.join();
     }
-    let summary = result?;
-    Ok(RunOutcome { summary, servers })
-}
-
-/// Ends the goal phase of interval `idx` two intervals later (workers are
-/// already in the next one), unless it ends by then anyway.
-fn end_goal_phase(shared: &Shared, idx: u32) {
-    let intervals = &shared.intervals;
-    let phase = intervals[idx as usize].phase;
-    let after = idx + 2;
-    let Some(after_iv) = intervals.get(after as usize).filter(|iv| iv.phase == phase) else {
-        return;
-    };
-    let next = intervals.iter().find(|iv| iv.phase > phase);
-    let Some(next) = next.filter(|n| n.index > after + 1) else {
-        return;
-    };
-    let _ = shared.jump.set(Jump {
-        after,
-        to: next.index,
-        at_s: after_iv.end_s,
-        shift_s: next.start_s - after_iv.end_s,
-    });
+    result
 }
 
 /// Merges worker snapshots into intervals, phases and the total.
@@ -245,37 +196,31 @@ fn collect(
     rx: &mpsc::Receiver<WorkerMsg>,
     sink: &mut dyn Sink,
     stop: &StopHandle,
-) -> Result<Summary, AgentError> {
-    let intervals = &shared.intervals;
-    let phases = shared.schedule.phases();
-    let type_names: Vec<String> = shared.wl.content.iter().map(|t| t.name.clone()).collect();
-    let mut pending: BTreeMap<u32, (usize, Snapshot, f64)> = BTreeMap::new();
-    // The index of each worker's final snapshot, once sent.
+) -> Result<RunStats, AgentError> {
+    let timeline = &shared.timeline;
     let workers = threads.len();
-    let mut finished: Vec<Option<u32>> = vec![None; workers];
-    let mut phase_acc: Vec<Option<Accum>> = vec![None; phases.len()];
-    let mut total = Accum::default();
-    let mut next_index = 0u32;
-    let mut carry: Option<Snapshot> = None;
+    let mut merger = Merger::new(workers);
+    let mut digests = vec![PlanDigest::default(); workers];
+    let mut run = RunStats {
+        phases: vec![None; timeline.phases().len()],
+        ..RunStats::default()
+    };
     let mut last_end = 0.0f64;
-
-    loop {
+    while !merger.is_done() {
         let msg = match rx.recv_timeout(Duration::from_millis(500)) {
             Ok(m) => m,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 // A worker that ended without its final snapshot died (a
                 // panic); do not wait for it forever.
                 if let Some(w) =
-                    (0..workers).find(|&w| threads[w].is_finished() && finished[w].is_none())
+                    (0..workers).find(|&w| threads[w].is_finished() && !merger.has_finished(w))
                 {
                     return Err(AgentError::WorkerDied(w));
                 }
                 continue;
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(AgentError::WorkerDied(
-                    finished.iter().position(Option::is_none).unwrap_or(0),
-                ))
+                return Err(AgentError::WorkerDied(merger.first_running().unwrap_or(0)))
             }
         };
         match msg {
@@ -285,128 +230,41 @@ fn collect(
                     source,
                 })
             }
-            WorkerMsg::Interval {
-                worker,
-                index,
-                end_s,
-                last,
-                snap,
-            } => {
-                let e = pending
-                    .entry(index)
-                    .or_insert_with(|| (0, Snapshot::default(), 0.0));
-                e.0 += 1;
-                e.1.add(&snap);
-                e.2 = f64::max(e.2, end_s);
-                if last {
-                    finished[worker as usize] = Some(index);
+            WorkerMsg::Interval(m) => {
+                if let Some(d) = m.digest {
+                    digests[m.worker as usize] = d;
                 }
+                merger.push(m);
             }
         }
-        // An interval is complete when every worker sent it or finished
-        // before it.
-        while let Some((&idx, entry)) = pending.iter().next() {
-            if idx != next_index {
-                break;
-            }
-            let done_before = finished
-                .iter()
-                .filter(|f| f.is_some_and(|l| l < idx))
-                .count();
-            if entry.0 + done_before < workers {
-                break;
-            }
-            let (_, mut snap, end_s) = pending.remove(&idx).expect("present");
-            if let Some(c) = carry.take() {
-                snap.add(&c);
-            }
-            let iv = intervals[idx as usize];
-            let end_s = end_s.max(iv.start_s);
+        while let Some(merged) = merger.pop(timeline) {
+            let iv = timeline.interval(merged.index);
+            let end_s = merged.end_s.max(iv.start_s);
             let duration = end_s - iv.start_s;
-            let phase = &phases[iv.phase];
-            let mut acc = Accum::default();
-            acc.add_interval(&snap, duration);
             // Records carry run time; a goal phase that ended early moved
             // the rest of the schedule earlier.
-            let real_start = shared.real_s(iv.start_s);
-            let record = IntervalRecord {
-                version: FORMAT_VERSION,
-                interval: idx,
-                phase: phase.name.clone(),
-                start_s: real_start,
-                end_s: real_start + duration,
-                robots: shared.wl.robots.count,
-                load: shared.schedule.load_at((iv.start_s + end_s) / 2.0),
-                stats: acc.entry(&phase.name, &type_names),
-            };
-            sink.interval(&record);
-            phase_acc[iv.phase]
-                .get_or_insert_with(Accum::default)
-                .add_interval(&snap, duration);
-            total.add_interval(&snap, duration);
+            let start_s = timeline.real_s(iv.start_s);
+            sink.interval(&IntervalStats {
+                index: merged.index,
+                phase: iv.phase,
+                start_s,
+                end_s: start_s + duration,
+                robots: shared.workload.robots.count,
+                load: timeline.schedule().load_at((iv.start_s + end_s) / 2.0),
+                snap: merged.snap.clone(),
+            });
+            let phase = run.phases[iv.phase].get_or_insert_with(Accum::default);
+            phase.add_interval(&merged.snap, duration);
+            timeline.check_goal(merged.index, phase, &merged.snap, workers);
+            run.total.add_interval(&merged.snap, duration);
             last_end = end_s;
-            if let Some(goal) = phase.goal {
-                if shared.jump.get().is_none() {
-                    let acc = phase_acc[iv.phase].as_ref().expect("just added");
-                    let cache = shared.wl.cache_size.map_or(0, |c| c.0) as f64;
-                    let filled = acc.snap.counters.fill_bytes as f64 >= goal.fill * cache;
-                    let frozen = !goal.freeze || snap.counters.ws_full as usize == workers;
-                    if filled && frozen {
-                        end_goal_phase(shared, idx);
-                    }
-                }
-            }
-            next_index = match shared.jump.get() {
-                Some(j) if j.after == idx => {
-                    // A worker that passed the jump point before it was
-                    // decided sent skipped intervals: fold them into the next.
-                    let skipped: Vec<u32> = pending.range(..j.to).map(|(i, _)| *i).collect();
-                    for i in skipped {
-                        let (_, s, _) = pending.remove(&i).expect("present");
-                        carry.get_or_insert_with(Snapshot::default).add(&s);
-                    }
-                    j.to
-                }
-                _ => idx + 1,
-            };
-        }
-        if finished.iter().all(Option::is_some) && pending.is_empty() {
-            break;
         }
     }
-
-    let interrupted = stop.is_stopped()
-        || (last_end + 1e-6) < shared.schedule.total_s()
-        || (next_index as usize) < intervals.len();
-    let phase_entries: Vec<Entry> = phases
-        .iter()
-        .zip(&phase_acc)
-        .filter_map(|(p, a)| a.as_ref().map(|a| a.entry(&p.name, &type_names)))
-        .collect();
-    let measured_phase = phases
-        .iter()
-        .zip(&phase_acc)
-        .filter(|(p, a)| p.measured && a.is_some())
-        .map(|(p, _)| p.name.clone())
-        .next_back();
-    let distributions = Some(
-        phases
-            .iter()
-            .zip(&phase_acc)
-            .find(|(p, _)| Some(&p.name) == measured_phase.as_ref())
-            .and_then(|(p, a)| a.as_ref().map(|a| a.distributions(&p.name)))
-            .unwrap_or_else(|| total.distributions("total")),
-    );
-    Ok(Summary {
-        format: "cacheoff-summary".into(),
-        version: FORMAT_VERSION,
-        workload: shared.wl.name.clone(),
-        interrupted,
-        measured_phase,
-        phases: phase_entries,
-        total: total.entry("total", &type_names),
-        distributions,
-    })
+    run.interrupted = stop.is_stopped()
+        || (last_end + 1e-6) < timeline.schedule().total_s()
+        || (merger.next_index(timeline) as usize) < timeline.intervals().len();
+    run.plan_digest = PlanDigest::combine(&digests).get();
+    Ok(run)
 }
 
 /// A number that differs between runs (the seed does not have to), for

@@ -11,6 +11,7 @@
 //! transactions of this worker can be judged: objects belong to the worker
 //! whose robots request them.
 
+use cacheoff_base::XactId;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -22,17 +23,13 @@ pub const FENCE: Duration = Duration::from_secs(1);
 /// this (their later hits go unjudged), so memory stays bounded.
 const MAX_MARKS: usize = 1 << 16;
 
-/// Bits of a transaction id that count this worker's transactions in the
-/// order they were sent.
-const SEQ_MASK: u64 = (1 << 48) - 1;
-
 /// One POST to an object and what it leaves open.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Barrier {
-    post: u64,
+    post: XactId,
     /// Transactions for the object sent before the POST that finished after
     /// it was sent, or within the fence before.
-    open: HashSet<u64>,
+    open: HashSet<XactId>,
     /// When its reply arrived; `None` while it is in flight.
     done: Option<Instant>,
 }
@@ -51,12 +48,12 @@ pub struct Ledger {
     /// Objects in `marks`, oldest first.
     marked: VecDeque<u64>,
     /// Transactions finished within the fence: (when, xact, object).
-    recent: VecDeque<(Instant, u64, u64)>,
+    recent: VecDeque<(Instant, XactId, u64)>,
 }
 
 impl Ledger {
     /// A POST for `oid` is being sent as transaction `xact`.
-    pub fn post_sent(&mut self, oid: u64, xact: u64, now: Instant) {
+    pub fn post_sent(&mut self, oid: u64, xact: XactId, now: Instant) {
         self.prune(now);
         let open = self
             .recent
@@ -81,18 +78,17 @@ impl Ledger {
 
     /// Transaction `xact` for `oid` has ended (its reply arrived or it
     /// failed); `post_ok` when it was a POST answered with success.
-    pub fn finished(&mut self, oid: u64, xact: u64, now: Instant, post_ok: Option<bool>) {
+    pub fn finished(&mut self, oid: u64, xact: XactId, now: Instant, post_ok: Option<bool>) {
         self.prune(now);
         self.recent.push_back((now, xact, oid));
         let Some(marks) = self.marks.get_mut(&oid) else {
             return;
         };
-        let seq = xact & SEQ_MASK;
         for b in [&mut marks.judged, &mut marks.pending]
             .into_iter()
             .flatten()
         {
-            if seq < b.post & SEQ_MASK {
+            if xact.seq() < b.post.seq() {
                 b.open.insert(xact);
             }
         }
@@ -110,13 +106,13 @@ impl Ledger {
 
     /// Whether a hit for `oid`, sent at `sent`, that carries the reply of
     /// transaction `filler`, is false. `issued` is the last transaction
-    /// this worker has sent (`worker` in its top bits).
-    pub fn is_false_hit(&self, oid: u64, filler: u64, sent: Instant, issued: u64) -> bool {
-        if filler >> 48 != issued >> 48 {
+    /// this worker has sent.
+    pub fn is_false_hit(&self, oid: u64, filler: XactId, sent: Instant, issued: XactId) -> bool {
+        if filler.worker() != issued.worker() {
             return false;
         }
-        let seq = filler & SEQ_MASK;
-        if seq == 0 || seq > issued & SEQ_MASK {
+        let seq = filler.seq();
+        if seq == 0 || seq > issued.seq() {
             // No such transaction was ever sent.
             return true;
         }
@@ -124,7 +120,7 @@ impl Ledger {
             return false;
         };
         let emptied = b.done.is_some_and(|d| sent > d);
-        emptied && (filler == b.post || (seq < b.post & SEQ_MASK && !b.open.contains(&filler)))
+        emptied && (filler == b.post || (seq < b.post.seq() && !b.open.contains(&filler)))
     }
 
     fn prune(&mut self, now: Instant) {
@@ -142,7 +138,10 @@ impl Ledger {
 mod tests {
     use super::*;
 
-    const W: u64 = 3 << 48;
+    /// Transaction `n` of worker 3.
+    fn x(n: u64) -> XactId {
+        XactId::new(3, n)
+    }
 
     #[test]
     fn a_copy_from_before_a_post_is_false_and_one_from_after_is_not() {
@@ -150,32 +149,32 @@ mod tests {
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         let mut l = Ledger::default();
         // GET 1 finishes long before POST 3 is sent; GET 2 is in flight.
-        l.finished(7, W | 1, at(0), None);
-        l.post_sent(7, W | 3, at(2000));
-        l.finished(7, W | 2, at(2001), None);
+        l.finished(7, x(1), at(0), None);
+        l.post_sent(7, x(3), at(2000));
+        l.finished(7, x(2), at(2001), None);
         // Before the POST's reply, nothing is judged.
-        assert!(!l.is_false_hit(7, W | 1, at(2002), W | 4));
-        l.finished(7, W | 3, at(2005), Some(true));
+        assert!(!l.is_false_hit(7, x(1), at(2002), x(4)));
+        l.finished(7, x(3), at(2005), Some(true));
         assert!(
-            l.is_false_hit(7, W | 1, at(2010), W | 5),
+            l.is_false_hit(7, x(1), at(2010), x(5)),
             "kept after the POST"
         );
         assert!(
-            l.is_false_hit(7, W | 3, at(2010), W | 5),
+            l.is_false_hit(7, x(3), at(2010), x(5)),
             "the POST's own reply"
         );
-        assert!(!l.is_false_hit(7, W | 2, at(2010), W | 5), "was in flight");
+        assert!(!l.is_false_hit(7, x(2), at(2010), x(5)), "was in flight");
         assert!(
-            !l.is_false_hit(7, W | 4, at(2010), W | 5),
+            !l.is_false_hit(7, x(4), at(2010), x(5)),
             "sent after the POST"
         );
         // A hit sent before the POST's reply arrived is not judged.
-        assert!(!l.is_false_hit(7, W | 1, at(2004), W | 5));
+        assert!(!l.is_false_hit(7, x(1), at(2004), x(5)));
         // Other objects and other workers' transactions are not judged.
-        assert!(!l.is_false_hit(8, W | 1, at(2010), W | 5));
-        assert!(!l.is_false_hit(7, (4 << 48) | 1, at(2010), W | 5));
+        assert!(!l.is_false_hit(8, x(1), at(2010), x(5)));
+        assert!(!l.is_false_hit(7, XactId::new(4, 1), at(2010), x(5)));
         // An echo of a transaction never sent.
-        assert!(l.is_false_hit(9, W | 99, at(2010), W | 5));
+        assert!(l.is_false_hit(9, x(99), at(2010), x(5)));
     }
 
     #[test]
@@ -183,19 +182,19 @@ mod tests {
         let t0 = Instant::now();
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         let mut l = Ledger::default();
-        l.finished(7, W | 1, at(0), None);
-        l.post_sent(7, W | 2, at(500));
-        l.finished(7, W | 2, at(510), Some(true));
+        l.finished(7, x(1), at(0), None);
+        l.post_sent(7, x(2), at(500));
+        l.finished(7, x(2), at(510), Some(true));
         assert!(
-            !l.is_false_hit(7, W | 1, at(600), W | 3),
+            !l.is_false_hit(7, x(1), at(600), x(3)),
             "inside the fence"
         );
 
-        l.finished(8, W | 4, at(0), None);
-        l.post_sent(8, W | 5, at(3000));
-        l.finished(8, W | 5, at(3010), Some(false));
+        l.finished(8, x(4), at(0), None);
+        l.post_sent(8, x(5), at(3000));
+        l.finished(8, x(5), at(3010), Some(false));
         assert!(
-            !l.is_false_hit(8, W | 4, at(3100), W | 6),
+            !l.is_false_hit(8, x(4), at(3100), x(6)),
             "the POST failed"
         );
     }
@@ -205,7 +204,7 @@ mod tests {
         let t0 = Instant::now();
         let mut l = Ledger::default();
         for oid in 0..(MAX_MARKS as u64 + 10) {
-            l.post_sent(oid, W | (oid + 1), t0);
+            l.post_sent(oid, x(oid + 1), t0);
         }
         assert_eq!(l.marks.len(), MAX_MARKS);
         assert_eq!(l.marked.len(), MAX_MARKS);

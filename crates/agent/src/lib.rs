@@ -1,25 +1,34 @@
 //! The run-time: robots and origin servers on per-core workers.
 //!
 //! [`run`] binds every origin-server address, starts one thread per worker
-//! (each a single-threaded tokio runtime), and acts as the coordinator:
-//! workers send a [`Snapshot`](cacheoff_stats::Snapshot) at every interval
-//! boundary; the coordinator merges them, hands each merged interval to the
-//! caller's [`Sink`], and returns the [`Summary`].
+//! (each a single-threaded tokio runtime) and coordinates them: workers
+//! send a [`Snapshot`](cacheoff_stats::Snapshot) at every interval
+//! boundary; the coordinator merges them in order, hands each merged
+//! interval to the caller's [`Sink`], and returns the run's
+//! [`RunStats`](cacheoff_stats::RunStats). It knows no file formats: the
+//! run directory is the caller's.
 //!
-//! Inside a worker: `robot` paces requests open-loop from the plan and runs
-//! transactions; `server` answers them; `world` picks objects. Workers share
-//! only the read-only `Shared` data; each owns its stats.
+//! Control flows one way: `coord` starts `worker`s and reads their
+//! messages (`merge`); a worker runs its `server`s and its `robot`s, which
+//! share the worker's `local` state; everything reads the run's `shared`
+//! data and its `timeline`, which only the coordinator advances.
+//!
+//! Inside `robot`: the `pacer` hands out the plan's arrivals
+//! (`cacheoff_workload::Plan`) on time, `conns` keeps connections,
+//! `exchange` talks on the wire, and `verdict` judges each reply.
 
 mod coord;
 mod ledger;
 mod link;
+mod local;
+mod merge;
 mod robot;
 mod server;
 mod shared;
+mod timeline;
 mod worker;
-mod world;
 
-pub use coord::{run, RunConfig, RunOutcome, Sink, StopHandle};
+pub use coord::{run, RunConfig, Sink, StopHandle};
 
 use std::net::SocketAddr;
 

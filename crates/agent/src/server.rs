@@ -4,13 +4,14 @@
 //! and body bytes; only the transaction echo and `Date` vary.
 
 use crate::link::Link;
-use crate::worker::WorkerCtx;
+use crate::local::Local;
 use cacheoff_base::rng::{stream, SimRng, Stream};
 use cacheoff_http::body;
 use cacheoff_http::date;
 use cacheoff_http::echo::echo_of;
 use cacheoff_http::request::{parse_request, RequestHead};
 use cacheoff_http::response::{write_response_head, ResponseSpec};
+use cacheoff_http::status;
 use cacheoff_http::Method;
 use cacheoff_stats::ErrorKind;
 use std::rc::Rc;
@@ -23,9 +24,9 @@ use tokio::net::{TcpListener, TcpStream};
 /// connection's buffer stays small.
 const ONE_WRITE: u64 = 16 * 1024;
 
-pub async fn serve(ctx: Rc<WorkerCtx>, idx: u32, listener: TcpListener) {
+pub async fn serve(ctx: Rc<Local>, idx: u32, listener: TcpListener) {
     let rng = Rc::new(std::cell::RefCell::new(stream(
-        ctx.shared.wl.seed,
+        ctx.shared.workload.seed,
         Stream::Server(idx),
     )));
     loop {
@@ -41,12 +42,12 @@ pub async fn serve(ctx: Rc<WorkerCtx>, idx: u32, listener: TcpListener) {
 }
 
 async fn connection(
-    ctx: Rc<WorkerCtx>,
+    ctx: Rc<Local>,
     idx: u32,
     mut s: TcpStream,
     rng: Rc<std::cell::RefCell<SimRng>>,
 ) {
-    let cfg = &ctx.shared.wl.servers;
+    let cfg = &ctx.shared.workload.servers;
     let limit = cfg
         .conn_reuse
         .as_ref()
@@ -64,9 +65,7 @@ async fn connection(
             Ok(None) => return,
             Err(()) => {
                 ctx.error(ErrorKind::OriginBadRequest);
-                let _ = s
-                    .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-                    .await;
+                let _ = s.write_all(&status::empty_reply(400)).await;
                 return;
             }
         };
@@ -87,11 +86,7 @@ async fn connection(
         }
         let Some(info) = object_of(&ctx, &head, idx) else {
             ctx.error(ErrorKind::OriginBadRequest);
-            let _ = s
-                .write_all(
-                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                )
-                .await;
+            let _ = s.write_all(&status::empty_reply(404)).await;
             return;
         };
         served += 1;
@@ -104,7 +99,7 @@ async fn connection(
             matches!((times.last_modified, head.ims), (Some(lm), Some(ims)) if lm <= ims as i64);
         let status = if not_modified { 304 } else { 200 };
         let md5 = (info.md5 && status == 200).then(|| body::content_md5(info.body_seed, info.size));
-        let mut out = ctx.take_buf();
+        let mut out = ctx.bufs.take();
         out.clear();
         ctx.with_date(|date| {
             write_response_head(
@@ -128,12 +123,12 @@ async fn connection(
         let shared = &ctx.shared;
         if head
             .xact
-            .is_some_and(|x| shared.wl.aborts.server_aborts(shared.abort_key, x))
+            .is_some_and(|x| shared.workload.aborts.server_aborts(shared.abort_key, x.get()))
         {
             // Abort on purpose: half the reply, then close.
             let half = (out.len() as u64 + body_len) / 2;
             let _ = write_range(&mut s, &out, info.body_seed, body_len, 0, half).await;
-            ctx.give_buf(out);
+            ctx.bufs.give(out);
             return;
         }
         let ok = match &link {
@@ -157,7 +152,7 @@ async fn connection(
                 .await
             }
         };
-        ctx.give_buf(out);
+        ctx.bufs.give(out);
         if !ok || !keep_alive {
             return;
         }
@@ -214,7 +209,7 @@ async fn write_paced(
 
 /// Maps the URL path to its object, which must live on this server.
 fn object_of(
-    ctx: &WorkerCtx,
+    ctx: &Local,
     head: &RequestHead,
     idx: u32,
 ) -> Option<cacheoff_workload::ObjectInfo> {

@@ -34,8 +34,12 @@ pub fn unit_f64(h: u64) -> f64 {
 /// Stream ids: one namespace so that no two consumers share a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
-    /// A robot's arrival times and object choices.
+    /// A robot's arrival times (and the thinning of them by load).
     Robot(u32),
+    /// A robot's choices: objects, request types, POST bodies.
+    Choices(u32),
+    /// A robot's connection reuse limits.
+    Conns(u32),
     /// An origin server's think times and connection limits.
     Server(u32),
     /// Object properties (hashed with the object id, not a stream).
@@ -51,6 +55,8 @@ impl Stream {
             Stream::Server(i) => (2 << 40) | u64::from(i),
             Stream::Objects => 3 << 40,
             Stream::Aborts => 4 << 40,
+            Stream::Choices(i) => (5 << 40) | u64::from(i),
+            Stream::Conns(i) => (6 << 40) | u64::from(i),
         }
     }
 }
@@ -58,6 +64,11 @@ impl Stream {
 /// A key derived from the run seed for one purpose.
 pub fn key(seed: u64, stream: Stream) -> u64 {
     mix2(seed, stream.id())
+}
+
+/// A random stream started from `seed` itself (e.g. one a plan carries).
+pub fn seeded(seed: u64) -> SimRng {
+    SimRng::seed_from_u64(seed)
 }
 
 /// A random stream derived from the run seed.

@@ -5,20 +5,22 @@
 //! own echo reached the origin (a miss); one with another echo was served
 //! from a cache (a hit); one without an echo came from somewhere else.
 
+use cacheoff_base::XactId;
+
 pub const XACT_HEADER: &str = "X-Cacheoff-Xact";
 pub const ECHO_HEADER: &str = "X-Cacheoff-Echo";
 
 /// The echo a server returns for a transaction id: a fixed bijection, so a
 /// cache cannot produce it without asking the origin.
 #[inline]
-pub fn echo_of(xact: u64) -> u64 {
-    (xact ^ 0x6A09_E667_F3BC_C908).rotate_left(23)
+pub fn echo_of(xact: XactId) -> u64 {
+    (xact.get() ^ 0x6A09_E667_F3BC_C908).rotate_left(23)
 }
 
 /// The transaction id an echo was made from (the inverse of [`echo_of`]).
 #[inline]
-pub fn xact_of_echo(echo: u64) -> u64 {
-    echo.rotate_right(23) ^ 0x6A09_E667_F3BC_C908
+pub fn xact_of_echo(echo: u64) -> XactId {
+    XactId::from_wire(echo.rotate_right(23) ^ 0x6A09_E667_F3BC_C908)
 }
 
 /// Writes `v` as 16 lowercase hex digits.
@@ -52,10 +54,11 @@ mod tests {
         assert_eq!(b, b"000000001234abcd");
         assert_eq!(parse_hex(&b), Some(0x1234_abcd));
         assert_eq!(parse_hex(b"xyz"), None);
-        assert_ne!(echo_of(1), 1);
-        assert_ne!(echo_of(1), echo_of(2));
-        for x in [0, 1, 3 << 48 | 77, u64::MAX] {
-            assert_eq!(xact_of_echo(echo_of(x)), x);
+        let x = XactId::from_wire;
+        assert_ne!(echo_of(x(1)), 1);
+        assert_ne!(echo_of(x(1)), echo_of(x(2)));
+        for v in [0, 1, 3 << 48 | 77, u64::MAX] {
+            assert_eq!(xact_of_echo(echo_of(x(v))), x(v));
         }
     }
 }

@@ -1,4 +1,4 @@
-//! One HTTP/1.x codec for every role (robot, origin server, test proxy),
+//! One HTTP/1.x codec for every role (robot, origin server, proxy),
 //! working on byte buffers; no I/O.
 //!
 //! - [`request`]: write a robot's request; parse a request head
@@ -11,6 +11,8 @@
 //! - [`date`]: HTTP dates as Unix seconds, formatted and parsed.
 //! - [`echo`]: the transaction-id header and its echo, the basis of hit/miss
 //!   detection.
+//! - [`status`]: status codes' reason phrases and status lines, one table
+//!   for every writer.
 
 pub mod body;
 pub mod chunked;
@@ -19,6 +21,7 @@ pub mod echo;
 mod error;
 pub mod request;
 pub mod response;
+pub mod status;
 
 pub use error::HttpError;
 pub use request::{Method, RequestHead};

@@ -1,5 +1,6 @@
 //! Requests: written by robots, parsed by origin servers and proxies.
 
+use cacheoff_base::XactId;
 use crate::echo::{parse_hex, write_hex16, XACT_HEADER};
 use crate::{has_token, parse_u64, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
 
@@ -40,7 +41,7 @@ pub struct RequestSpec<'a> {
     pub path: &'a str,
     /// Send the absolute URI (to a forward proxy) instead of the path.
     pub absolute: bool,
-    pub xact: u64,
+    pub xact: XactId,
     pub keep_alive: bool,
     /// `If-Modified-Since` value (an HTTP date).
     pub ims: Option<&'a str>,
@@ -71,7 +72,7 @@ pub fn write_request(out: &mut Vec<u8>, r: &RequestSpec<'_>) {
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(XACT_HEADER.as_bytes());
     out.extend_from_slice(b": ");
-    write_hex16(out, r.xact);
+    write_hex16(out, r.xact.get());
     out.extend_from_slice(b"\r\n");
     if let Some(d) = r.ims {
         out.extend_from_slice(b"If-Modified-Since: ");
@@ -105,7 +106,7 @@ pub struct RequestHead {
     /// Bytes of the head including the blank line.
     pub head_len: usize,
     pub host: Option<String>,
-    pub xact: Option<u64>,
+    pub xact: Option<XactId>,
     pub content_length: Option<u64>,
     pub chunked: bool,
     /// Whether the client wants the connection kept open afterwards.
@@ -180,7 +181,7 @@ pub fn parse_request_within(
         if name.eq_ignore_ascii_case("host") {
             head.host = Some(String::from_utf8_lossy(h.value).into_owned());
         } else if name.eq_ignore_ascii_case(XACT_HEADER) {
-            head.xact = parse_hex(h.value);
+            head.xact = parse_hex(h.value).map(XactId::from_wire);
         } else if name.eq_ignore_ascii_case("content-length") {
             let n = parse_u64(h.value).ok_or(HttpError::BadContentLength)?;
             if head.content_length.is_some_and(|m| m != n) {
@@ -227,7 +228,7 @@ mod tests {
                 host: "127.2.0.1:8080",
                 path: "/cacheoff/00ff",
                 absolute: true,
-                xact: 0xabc,
+                xact: XactId::from_wire(0xabc),
                 keep_alive: true,
                 ims: Some("Sun, 22 Nov 2026 00:00:00 GMT"),
                 reload: true,
@@ -242,7 +243,7 @@ mod tests {
         assert_eq!(h.target, "http://127.2.0.1:8080/cacheoff/00ff");
         assert_eq!(h.path(), "/cacheoff/00ff");
         assert_eq!(h.authority(), Some("127.2.0.1:8080"));
-        assert_eq!(h.xact, Some(0xabc));
+        assert_eq!(h.xact, Some(XactId::from_wire(0xabc)));
         assert!(h.keep_alive);
         assert_eq!(h.head_len, b.len());
         assert!(parse_request(&b[..b.len() - 1], false).unwrap().is_none());
@@ -258,7 +259,7 @@ mod tests {
                 host: "h:1",
                 path: "/",
                 absolute: false,
-                xact: 1,
+                xact: XactId::from_wire(1),
                 keep_alive: true,
                 ims: None,
                 reload: false,

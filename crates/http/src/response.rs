@@ -1,6 +1,7 @@
 //! Responses: written by origin servers, parsed by robots and proxies.
 
 use crate::echo::{parse_hex, write_hex16, ECHO_HEADER};
+use crate::status::write_status_line;
 use crate::{has_token, parse_u64, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
 
 /// How the body of a response is delimited.
@@ -31,23 +32,10 @@ pub struct ResponseSpec<'a> {
     pub content_md5: Option<&'a str>,
 }
 
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        304 => "Not Modified",
-        400 => "Bad Request",
-        404 => "Not Found",
-        _ => "Unknown",
-    }
-}
-
 /// Appends a response head.
 pub fn write_response_head(out: &mut Vec<u8>, r: &ResponseSpec<'_>) {
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(r.status.to_string().as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(reason(r.status).as_bytes());
-    out.extend_from_slice(b"\r\nDate: ");
+    write_status_line(out, r.status);
+    out.extend_from_slice(b"Date: ");
     out.extend_from_slice(r.date.as_bytes());
     if r.status != 304 {
         out.extend_from_slice(b"\r\nContent-Length: ");

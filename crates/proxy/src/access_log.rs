@@ -48,11 +48,6 @@ impl LogCode {
             LogCode::None => "TAG_NONE",
         }
     }
-
-    /// Whether the reply came from the store (what `X-Cache: HIT` says).
-    pub fn is_hit(self) -> bool {
-        matches!(self, LogCode::Hit | LogCode::MemHit | LogCode::ImsHit)
-    }
 }
 
 /// One finished transaction.

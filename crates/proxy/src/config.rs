@@ -1,6 +1,7 @@
 //! Proxy settings: every limit and timeout with its default, in one place.
 
 use crate::fault::Faults;
+use crate::framing::ReplyFraming;
 use cacheoff_base::{Clock, SystemClock};
 use cacheoff_cache::Policy;
 use ipnet::IpNet;
@@ -23,7 +24,8 @@ pub enum Upstream {
 pub struct ProxyConfig {
     pub listen: SocketAddr,
     pub upstream: Upstream,
-    /// Memory store size in bytes.
+    /// Memory store size in bytes. With 0 and no disk nothing is stored:
+    /// a plain forwarding proxy.
     pub memory: u64,
     /// Disk store directory and size in bytes.
     pub disk: Option<(PathBuf, u64)>,
@@ -54,6 +56,8 @@ pub struct ProxyConfig {
     pub access_log: Option<PathBuf>,
     /// Judges freshness (tests pass a manual clock).
     pub clock: Arc<dyn Clock>,
+    /// How reply bodies are delimited to clients.
+    pub reply_framing: ReplyFraming,
     /// Deliberate misbehaviour (none by default).
     pub faults: Faults,
 }
@@ -80,8 +84,14 @@ impl ProxyConfig {
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             access_log: None,
             clock: Arc::new(SystemClock),
+            reply_framing: ReplyFraming::Length,
             faults: Faults::default(),
         }
+    }
+
+    /// Whether anything can be stored at all.
+    pub fn stores(&self) -> bool {
+        self.memory > 0 || self.disk.is_some()
     }
 
     /// Whether a client at `ip` may use the proxy.

@@ -2,48 +2,39 @@
 //! catches a broken proxy: `cacheoff proxy --fault KIND[:PROB]`.
 //!
 //! Faults that damage a reply act on replies served from the store (hits),
-//! where a real cache's bugs live; `drop`, `garbage` and `huge-header`
-//! act on any request.
+//! where a real cache's bugs live; `drop`, `garbage`, `huge-header` and
+//! `strip-echo` act on any request, `keep-after-post` on unsafe ones.
+//! Each fault's effect is written where the proxy makes the decision it
+//! corrupts (`answer`, `hit`, `relay`); `damage` holds the ones that
+//! only mangle bytes.
 
 use cacheoff_base::rng::mix64;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-macro_rules! faults {
-    ($($variant:ident = $name:literal : $desc:literal,)*) => {
-        /// One kind of misbehaviour.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub enum Fault { $($variant,)* }
-
-        impl Fault {
-            pub const ALL: &'static [Fault] = &[$(Fault::$variant,)*];
-            pub fn name(self) -> &'static str {
-                match self { $(Fault::$variant => $name,)* }
-            }
-            pub fn description(self) -> &'static str {
-                match self { $(Fault::$variant => $desc,)* }
-            }
-        }
-    };
-}
-
-faults! {
-    Reset = "reset": "reset the connection halfway through a hit's body",
-    Close = "close": "close the connection halfway through a hit's body",
-    Truncate = "truncate": "answer a hit with half of its body, announced as the whole (Content-Length of the half)",
-    Garbage = "garbage": "answer with bytes that are not HTTP",
-    Drip = "drip": "send a hit one byte every 50 ms",
-    HugeHeader = "huge-header": "answer with a 100 KB header block",
-    Stale = "stale": "serve stored copies past their expiry without asking the origin",
-    WrongObject = "wrong-object": "serve a hit with the bytes of the previous object this worker served",
-    FlipByte = "flip-byte": "flip one byte in the middle of a hit's body",
-    ImsByExpires = "ims-by-expires": "answer If-Modified-Since with 304 whenever the stored copy is fresh (judging by Expires, not Last-Modified)",
-    CacheUncachable = "cache-uncachable": "store and serve replies the origin marks uncachable",
-    ReloadHit = "reload-hit": "serve reloads (Cache-Control: no-cache) from the store",
-    Drop = "drop": "read the request and never answer it",
-    Stall = "stall": "send half of a hit's body, then nothing, with the connection left open",
-    EmptyBody = "empty-body": "answer a hit with 200 and no body (Content-Length: 0)",
-    BodilessBody = "bodiless-body": "send the stored body after a 304 or after the head of a reply to HEAD",
-    BadMd5 = "bad-md5": "add a Content-MD5 header that does not match a hit's body",
+cacheoff_base::closed_set! {
+    /// One kind of misbehaviour.
+    Fault {
+        Reset = "reset": "reset the connection halfway through a hit's body",
+        Close = "close": "close the connection halfway through a hit's body",
+        Truncate = "truncate": "answer a hit with half of its body, announced as the whole (Content-Length of the half)",
+        Garbage = "garbage": "answer with bytes that are not HTTP",
+        Drip = "drip": "send a hit one byte every 50 ms",
+        HugeHeader = "huge-header": "answer with a 100 KB header block",
+        Stale = "stale": "serve stored copies past their expiry without asking the origin",
+        WrongObject = "wrong-object": "serve a hit with the bytes of the previous object this worker served",
+        FlipByte = "flip-byte": "flip one byte in the middle of a hit's body",
+        ImsByExpires = "ims-by-expires": "answer If-Modified-Since with 304 whenever the stored copy is fresh (judging by Expires, not Last-Modified)",
+        CacheUncachable = "cache-uncachable": "store and serve replies the origin marks uncachable",
+        ReloadHit = "reload-hit": "serve reloads (Cache-Control: no-cache) from the store",
+        Drop = "drop": "read the request and never answer it",
+        Stall = "stall": "send half of a hit's body, then nothing, with the connection left open",
+        EmptyBody = "empty-body": "answer a hit with 200 and no body (Content-Length: 0)",
+        BodilessBody = "bodiless-body": "send the stored body after a 304 or after the head of a reply to HEAD",
+        BadMd5 = "bad-md5": "add a Content-MD5 header that does not match a hit's body",
+        IgnoreIms = "ignore-ims": "answer If-Modified-Since on a hit with the stored 200, never 304",
+        KeepAfterPost = "keep-after-post": "keep a URL's stored copy after a POST (or another unsafe method) to it",
+        StripEcho = "strip-echo": "drop the origin's transaction-echo header from the reply",
+    }
 }
 
 /// The faults in force, each with the share of requests it strikes.
@@ -77,17 +68,13 @@ impl Faults {
             ),
             None => (s, 1.0),
         };
-        let fault = Fault::ALL
-            .iter()
-            .copied()
-            .find(|f| f.name() == name)
-            .ok_or_else(|| {
-                let names: Vec<_> = Fault::ALL.iter().map(|f| f.name()).collect();
-                format!(
-                    "unknown fault {name:?} (expected one of {})",
-                    names.join(", ")
-                )
-            })?;
+        let fault = Fault::from_name(name).ok_or_else(|| {
+            let names: Vec<_> = Fault::ALL.iter().map(|f| f.name()).collect();
+            format!(
+                "unknown fault {name:?} (expected one of {})",
+                names.join(", ")
+            )
+        })?;
         Ok((fault, prob))
     }
 

@@ -2,24 +2,36 @@
 //!
 //! [`Proxy::start`] binds one listening socket per worker thread
 //! (`SO_REUSEPORT`, so the kernel spreads connections over cores); each
-//! worker runs a single-threaded runtime serving its connections
-//! (`conn`) with its own origin connection pool (`upstream`). Workers
-//! share only the [`Shared`] state: the sharded [`Cache`], the in-flight
-//! fetch table for collapsed forwarding (`inflight`), the access log and
-//! the counters. The Collector's hits replay recorded miss timing
-//! (`replay`).
+//! worker runs a single-threaded runtime serving its connections with its
+//! own origin connection pool (`upstream`). Workers share only the
+//! [`Shared`] state: the sharded [`Cache`], the in-flight fetch table for
+//! collapsed forwarding (`inflight`), the access log and the counters.
+//!
+//! A request's path through the modules: `conn` reads it and refuses what
+//! it cannot serve; `answer` decides hit, revalidation, miss or collapse;
+//! `hit` serves stored objects (the Collector's hits replay recorded miss
+//! timing, `replay`); `relay` passes origin replies on and fills the
+//! store; `framing` writes what the proxy adds to a reply ([`ReplyFraming`]
+//! says how bodies are delimited); [`Fault`]s misbehave on purpose where
+//! each decision is made, `damage` holding those that only mangle bytes.
 
 mod access_log;
+mod answer;
 mod config;
 mod conn;
+mod damage;
 mod fault;
+mod framing;
+mod hit;
 mod inflight;
+mod relay;
 mod replay;
 mod upstream;
 
 pub use access_log::LogCode;
 pub use config::{ProxyConfig, Upstream};
 pub use fault::{Fault, Faults};
+pub use framing::ReplyFraming;
 pub use replay::ReplayPrecision;
 
 use access_log::AccessLog;
@@ -190,11 +202,6 @@ impl Proxy {
     /// Objects and bytes in the memory store.
     pub fn memory_usage(&self) -> (usize, u64) {
         self.shared.cache.memory_usage()
-    }
-
-    /// Disk objects found damaged on read (and not served).
-    pub fn corrupt_disk_reads(&self) -> u64 {
-        self.shared.cache.disk().map_or(0, |d| d.corrupt_reads())
     }
 
     /// How closely the Collector's hits matched their misses so far.

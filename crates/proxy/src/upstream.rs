@@ -189,8 +189,6 @@ async fn connect(authority: &str, cfg: &ProxyConfig) -> Result<TcpStream, FetchE
 /// A reply being read from the origin.
 pub struct OriginReply {
     pub head: ResponseHead,
-    /// The head as received (status line and headers).
-    pub raw_head: Vec<u8>,
     pub peer: Option<IpAddr>,
     /// When its first byte arrived.
     pub first_byte: Instant,
@@ -276,7 +274,6 @@ async fn send_and_read(
         Framing::UntilClose => (u64::MAX, None, false),
     };
     Ok(OriginReply {
-        raw_head: buf,
         head,
         peer,
         first_byte,
@@ -291,16 +288,16 @@ async fn send_and_read(
     })
 }
 
-impl OriginReply {
-    /// The body's length if the origin said it up front.
-    pub fn length(&self) -> Option<u64> {
-        match self.head.framing {
-            Framing::Length(n) => Some(n),
-            Framing::Empty => Some(0),
-            _ => None,
-        }
+/// A reply body's length if the origin said it up front.
+pub fn length_of(head: &ResponseHead) -> Option<u64> {
+    match head.framing {
+        Framing::Length(n) => Some(n),
+        Framing::Empty => Some(0),
+        _ => None,
     }
+}
 
+impl OriginReply {
     /// Appends the next piece of the body to `out`; false once complete.
     pub async fn next(&mut self, out: &mut Vec<u8>) -> Result<bool, FetchError> {
         loop {

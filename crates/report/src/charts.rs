@@ -4,6 +4,7 @@
 //! the SVG text), and the report file is the same for every viewer.
 
 use crate::ReportError;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::ops::Range;
 
@@ -94,14 +95,73 @@ fn y_range(series: &[Series]) -> Range<f64> {
 }
 
 /// Series with at least two points (a line to draw).
-fn drawable(series: &[Series]) -> usize {
+pub fn drawable(series: &[Series]) -> usize {
     series.iter().filter(|s| s.points.len() >= 2).count()
+}
+
+/// Data points of all series.
+pub fn points(series: &[Series]) -> usize {
+    series.iter().map(|s| s.points.len()).sum()
+}
+
+/// An SVG of `size` on a white ground, drawn by `draw`.
+fn svg_of(
+    size: (u32, u32),
+    e: &impl Fn(String) -> ReportError,
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), ReportError>,
+) -> Result<String, ReportError> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+        draw(&root)?;
+        root.present().map_err(|x| e(x.to_string()))?;
+    }
+    Ok(out)
+}
+
+/// Draws each series as a line (references thinner and lighter), placing
+/// its points with `at`, and the legend at `legend`.
+fn draw_lines<'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    series: &[Series],
+    at: impl Fn(&(f64, f64)) -> (f64, f64),
+    legend: SeriesLabelPosition,
+    e: &impl Fn(String) -> ReportError,
+) -> Result<(), ReportError>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    for (i, s) in series.iter().enumerate() {
+        let colour = PALETTE[s.colour.unwrap_or(i) % PALETTE.len()];
+        let style = if s.reference {
+            colour.mix(0.55).stroke_width(1)
+        } else {
+            colour.stroke_width(2)
+        };
+        chart
+            .draw_series(LineSeries::new(s.points.iter().map(&at), style))
+            .map_err(|x| e(x.to_string()))?
+            .label(s.name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+    }
+    if !series.is_empty() {
+        chart
+            .configure_series_labels()
+            .position(legend)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(200, 200, 200))
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+    }
+    Ok(())
 }
 
 impl TimeChart {
     /// Number of data points drawn.
     pub fn points(&self) -> usize {
-        self.series.iter().map(|s| s.points.len()).sum()
+        points(&self.series)
     }
 
     /// Series that draw a line.
@@ -111,13 +171,10 @@ impl TimeChart {
 
     pub fn svg(&self, size: (u32, u32)) -> Result<String, ReportError> {
         let e = err(&self.title);
-        let mut out = String::new();
-        {
-            let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
-            root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+        svg_of(size, &e, |root| {
             let xr = x_range(&self.series, &self.bands);
             let yr = y_range(&self.series);
-            let mut chart = ChartBuilder::on(&root)
+            let mut chart = ChartBuilder::on(root)
                 .margin(10)
                 .x_label_area_size(34)
                 .y_label_area_size(64)
@@ -159,31 +216,14 @@ impl TimeChart {
                         .map_err(|x| e(x.to_string()))?;
                 }
             }
-            for (i, s) in self.series.iter().enumerate() {
-                let colour = PALETTE[s.colour.unwrap_or(i) % PALETTE.len()];
-                let style = if s.reference {
-                    colour.mix(0.55).stroke_width(1)
-                } else {
-                    colour.stroke_width(2)
-                };
-                chart
-                    .draw_series(LineSeries::new(s.points.iter().copied(), style))
-                    .map_err(|x| e(x.to_string()))?
-                    .label(s.name.as_str())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
-            }
-            if !self.series.is_empty() {
-                chart
-                    .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperRight)
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(RGBColor(200, 200, 200))
-                    .draw()
-                    .map_err(|x| e(x.to_string()))?;
-            }
-            root.present().map_err(|x| e(x.to_string()))?;
-        }
-        Ok(out)
+            draw_lines(
+                &mut chart,
+                &self.series,
+                |p| *p,
+                SeriesLabelPosition::UpperRight,
+                &e,
+            )
+        })
     }
 }
 
@@ -198,7 +238,7 @@ pub struct CdfChart {
 
 impl CdfChart {
     pub fn points(&self) -> usize {
-        self.series.iter().map(|s| s.points.len()).sum()
+        points(&self.series)
     }
 
     /// Series that draw a line.
@@ -221,11 +261,8 @@ impl CdfChart {
         } else {
             (0.01, 1000.0)
         };
-        let mut out = String::new();
-        {
-            let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
-            root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-            let mut chart = ChartBuilder::on(&root)
+        svg_of(size, &e, |root| {
+            let mut chart = ChartBuilder::on(root)
                 .margin(10)
                 .x_label_area_size(34)
                 .y_label_area_size(50)
@@ -239,32 +276,14 @@ impl CdfChart {
                 .x_label_formatter(&|v| short_number(*v))
                 .draw()
                 .map_err(|x| e(x.to_string()))?;
-            for (i, s) in self.series.iter().enumerate() {
-                let colour = PALETTE[s.colour.unwrap_or(i) % PALETTE.len()];
-                let style = if s.reference {
-                    colour.mix(0.55).stroke_width(1)
-                } else {
-                    colour.stroke_width(2)
-                };
-                let pts: Vec<(f64, f64)> = s.points.iter().map(|&(v, p)| (v.max(lo), p)).collect();
-                chart
-                    .draw_series(LineSeries::new(pts, style))
-                    .map_err(|x| e(x.to_string()))?
-                    .label(s.name.as_str())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
-            }
-            if !self.series.is_empty() {
-                chart
-                    .configure_series_labels()
-                    .position(SeriesLabelPosition::LowerRight)
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(RGBColor(200, 200, 200))
-                    .draw()
-                    .map_err(|x| e(x.to_string()))?;
-            }
-            root.present().map_err(|x| e(x.to_string()))?;
-        }
-        Ok(out)
+            draw_lines(
+                &mut chart,
+                &self.series,
+                |&(v, p)| (v.max(lo), p),
+                SeriesLabelPosition::LowerRight,
+                &e,
+            )
+        })
     }
 }
 
@@ -286,11 +305,8 @@ impl BarChart {
         let n = self.bars.len().max(1);
         let top = self.bars.iter().map(|b| b.1).fold(0.0, f64::max).max(1.0) * 1.08;
         let labels: Vec<String> = self.bars.iter().map(|b| b.0.clone()).collect();
-        let mut out = String::new();
-        {
-            let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
-            root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-            let mut chart = ChartBuilder::on(&root)
+        svg_of(size, &e, |root| {
+            let mut chart = ChartBuilder::on(root)
                 .margin(10)
                 .x_label_area_size(40)
                 .y_label_area_size(60)
@@ -326,9 +342,8 @@ impl BarChart {
                     r
                 }))
                 .map_err(|x| e(x.to_string()))?;
-            root.present().map_err(|x| e(x.to_string()))?;
-        }
-        Ok(out)
+            Ok(())
+        })
     }
 }
 

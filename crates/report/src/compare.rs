@@ -163,7 +163,7 @@ fn row(run: &Run, product: Option<&Product>, baseline: Option<&Run>) -> Result<R
         }
     });
     let (ttfm_s, ttfh_s) = match product.and_then(|p| p.downtime.as_ref()) {
-        Some(d) => time_till_first(&Run::load(d)?),
+        Some(d) => time_till_first(&cacheoff_rundir::RunDir::open(d)?),
         None => (None, None),
     };
     let fill_per_h = h.fill_bytes as f64 / h.duration_s.max(1e-9) * 3600.0;
@@ -203,7 +203,8 @@ pub fn rows(
         .collect()
 }
 
-/// A column: heading, unit note, value, and whether more is better.
+/// A column: heading (with its unit), value, decimals shown, and whether
+/// more is better.
 struct Column {
     head: &'static str,
     get: fn(&Row) -> Option<f64>,
@@ -211,85 +212,38 @@ struct Column {
     higher_is_better: bool,
 }
 
+/// A column where more is better.
+const fn more(head: &'static str, digits: usize, get: fn(&Row) -> Option<f64>) -> Column {
+    Column {
+        head,
+        get,
+        digits,
+        higher_is_better: true,
+    }
+}
+
+/// A column where less is better.
+const fn less(head: &'static str, digits: usize, get: fn(&Row) -> Option<f64>) -> Column {
+    Column {
+        higher_is_better: false,
+        ..more(head, digits, get)
+    }
+}
+
 const COLUMNS: &[Column] = &[
-    Column {
-        head: "Price, $",
-        get: |r| r.price,
-        digits: 0,
-        higher_is_better: false,
-    },
-    Column {
-        head: "Peak throughput, req/s",
-        get: |r| Some(r.throughput),
-        digits: 1,
-        higher_is_better: true,
-    },
-    Column {
-        head: "Hit time, ms",
-        get: |r| r.rt_hit_ms,
-        digits: 1,
-        higher_is_better: false,
-    },
-    Column {
-        head: "All, ms",
-        get: |r| Some(r.rt_all_ms),
-        digits: 1,
-        higher_is_better: false,
-    },
-    Column {
-        head: "Miss time, ms",
-        get: |r| r.rt_miss_ms,
-        digits: 1,
-        higher_is_better: false,
-    },
-    Column {
-        head: "DHR, %",
-        get: |r| Some(r.dhr),
-        digits: 1,
-        higher_is_better: true,
-    },
-    Column {
-        head: "Time savings, %",
-        get: |r| r.time_savings,
-        digits: 1,
-        higher_is_better: true,
-    },
-    Column {
-        head: "Req/s per $1,000",
-        get: |r| r.req_per_kusd,
-        digits: 1,
-        higher_is_better: true,
-    },
-    Column {
-        head: "Hits/s per $1,000",
-        get: |r| r.hits_per_kusd,
-        digits: 1,
-        higher_is_better: true,
-    },
-    Column {
-        head: "TTFM, s",
-        get: |r| r.ttfm_s,
-        digits: 0,
-        higher_is_better: false,
-    },
-    Column {
-        head: "TTFH, s",
-        get: |r| r.ttfh_s,
-        digits: 0,
-        higher_is_better: false,
-    },
-    Column {
-        head: "Cache age, h",
-        get: |r| r.cache_age_h,
-        digits: 2,
-        higher_is_better: true,
-    },
-    Column {
-        head: "Errors, %",
-        get: |r| Some(r.errors_percent),
-        digits: 2,
-        higher_is_better: false,
-    },
+    less("Price, $", 0, |r| r.price),
+    more("Peak throughput, req/s", 1, |r| Some(r.throughput)),
+    less("Hit time, ms", 1, |r| r.rt_hit_ms),
+    less("All, ms", 1, |r| Some(r.rt_all_ms)),
+    less("Miss time, ms", 1, |r| r.rt_miss_ms),
+    more("DHR, %", 1, |r| Some(r.dhr)),
+    more("Time savings, %", 1, |r| r.time_savings),
+    more("Req/s per $1,000", 1, |r| r.req_per_kusd),
+    more("Hits/s per $1,000", 1, |r| r.hits_per_kusd),
+    less("TTFM, s", 0, |r| r.ttfm_s),
+    less("TTFH, s", 0, |r| r.ttfh_s),
+    more("Cache age, h", 2, |r| r.cache_age_h),
+    less("Errors, %", 2, |r| Some(r.errors_percent)),
 ];
 
 /// A value with `digits` decimals, or at least two significant digits

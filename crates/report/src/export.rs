@@ -1,10 +1,11 @@
 //! Machine-readable exports of a run: one JSON document (the manifest,
 //! the per-phase and total figures and every interval), or CSV tables of
-//! the interval time series and the phases. `docs/export.schema.json` and
-//! `docs/export-csv.md` describe them; tests hold the exports to both.
+//! the interval time series and the phases. `docs/schema/export.schema.json`
+//! and `docs/schema/export-csv.json` describe them; tests hold the exports
+//! to both.
 
 use crate::{Run, RunState};
-use cacheoff_stats::Entry;
+use cacheoff_stats::{Counter, Entry};
 use serde::Serialize;
 
 pub const EXPORT_FORMAT: &str = "cacheoff-export";
@@ -19,7 +20,7 @@ struct Document<'a> {
     manifest: &'a crate::Manifest,
     phases: Vec<Entry>,
     total: Entry,
-    intervals: &'a [cacheoff_stats::IntervalRecord],
+    intervals: &'a [cacheoff_rundir::IntervalRecord],
 }
 
 fn state_name(s: RunState) -> &'static str {
@@ -45,52 +46,79 @@ pub fn json(run: &Run) -> String {
     serde_json::to_string_pretty(&doc).expect("export serializes")
 }
 
-type Column = (&'static str, fn(&Entry) -> String);
-
 fn f(v: f64) -> String {
     let s = format!("{v:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// Columns shared by both tables, in order.
-pub const ENTRY_COLUMNS: &[Column] = &[
-    ("duration_s", |e| f(e.duration_s)),
-    ("xacts", |e| e.xacts.to_string()),
-    ("rate_xps", |e| f(e.rate_xps)),
-    ("bytes", |e| e.bytes.to_string()),
-    ("fill_bytes", |e| e.fill_bytes.to_string()),
-    ("issued", |e| e.issued.to_string()),
-    ("sent", |e| e.sent.to_string()),
-    ("dhr_offered", |e| f(e.dhr.offered)),
-    ("dhr_measured", |e| f(e.dhr.measured)),
-    ("bhr_offered", |e| f(e.bhr.offered)),
-    ("bhr_measured", |e| f(e.bhr.measured)),
-    ("rt_all_mean_ms", |e| f(e.rt_ms.all.mean)),
-    ("rt_all_p50_ms", |e| f(e.rt_ms.all.p50)),
-    ("rt_all_p99_ms", |e| f(e.rt_ms.all.p99)),
-    ("rt_hit_mean_ms", |e| f(e.rt_ms.hit.mean)),
-    ("rt_hit_p99_ms", |e| f(e.rt_ms.hit.p99)),
-    ("rt_miss_mean_ms", |e| f(e.rt_ms.miss.mean)),
-    ("rt_miss_p99_ms", |e| f(e.rt_ms.miss.p99)),
-    ("hits", |e| e.rt_ms.hit.count.to_string()),
-    ("misses", |e| e.rt_ms.miss.count.to_string()),
-    ("rt_uncorrected_all_mean_ms", |e| {
-        f(e.rt_uncorrected_ms.all.mean)
+/// A column of both tables: a counter, named as the counter table names
+/// it, or another figure of the entry.
+enum Column {
+    Count(Counter),
+    Int(&'static str, fn(&Entry) -> u64),
+    Num(&'static str, fn(&Entry) -> f64),
+}
+
+impl Column {
+    fn name(&self) -> &'static str {
+        match self {
+            Column::Count(c) => c.name(),
+            Column::Int(n, _) | Column::Num(n, _) => n,
+        }
+    }
+
+    fn value(&self, e: &Entry) -> String {
+        match self {
+            Column::Count(c) => e.raw_counts().get(*c).to_string(),
+            Column::Int(_, get) => get(e).to_string(),
+            Column::Num(_, get) => f(get(e)),
+        }
+    }
+}
+
+use Column::{Count, Int, Num};
+
+/// Columns shared by both tables, in order (outside tools read them:
+/// only ever add at the end).
+const ENTRY_COLUMNS: &[Column] = &[
+    Num("duration_s", |e| e.duration_s),
+    Count(Counter::Xacts),
+    Num("rate_xps", |e| e.rate_xps),
+    Count(Counter::Bytes),
+    Count(Counter::FillBytes),
+    Count(Counter::Issued),
+    Count(Counter::Sent),
+    Num("dhr_offered", |e| e.dhr.offered),
+    Num("dhr_measured", |e| e.dhr.measured),
+    Num("bhr_offered", |e| e.bhr.offered),
+    Num("bhr_measured", |e| e.bhr.measured),
+    Num("rt_all_mean_ms", |e| e.rt_ms.all.mean),
+    Num("rt_all_p50_ms", |e| e.rt_ms.all.p50),
+    Num("rt_all_p99_ms", |e| e.rt_ms.all.p99),
+    Num("rt_hit_mean_ms", |e| e.rt_ms.hit.mean),
+    Num("rt_hit_p99_ms", |e| e.rt_ms.hit.p99),
+    Num("rt_miss_mean_ms", |e| e.rt_ms.miss.mean),
+    Num("rt_miss_p99_ms", |e| e.rt_ms.miss.p99),
+    // Replies of every request type, unlike the counter `basic_hits`.
+    Int("hits", |e| e.rt_ms.hit.count),
+    Int("misses", |e| e.rt_ms.miss.count),
+    Num("rt_uncorrected_all_mean_ms", |e| {
+        e.rt_uncorrected_ms.all.mean
     }),
-    ("sent_late_percent", |e| f(e.sent_late_percent)),
-    ("errors", |e| e.errors.total.to_string()),
-    ("errors_percent", |e| f(e.errors.percent)),
-    ("aborts_robot", |e| e.aborts.robot.to_string()),
-    ("aborts_server", |e| e.aborts.server.to_string()),
-    ("conns_open", |e| e.conns.open.to_string()),
-    ("conns_opened", |e| e.conns.opened.to_string()),
+    Num("sent_late_percent", |e| e.sent_late_percent),
+    Int("errors", |e| e.errors.total),
+    Num("errors_percent", |e| e.errors.percent),
+    Count(Counter::AbortsRobot),
+    Count(Counter::AbortsServer),
+    Int("conns_open", |e| e.conns.open),
+    Count(Counter::ConnsOpened),
 ];
 
 /// Column names of `intervals.csv`.
 pub fn interval_columns() -> Vec<&'static str> {
     ["interval", "phase", "start_s", "end_s", "robots", "load"]
         .into_iter()
-        .chain(ENTRY_COLUMNS.iter().map(|c| c.0))
+        .chain(ENTRY_COLUMNS.iter().map(Column::name))
         .collect()
 }
 
@@ -98,7 +126,7 @@ pub fn interval_columns() -> Vec<&'static str> {
 pub fn phase_columns() -> Vec<&'static str> {
     ["phase", "measured"]
         .into_iter()
-        .chain(ENTRY_COLUMNS.iter().map(|c| c.0))
+        .chain(ENTRY_COLUMNS.iter().map(Column::name))
         .collect()
 }
 
@@ -133,7 +161,7 @@ pub fn intervals_csv(run: &Run) -> String {
                 f(r.load),
             ]
             .into_iter()
-            .chain(ENTRY_COLUMNS.iter().map(|c| (c.1)(&r.stats))),
+            .chain(ENTRY_COLUMNS.iter().map(|c| c.value(&r.stats))),
         );
     }
     out
@@ -150,7 +178,7 @@ pub fn phases_csv(run: &Run) -> String {
             &mut out,
             [e.name.clone(), is_measured.to_string()]
                 .into_iter()
-                .chain(ENTRY_COLUMNS.iter().map(|c| (c.1)(e))),
+                .chain(ENTRY_COLUMNS.iter().map(|c| c.value(e))),
         );
     }
     out

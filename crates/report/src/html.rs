@@ -1,14 +1,22 @@
 //! The report card: one self-contained HTML file (inline CSS and SVG, no
 //! script needed to read it, nothing fetched from the network).
+//!
+//! [`render`] lays out the page; each section renders from the figures it
+//! is given, in its own module: the header and headline figures with the
+//! cache-off's verdicts (`headline`), the charts over time (`over_time`),
+//! the distributions (`distributions`) and the tables (`tables`).
 
-use crate::charts::{Band, BarChart, CdfChart, Series, TimeChart};
-use crate::{ReportError, Run, RunState};
-use cacheoff_stats::{Entry, ErrorKind, IntervalRecord, Latency};
+mod distributions;
+mod headline;
+mod over_time;
+mod tables;
+
+pub use headline::{verdicts, Verdict, MAX_ERROR_PERCENT, MIN_DHR_PERCENT};
+pub use over_time::time_charts;
+
+use crate::charts::Series;
+use crate::{ReportError, Run};
 use std::fmt::Write;
-
-/// The cache-off's disqualification rules.
-pub const MAX_ERROR_PERCENT: f64 = 3.0;
-pub const MIN_DHR_PERCENT: f64 = 25.0;
 
 const CHART_SIZE: (u32, u32) = (960, 300);
 
@@ -52,6 +60,7 @@ pub fn esc(s: &str) -> String {
     o
 }
 
+/// Milliseconds with about three significant digits.
 fn ms(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.0}")
@@ -64,337 +73,6 @@ fn ms(v: f64) -> String {
 
 fn pct(v: f64) -> String {
     format!("{v:.1}%")
-}
-
-/// Pass/fail of one rule, and why.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Verdict {
-    Pass(String),
-    Fail(String),
-    NotApplicable(String),
-}
-
-/// The cache-off's rules applied to the headline figures.
-pub fn verdicts(run: &Run, e: &Entry) -> Vec<(&'static str, Verdict)> {
-    let errors = if e.errors.percent > MAX_ERROR_PERCENT {
-        Verdict::Fail(format!(
-            "{} errors: more than {MAX_ERROR_PERCENT}% disqualifies",
-            pct(e.errors.percent)
-        ))
-    } else {
-        Verdict::Pass(format!(
-            "{} errors (at most {MAX_ERROR_PERCENT}% allowed)",
-            pct(e.errors.percent)
-        ))
-    };
-    let dhr = if run.manifest.proxy.is_none() {
-        Verdict::NotApplicable("no proxy under test".into())
-    } else if e.dhr.measured < MIN_DHR_PERCENT {
-        Verdict::Fail(format!(
-            "document hit ratio {}: below {MIN_DHR_PERCENT}% disqualifies",
-            pct(e.dhr.measured)
-        ))
-    } else {
-        Verdict::Pass(format!(
-            "document hit ratio {} (at least {MIN_DHR_PERCENT}% needed)",
-            pct(e.dhr.measured)
-        ))
-    };
-    vec![("errors", errors), ("hit ratio", dhr)]
-}
-
-fn bands(intervals: &[IntervalRecord]) -> Vec<Band> {
-    let mut out: Vec<Band> = Vec::new();
-    for r in intervals {
-        match out.last_mut() {
-            Some(b) if b.name == r.phase => b.end = r.end_s,
-            _ => out.push(Band {
-                name: r.phase.clone(),
-                start: r.start_s,
-                end: r.end_s,
-            }),
-        }
-    }
-    out
-}
-
-/// Intervals shorter than this (the stub at a run's end) would plot as
-/// spikes: their rates rest on a fraction of a second.
-const MIN_PLOT_INTERVAL_S: f64 = 1.0;
-
-fn series(intervals: &[IntervalRecord], name: &str, f: impl Fn(&IntervalRecord) -> f64) -> Series {
-    series_where(intervals, name, |_| true, f)
-}
-
-/// A series over the intervals that `keep` accepts (e.g. only those with
-/// hits, for the hits' response time).
-fn series_where(
-    intervals: &[IntervalRecord],
-    name: &str,
-    keep: impl Fn(&IntervalRecord) -> bool,
-    f: impl Fn(&IntervalRecord) -> f64,
-) -> Series {
-    Series::new(
-        name,
-        intervals
-            .iter()
-            .filter(|r| r.stats.duration_s >= MIN_PLOT_INTERVAL_S && keep(r))
-            .map(|r| ((r.start_s + r.end_s) / 2.0, f(r)))
-            .collect(),
-    )
-}
-
-/// The charts over time, in page order.
-pub fn time_charts(run: &Run) -> Vec<TimeChart> {
-    let iv = &run.intervals;
-    let b = bands(iv);
-    let chart = |title: &str, y: &str, series: Vec<Series>| TimeChart {
-        title: title.into(),
-        y_label: y.into(),
-        series,
-        bands: b.clone(),
-    };
-    let mut error_series: Vec<Series> = Vec::new();
-    let mut kinds: Vec<&str> = ErrorKind::ALL
-        .iter()
-        .map(|k| k.name())
-        .filter(|k| iv.iter().any(|r| r.stats.errors.by_kind.contains_key(*k)))
-        .collect();
-    kinds.truncate(6);
-    for k in kinds {
-        error_series.push(series(iv, k, |r| {
-            r.stats.errors.by_kind.get(k).copied().unwrap_or(0) as f64
-                / r.stats.duration_s.max(1e-9)
-        }));
-    }
-    if error_series.is_empty() {
-        error_series.push(series(iv, "all errors", |r| {
-            r.stats.errors.total as f64 / r.stats.duration_s.max(1e-9)
-        }));
-    }
-    vec![
-        chart(
-            "Throughput",
-            "replies/s",
-            vec![
-                series(iv, "replies/s", |r| r.stats.rate_xps),
-                series(iv, "requests sent/s", |r| {
-                    r.stats.sent as f64 / r.stats.duration_s.max(1e-9)
-                })
-                .reference(),
-            ],
-        ),
-        chart(
-            "Response time",
-            "ms",
-            vec![
-                series_where(
-                    iv,
-                    "all, mean",
-                    |r| r.stats.rt_ms.all.count > 0,
-                    |r| r.stats.rt_ms.all.mean,
-                ),
-                series_where(
-                    iv,
-                    "hits, mean",
-                    |r| r.stats.rt_ms.hit.count > 0,
-                    |r| r.stats.rt_ms.hit.mean,
-                ),
-                series_where(
-                    iv,
-                    "misses, mean",
-                    |r| r.stats.rt_ms.miss.count > 0,
-                    |r| r.stats.rt_ms.miss.mean,
-                ),
-                series_where(
-                    iv,
-                    "all, p99",
-                    |r| r.stats.rt_ms.all.count > 0,
-                    |r| r.stats.rt_ms.all.p99,
-                )
-                .reference()
-                .like(0),
-                series_where(
-                    iv,
-                    "hits, p99",
-                    |r| r.stats.rt_ms.hit.count > 0,
-                    |r| r.stats.rt_ms.hit.p99,
-                )
-                .reference()
-                .like(1),
-                series_where(
-                    iv,
-                    "misses, p99",
-                    |r| r.stats.rt_ms.miss.count > 0,
-                    |r| r.stats.rt_ms.miss.p99,
-                )
-                .reference()
-                .like(2),
-            ],
-        ),
-        chart(
-            "Document hit ratio",
-            "% of basic requests",
-            vec![
-                series(iv, "measured", |r| r.stats.dhr.measured),
-                series(iv, "offered", |r| r.stats.dhr.offered)
-                    .reference()
-                    .like(0),
-            ],
-        ),
-        chart(
-            "Byte hit ratio",
-            "% of basic bytes",
-            vec![
-                series(iv, "measured", |r| r.stats.bhr.measured),
-                series(iv, "offered", |r| r.stats.bhr.offered)
-                    .reference()
-                    .like(0),
-            ],
-        ),
-        chart("Errors by kind", "errors/s", error_series),
-        chart(
-            "Connections and robots",
-            "count",
-            vec![
-                series(iv, "open connections", |r| r.stats.conns.open as f64),
-                series(iv, "live robots", |r| f64::from(r.robots)),
-            ],
-        ),
-        chart(
-            "Load factor",
-            "share of peak rate",
-            vec![series(iv, "load", |r| r.load)],
-        ),
-    ]
-}
-
-fn latency_cells(l: &Latency) -> String {
-    if l.count == 0 {
-        return "<td>-</td><td>-</td><td>-</td>".into();
-    }
-    format!(
-        "<td>{}</td><td>{}</td><td>{}</td>",
-        ms(l.mean),
-        ms(l.p50),
-        ms(l.p99)
-    )
-}
-
-fn card(out: &mut String, k: &str, v: &str, d: &str) {
-    let _ = write!(
-        out,
-        r#"<div class="card"><div class="k">{}</div><div class="v">{}</div><div class="d">{}</div></div>"#,
-        esc(k),
-        esc(v),
-        esc(d)
-    );
-}
-
-fn phase_table(out: &mut String, run: &Run) {
-    let measured = run.measured_phase();
-    out.push_str("<table><thead><tr><th>phase</th><th>duration s</th><th>xacts</th><th>replies/s</th><th>all ms</th><th>hit ms</th><th>miss ms</th><th>DHR meas / off</th><th>BHR meas / off</th><th>errors</th></tr></thead><tbody>");
-    for e in run.phases().iter().chain(std::iter::once(&run.total())) {
-        let class = if measured.as_deref() == Some(e.name.as_str()) {
-            r#" class="measured""#
-        } else {
-            ""
-        };
-        let _ = write!(
-            out,
-            "<tr{class}><td>{}</td><td>{:.1}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} / {:.1}</td><td>{:.1} / {:.1}</td><td>{} ({})</td></tr>",
-            esc(&e.name),
-            e.duration_s,
-            e.xacts,
-            e.rate_xps,
-            ms(e.rt_ms.all.mean),
-            ms(e.rt_ms.hit.mean),
-            ms(e.rt_ms.miss.mean),
-            e.dhr.measured,
-            e.dhr.offered,
-            e.bhr.measured,
-            e.bhr.offered,
-            e.errors.total,
-            pct(e.errors.percent)
-        );
-    }
-    out.push_str("</tbody></table>");
-}
-
-fn content_table(out: &mut String, e: &Entry) {
-    out.push_str("<table><thead><tr><th>content type</th><th>xacts</th><th>share</th><th>mean size</th><th>hits</th><th>hit share</th><th>bytes</th></tr></thead><tbody>");
-    for (name, t) in &e.content_types {
-        let mean = if t.bodies == 0 {
-            "-".to_string()
-        } else {
-            format!("{:.1} KB", t.bytes as f64 / t.bodies as f64 / 1024.0)
-        };
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(name),
-            t.xacts,
-            pct(t.xacts as f64 * 100.0 / e.xacts.max(1) as f64),
-            mean,
-            t.hits,
-            pct(t.hits as f64 * 100.0 / t.xacts.max(1) as f64),
-            crate::charts::short_number(t.bytes as f64)
-        );
-    }
-    out.push_str("</tbody></table>");
-}
-
-fn request_table(out: &mut String, e: &Entry) {
-    out.push_str(
-        "<table><thead><tr><th>request type</th><th>xacts</th><th>share</th></tr></thead><tbody>",
-    );
-    for t in cacheoff_workload::RequestType::ALL {
-        let n = e.request_types.get(t.name()).copied().unwrap_or(0);
-        let _ = write!(
-            out,
-            "<tr><td title=\"{}\">{}</td><td>{}</td><td>{}</td></tr>",
-            esc(t.description()),
-            esc(t.name()),
-            n,
-            pct(n as f64 * 100.0 / e.xacts.max(1) as f64)
-        );
-    }
-    out.push_str("</tbody></table>");
-}
-
-fn error_table(out: &mut String, e: &Entry) {
-    if e.errors.by_kind.is_empty() {
-        out.push_str("<p>No errors.</p>");
-        return;
-    }
-    out.push_str("<table><thead><tr><th>error</th><th>count</th><th>share of requests</th><th>meaning</th></tr></thead><tbody>");
-    for k in ErrorKind::ALL {
-        if let Some(n) = e.errors.by_kind.get(k.name()) {
-            let _ = write!(
-                out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td style=\"text-align:left;white-space:normal\">{}</td></tr>",
-                esc(k.name()),
-                n,
-                pct(*n as f64 * 100.0 / e.sent.max(1) as f64),
-                esc(k.description())
-            );
-        }
-    }
-    out.push_str("</tbody></table>");
-}
-
-fn cdf_series(name: &str, cdf: &cacheoff_stats::Cdf) -> Series {
-    Series::new(name, cdf.iter().map(|p| (p[0], p[1])).collect())
-}
-
-/// Human size of a power-of-two bucket bound.
-fn size_label(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 => format!("{}G", b >> 30),
-        b if b >= 1 << 20 => format!("{}M", b >> 20),
-        b if b >= 1 << 10 => format!("{}K", b >> 10),
-        b => format!("{b}"),
-    }
 }
 
 /// What a chart draws, for readers and for the browser test: `lines`
@@ -416,65 +94,12 @@ pub(crate) fn figure(o: &mut String, title: &str, points: usize, marks: Marks, s
     );
 }
 
-/// Response-time CDFs and the reply-size histogram of the measured phase.
-fn distributions(o: &mut String, run: &Run) -> Result<(), ReportError> {
-    o.push_str("<h2 id=\"distributions\">Distributions</h2>");
-    let Some(d) = run.summary.as_ref().and_then(|s| s.distributions.as_ref()) else {
-        o.push_str("<p class=\"note\">Not available: distributions are written with the summary, which this run does not have.</p>");
-        return Ok(());
+/// A figure of line `series`, drawn as `svg`.
+fn lines_figure(o: &mut String, title: &str, series: &[Series], svg: &str) {
+    let marks = Marks::Lines {
+        series: crate::charts::drawable(series),
     };
-    let _ = write!(
-        o,
-        "<p class=\"note\">Over {}. Response times on a logarithmic scale: the further left a curve, the faster; a long flat tail means a few very slow replies.</p>",
-        esc(&if d.span == "total" { "the whole run".to_string() } else { format!("phase {}", d.span) })
-    );
-    let mut hit_miss = vec![cdf_series("all", &d.rt_ms.all)];
-    if !d.rt_ms.hit.is_empty() {
-        hit_miss.push(cdf_series("hits", &d.rt_ms.hit));
-    }
-    if !d.rt_ms.miss.is_empty() {
-        hit_miss.push(cdf_series("misses", &d.rt_ms.miss));
-    }
-    let charts = [
-        CdfChart {
-            title: "Response time: hits and misses".into(),
-            x_label: "ms from the intended start".into(),
-            series: hit_miss,
-        },
-        CdfChart {
-            title: "Response time: from the intended start vs from the send".into(),
-            x_label: "ms".into(),
-            series: vec![
-                cdf_series("from the intended start", &d.rt_ms.all),
-                cdf_series("from the actual send", &d.rt_uncorrected_ms.all).reference(),
-            ],
-        },
-    ];
-    for c in &charts {
-        let svg = c.svg(CHART_SIZE)?;
-        figure(
-            o,
-            &c.title,
-            c.points(),
-            Marks::Lines {
-                series: c.drawable_series(),
-            },
-            &svg,
-        );
-    }
-    let sizes = BarChart {
-        title: "Reply sizes (whole objects)".into(),
-        y_label: "replies".into(),
-        bars: d
-            .sizes
-            .iter()
-            .skip_while(|b| b[1] == 0)
-            .map(|b| (format!("≤{}", size_label(b[0])), b[1] as f64))
-            .collect(),
-    };
-    let svg = sizes.svg(CHART_SIZE)?;
-    figure(o, &sizes.title, sizes.points(), Marks::Bars, &svg);
-    Ok(())
+    figure(o, title, crate::charts::points(series), marks, svg);
 }
 
 /// Renders the report card.
@@ -483,220 +108,26 @@ pub fn render(run: &Run) -> Result<String, ReportError> {
     let head = run.headline();
     let measured = run.measured_phase();
     let mut o = String::with_capacity(1 << 20);
-    let title = format!(
-        "cacheoff report: {} via {}",
-        m.workload.name,
-        m.label
-            .clone()
-            .or(m.proxy.map(|p| p.to_string()))
-            .unwrap_or_else(|| "no proxy".into())
-    );
-    let _ = write!(
-        o,
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>{}</title><style>{STYLE}</style></head><body><main>",
-        esc(&title)
-    );
-    let _ = write!(
-        o,
-        "<h1>{}</h1><p class=\"sub\">{}</p>",
-        esc(&format!("{} report card", m.workload.name)),
-        esc(&m.workload.description)
-    );
-    let state = run.state();
-    if state != RunState::Complete {
-        let _ = write!(
-            o,
-            "<div class=\"banner\" id=\"state\" data-state=\"{}\"><strong>This run is {}.</strong></div>",
-            match state {
-                RunState::Interrupted => "interrupted",
-                _ => "no-summary",
-            },
-            esc(state.describe())
-        );
-    }
-    let duration = run.intervals.last().map_or(0.0, |r| r.end_s);
-    o.push_str("<dl class=\"meta\">");
-    for (k, v) in [
-        ("workload", m.workload.name.clone()),
-        ("proxy under test", run.proxy_label()),
-        ("started", m.started_at.clone()),
-        (
-            "finished",
-            m.finished_at
-                .clone()
-                .unwrap_or_else(|| "not recorded".into()),
-        ),
-        ("duration", format!("{duration:.0} s")),
-        ("command line", m.command_line.join(" ")),
-        (
-            "cacheoff",
-            format!("{} ({})", m.cacheoff_version, m.git_revision),
-        ),
-        ("seed", m.seed.to_string()),
-        (
-            "host",
-            format!(
-                "{}, {} {}, {} CPUs, {:.1} GiB",
-                m.host.hostname,
-                m.host.os,
-                m.host.kernel,
-                m.host.cpus,
-                m.host.memory_bytes as f64 / (1u64 << 30) as f64
-            ),
-        ),
-        (
-            "robots / servers",
-            format!(
-                "{} robots, {} origin servers, {} workers",
-                m.workload.robots.count, m.workload.servers.count, m.workers
-            ),
-        ),
-    ] {
-        let _ = write!(o, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(&v));
-    }
-    o.push_str("</dl>");
-
-    // Executive figures.
-    let _ = write!(
-        o,
-        "<h2 id=\"summary\">Headline figures ({})</h2><div class=\"cards\">",
-        esc(&measured
-            .clone()
-            .map_or("whole run".into(), |p| format!("phase {p}")))
-    );
-    card(
+    headline::header(&mut o, run);
+    headline::figures(&mut o, &head, measured.as_deref(), m.proxy.is_some());
+    over_time::section(&mut o, run)?;
+    distributions::section(
         &mut o,
-        "throughput",
-        &format!("{:.1}/s", head.rate_xps),
-        &format!("{} replies", head.xacts),
-    );
-    card(
-        &mut o,
-        "response time, all",
-        &format!("{} ms", ms(head.rt_ms.all.mean)),
-        &format!(
-            "p50 {} · p99 {} ms",
-            ms(head.rt_ms.all.p50),
-            ms(head.rt_ms.all.p99)
-        ),
-    );
-    card(
-        &mut o,
-        "hits / misses",
-        &format!(
-            "{} / {} ms",
-            ms(head.rt_ms.hit.mean),
-            ms(head.rt_ms.miss.mean)
-        ),
-        "mean response time",
-    );
-    card(
-        &mut o,
-        "document hit ratio",
-        &pct(head.dhr.measured),
-        &format!("offered {}", pct(head.dhr.offered)),
-    );
-    card(
-        &mut o,
-        "byte hit ratio",
-        &pct(head.bhr.measured),
-        &format!("offered {}", pct(head.bhr.offered)),
-    );
-    card(
-        &mut o,
-        "errors",
-        &pct(head.errors.percent),
-        &format!("{} of {} requests", head.errors.total, head.sent),
-    );
-    o.push_str("</div>");
-    o.push_str("<table id=\"verdict\"><thead><tr><th>cache-off rule</th><th>result</th><th>why</th></tr></thead><tbody>");
-    for (rule, v) in verdicts(run, &head) {
-        let (class, word, why) = match v {
-            Verdict::Pass(w) => ("pass", "pass", w),
-            Verdict::Fail(w) => ("fail", "fail", w),
-            Verdict::NotApplicable(w) => ("na", "n/a", w),
-        };
-        let _ = write!(
-            o,
-            "<tr><td>{}</td><td class=\"{class}\">{word}</td><td style=\"text-align:left\">{}</td></tr>",
-            esc(rule),
-            esc(&why)
-        );
-    }
-    o.push_str("</tbody></table>");
-    o.push_str("<table><thead><tr><th>response time, ms</th><th>mean</th><th>p50</th><th>p99</th><th>replies</th></tr></thead><tbody>");
-    for (k, l) in [
-        ("hits", &head.rt_ms.hit),
-        ("all", &head.rt_ms.all),
-        ("misses", &head.rt_ms.miss),
-    ] {
-        let _ = write!(
-            o,
-            "<tr><td>{k}</td>{}<td>{}</td></tr>",
-            latency_cells(l),
-            l.count
-        );
-    }
-    o.push_str("</tbody></table>");
-
-    // Charts.
-    o.push_str("<h2 id=\"charts\">Over time</h2><p class=\"note\">One point per 5-second interval, at its middle; phases are shaded and named. Faint lines are references: requests sent beside replies, offered beside measured hit ratios, p99 beside means.</p>");
-    for c in time_charts(run) {
-        let svg = c.svg(CHART_SIZE)?;
-        figure(
-            &mut o,
-            &c.title,
-            c.points(),
-            Marks::Lines {
-                series: c.drawable_series(),
-            },
-            &svg,
-        );
-    }
-
-    distributions(&mut o, run)?;
-
-    // Corrected vs uncorrected.
-    o.push_str("<h2 id=\"latency\">Response time from the intended start vs from the send</h2>");
-    o.push_str(
-        "<table><thead><tr><th></th><th>mean</th><th>p50</th><th>p99</th></tr></thead><tbody>",
-    );
-    for (k, l) in [
-        ("all, from intended start", &head.rt_ms.all),
-        ("all, from actual send", &head.rt_uncorrected_ms.all),
-        ("hits, from intended start", &head.rt_ms.hit),
-        ("hits, from actual send", &head.rt_uncorrected_ms.hit),
-        ("misses, from intended start", &head.rt_ms.miss),
-        ("misses, from actual send", &head.rt_uncorrected_ms.miss),
-    ] {
-        let _ = write!(o, "<tr><td>{k}</td>{}</tr>", latency_cells(l));
-    }
-    o.push_str("</tbody></table>");
-    let gap = head.rt_ms.all.mean - head.rt_uncorrected_ms.all.mean;
-    let _ = write!(
-        o,
-        "<p class=\"note\">Robots plan each request's start time in advance (open loop). Timing from that intended start counts the time a request waited for a free connection; timing from the actual send hides it (coordinated omission). Here the difference of means is {} ms, and {} of requests left more than 10 ms late: {}.</p>",
-        ms(gap),
-        pct(head.sent_late_percent),
-        if head.sent_late_percent < 1.0 {
-            "the robots kept their schedule"
-        } else {
-            "requests queued behind busy connections, and the intended-start figures include that wait"
-        }
-    );
-
+        run.summary.as_ref().and_then(|s| s.distributions.as_ref()),
+    )?;
+    tables::latency(&mut o, &head);
     o.push_str("<h2 id=\"phases\">Phases</h2>");
-    phase_table(&mut o, run);
+    tables::phases(&mut o, &run.phases(), &run.total(), measured.as_deref());
     let _ = write!(
         o,
         "<h2 id=\"content\">Content types ({})</h2>",
-        esc(&measured.clone().unwrap_or_else(|| "whole run".into()))
+        esc(measured.as_deref().unwrap_or("whole run"))
     );
-    content_table(&mut o, &head);
+    tables::content(&mut o, &head);
     o.push_str("<h2 id=\"requests\">Request types</h2>");
-    request_table(&mut o, &head);
+    tables::requests(&mut o, &head);
     o.push_str("<h2 id=\"errors\">Errors</h2>");
-    error_table(&mut o, &run.total());
+    tables::errors(&mut o, &run.total());
     let _ = write!(
         o,
         "<h2 id=\"workload\">Workload</h2><pre>{}</pre>",
@@ -723,4 +154,40 @@ pub fn write(run: &Run) -> Result<std::path::PathBuf, ReportError> {
             source,
         })?;
     Ok(path)
+}
+
+/// Figures for the sections' tests: real entries built from snapshots.
+#[cfg(test)]
+mod sample {
+    use cacheoff_workload::RequestType;
+    use cacheoff_stats::{Accum, Entry, ErrorKind, Outcome, Snapshot, XactRecord};
+
+    /// A span with `hits` hits of 2 ms and `misses` misses of 10 ms (1 KB
+    /// objects, content type `image`), `errors` body mismatches, and every
+    /// request sent.
+    pub fn entry(name: &str, hits: u64, misses: u64, errors: u64) -> Entry {
+        let mut s = Snapshot::default();
+        for i in 0..hits + misses {
+            let hit = i < hits;
+            s.record_send(100);
+            s.record_xact(&XactRecord {
+                outcome: if hit { Outcome::Hit } else { Outcome::Miss },
+                fills_cache: !hit,
+                bytes: 1024,
+                full_body: true,
+                rtype: RequestType::Basic,
+                ctype: 0,
+                offered_hit: hit,
+                rt_corrected_us: if hit { 2000 } else { 10_000 },
+                rt_uncorrected_us: if hit { 1000 } else { 5000 },
+            });
+        }
+        for _ in 0..errors {
+            s.record_send(100);
+            s.record_error(ErrorKind::BodyMismatch);
+        }
+        let mut a = Accum::default();
+        a.add_interval(&s, 10.0);
+        a.entry(name, &["image".to_string()])
+    }
 }

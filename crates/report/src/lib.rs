@@ -1,25 +1,21 @@
-//! Reading a run directory ([`Run`]) and presenting it: the HTML report
-//! card ([`html::render`]) and machine-readable exports ([`export`]).
+//! Presenting run directories (read by `cacheoff_rundir` as a [`Run`]):
+//! the HTML report card ([`html::render`]), machine-readable exports
+//! ([`export`]) and the cache-off executive summary ([`compare`]).
 
 pub mod charts;
 pub mod compare;
 pub mod export;
 mod fold;
 pub mod html;
-mod manifest;
-mod run;
 
-pub use manifest::{Host, Manifest, MANIFEST_FORMAT};
-pub use run::{Run, RunState};
+pub use cacheoff_rundir::{Manifest, Run, RunState};
 
 use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    #[error("{path}: {why}")]
-    Read { path: PathBuf, why: String },
-    #[error("{0} is not a cacheoff run directory (no manifest.json)")]
-    NotARun(PathBuf),
+    #[error(transparent)]
+    RunDir(#[from] cacheoff_rundir::RunDirError),
     #[error("cannot write {path}: {source}")]
     Write {
         path: PathBuf,

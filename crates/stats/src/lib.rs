@@ -9,13 +9,14 @@
 //! - [`Entry`]: the JSON view of an accumulated snapshot, the unit of
 //!   `intervals.jsonl` and `summary.json` ([`log`]).
 
+mod counters;
+mod entry;
 mod kinds;
-pub mod log;
 mod snapshot;
+mod span;
 
 pub use kinds::{ErrorKind, Outcome};
-pub use log::{IntervalRecord, Summary, FORMAT_VERSION};
-pub use snapshot::{
-    Accum, Cdf, CdfSet, Distributions, Entry, Latency, LatencySet, Ratio, Snapshot, TypeCount,
-    XactRecord, MAX_CONTENT_TYPES,
-};
+pub use span::{IntervalStats, RunStats};
+pub use counters::{Counter, Counters, Counts, TypeCount, MAX_CONTENT_TYPES};
+pub use entry::{Entry, Latency, LatencySet, Ratio};
+pub use snapshot::{Accum, Cdf, CdfSet, Distributions, Snapshot, XactRecord};

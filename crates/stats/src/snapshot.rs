@@ -3,17 +3,16 @@
 //! Ownership: a worker owns its `Snapshot` exclusively and hands a copy over
 //! at each interval boundary; nothing here is shared or locked.
 
+use crate::counters::{Counters, MAX_CONTENT_TYPES};
+// `pub(crate)`: log.rs names it from here.
+pub(crate) use crate::entry::Entry;
 use crate::kinds::{ErrorKind, Outcome};
 use cacheoff_base::RequestType;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// A request sent later than this after its intended time counts as late.
 pub const LATE_SEND_US: u64 = 10_000;
-
-/// Most content types counted separately (the rest share the last slot).
-pub const MAX_CONTENT_TYPES: usize = 16;
 
 /// Latency histograms cover 1 µs .. 1 h with 3 significant digits.
 const HIST_MAX_US: u64 = 3_600_000_000;
@@ -86,46 +85,6 @@ pub struct XactRecord {
     pub rt_uncorrected_us: u64,
 }
 
-/// Plain counters of a snapshot.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Counters {
-    /// Successful transactions.
-    pub xacts: u64,
-    pub bytes: u64,
-    pub basic: u64,
-    pub basic_bytes: u64,
-    pub offered_hits: u64,
-    pub offered_hit_bytes: u64,
-    pub hits: u64,
-    pub hit_bytes: u64,
-    pub errors: [u64; ErrorKind::COUNT],
-    pub conns_opened: u64,
-    /// Robot-side connections open at the end of the interval.
-    pub conns_open: u64,
-    /// Requests sent, successful or not.
-    pub sent: u64,
-    /// Requests sent more than [`LATE_SEND_US`] after their intended time.
-    pub sent_late: u64,
-    /// Planned requests the pacer issued (handed to a connection or queued
-    /// behind the robot's busy connections) more than [`LATE_SEND_US`]
-    /// after their intended time: the engine itself fell behind.
-    pub issued_late: u64,
-    /// Planned requests issued.
-    pub issued: u64,
-    /// Body bytes of cachable misses (what a cache stores).
-    pub fill_bytes: u64,
-    /// Workers whose working set reached its cap (a gauge).
-    pub ws_full: u64,
-    /// Transactions aborted on purpose by the robot and by the server.
-    pub aborted_robot: u64,
-    pub aborted_server: u64,
-    /// Successful transactions by request type.
-    pub by_type: [u64; RequestType::COUNT],
-    /// Successful transactions, body bytes, whole bodies and hits by
-    /// content type.
-    pub by_ctype: [TypeCount; MAX_CONTENT_TYPES],
-}
-
 /// Counters and histograms of one interval (of one worker, or merged).
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -175,8 +134,8 @@ impl Snapshot {
                 c.offered_hit_bytes += x.bytes;
             }
             if x.outcome == Outcome::Hit {
-                c.hits += 1;
-                c.hit_bytes += x.bytes;
+                c.basic_hits += 1;
+                c.basic_hit_bytes += x.bytes;
             }
         }
         self.rt.record(x.outcome, x.rt_corrected_us);
@@ -202,9 +161,9 @@ impl Snapshot {
     /// Counts a deliberate abort (`by_server`: the origin's).
     pub fn record_abort(&mut self, by_server: bool) {
         if by_server {
-            self.counters.aborted_server += 1;
+            self.counters.aborts_server += 1;
         } else {
-            self.counters.aborted_robot += 1;
+            self.counters.aborts_robot += 1;
         }
     }
 
@@ -214,34 +173,7 @@ impl Snapshot {
 
     /// Adds another snapshot (of another worker or another interval).
     pub fn add(&mut self, o: &Snapshot) {
-        let (a, b) = (&mut self.counters, &o.counters);
-        a.xacts += b.xacts;
-        a.bytes += b.bytes;
-        a.basic += b.basic;
-        a.basic_bytes += b.basic_bytes;
-        a.offered_hits += b.offered_hits;
-        a.offered_hit_bytes += b.offered_hit_bytes;
-        a.hits += b.hits;
-        a.hit_bytes += b.hit_bytes;
-        for (x, y) in a.errors.iter_mut().zip(b.errors.iter()) {
-            *x += y;
-        }
-        for (x, y) in a.by_type.iter_mut().zip(b.by_type.iter()) {
-            *x += y;
-        }
-        for (x, y) in a.by_ctype.iter_mut().zip(b.by_ctype.iter()) {
-            x.add(y);
-        }
-        a.conns_opened += b.conns_opened;
-        a.conns_open += b.conns_open;
-        a.sent += b.sent;
-        a.sent_late += b.sent_late;
-        a.issued += b.issued;
-        a.aborted_robot += b.aborted_robot;
-        a.fill_bytes += b.fill_bytes;
-        a.ws_full += b.ws_full;
-        a.aborted_server += b.aborted_server;
-        a.issued_late += b.issued_late;
+        self.counters.add(&o.counters);
         self.rt.add(&o.rt);
         self.rt_uncorrected.add(&o.rt_uncorrected);
         let _ = self.send_lag.add(&o.send_lag);
@@ -311,15 +243,14 @@ pub struct Distributions {
     pub sizes: Vec<[u64; 2]>,
 }
 
-/// Snapshots added over time (a phase, or the whole run).
+/// Snapshots added over time (a phase, or the whole run). Its gauges
+/// (e.g. open connections) are the last interval's.
 #[derive(Debug, Clone, Default)]
 pub struct Accum {
     pub snap: Snapshot,
     pub duration_s: f64,
     /// Largest end-of-interval count of open connections.
     pub conns_open_max: u64,
-    /// Open connections at the end of the last interval added.
-    pub conns_open_last: u64,
 }
 
 impl Accum {
@@ -346,14 +277,10 @@ impl Accum {
 
     /// Adds one merged interval of `duration_s` seconds.
     pub fn add_interval(&mut self, s: &Snapshot, duration_s: f64) {
-        let open = s.counters.conns_open;
         self.snap.add(s);
-        self.snap.counters.conns_open = 0;
-        // A gauge: the latest interval's value.
-        self.snap.counters.ws_full = s.counters.ws_full;
+        self.snap.counters.take_gauges(&s.counters);
         self.duration_s += duration_s;
-        self.conns_open_max = self.conns_open_max.max(open);
-        self.conns_open_last = open;
+        self.conns_open_max = self.conns_open_max.max(s.counters.conns_open);
     }
 
     /// The JSON view, naming content types by `content_types`.
@@ -362,226 +289,11 @@ impl Accum {
     }
 }
 
-/// Offered and measured ratio, in percent (0..100).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Ratio {
-    pub offered: f64,
-    pub measured: f64,
-}
-
-/// Summary of one latency histogram, in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Latency {
-    pub count: u64,
-    pub mean: f64,
-    pub p50: f64,
-    pub p99: f64,
-    pub max: f64,
-}
-
-impl Latency {
-    fn of(h: &Histogram<u64>) -> Latency {
-        if h.is_empty() {
-            return Latency {
-                count: 0,
-                mean: 0.0,
-                p50: 0.0,
-                p99: 0.0,
-                max: 0.0,
-            };
-        }
-        // Microsecond resolution, shown in milliseconds.
-        let ms = |us: f64| us.round() / 1000.0;
-        Latency {
-            count: h.len(),
-            mean: ms(h.mean()),
-            p50: ms(h.value_at_quantile(0.5) as f64),
-            p99: ms(h.value_at_quantile(0.99) as f64),
-            max: ms(h.max() as f64),
-        }
-    }
-}
-
-/// Response times of all, hit and miss replies.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LatencySet {
-    pub all: Latency,
-    pub hit: Latency,
-    pub miss: Latency,
-}
-
-impl LatencySet {
-    fn of(h: &RtHists) -> LatencySet {
-        LatencySet {
-            all: Latency::of(&h.all),
-            hit: Latency::of(&h.hit),
-            miss: Latency::of(&h.miss),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Errors {
-    pub total: u64,
-    /// Errors as a share of requests sent, in percent.
-    pub percent: f64,
-    /// Count per error kind name; kinds that did not occur are omitted.
-    pub by_kind: BTreeMap<String, u64>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Aborted {
-    pub robot: u64,
-    pub server: u64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Conns {
-    /// Open at the end of the span.
-    pub open: u64,
-    /// Largest count seen at an interval end.
-    pub open_max: u64,
-    /// Connections opened by robots during the span.
-    pub opened: u64,
-}
-
-/// The JSON view of a span of the run: an interval, a phase or the total.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
-    pub name: String,
-    pub duration_s: f64,
-    /// Successful transactions.
-    pub xacts: u64,
-    pub rate_xps: f64,
-    /// Body bytes of successful transactions.
-    pub bytes: u64,
-    /// Body bytes of cachable misses: what a cache had to store.
-    pub fill_bytes: u64,
-    /// Planned requests the pacer issued (embedded objects not included).
-    pub issued: u64,
-    pub sent: u64,
-    /// Over successful basic GETs.
-    pub dhr: Ratio,
-    pub bhr: Ratio,
-    /// From the intended start time.
-    pub rt_ms: LatencySet,
-    /// From the actual send.
-    pub rt_uncorrected_ms: LatencySet,
-    pub send_lag_ms: Latency,
-    /// Share of requests sent more than 10 ms after their intended time,
-    /// in percent.
-    pub sent_late_percent: f64,
-    /// Share of planned requests the pacer issued more than 10 ms after
-    /// their intended time, in percent: the engine fell behind its plan.
-    pub issued_late_percent: f64,
-    pub errors: Errors,
-    /// Transactions aborted on purpose, as the workload asks.
-    pub aborts: Aborted,
-    pub conns: Conns,
-    /// Successful transactions per request type name.
-    pub request_types: BTreeMap<String, u64>,
-    /// Successful transactions and body bytes per content type name.
-    pub content_types: BTreeMap<String, TypeCount>,
-}
-
-/// Transactions and bytes of one content type.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct TypeCount {
-    pub xacts: u64,
-    /// Body bytes received.
-    pub bytes: u64,
-    /// Replies that carried the whole object (so bytes ÷ bodies is the mean
-    /// object size; 304s and HEADs carry none). Absent in older runs.
-    #[serde(default)]
-    pub bodies: u64,
-    /// Transactions served as hits. Absent in older runs.
-    #[serde(default)]
-    pub hits: u64,
-}
-
-impl TypeCount {
-    fn add(&mut self, o: &TypeCount) {
-        self.xacts += o.xacts;
-        self.bytes += o.bytes;
-        self.bodies += o.bodies;
-        self.hits += o.hits;
-    }
-}
-
-fn pct(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        (a as f64 * 100.0 / b as f64 * 1000.0).round() / 1000.0
-    }
-}
-
-impl Entry {
-    pub fn new(name: &str, a: &Accum, content_types: &[String]) -> Entry {
-        let c = &a.snap.counters;
-        let errors_total: u64 = c.errors.iter().sum();
-        let by_kind = ErrorKind::ALL
-            .iter()
-            .filter(|k| c.errors[**k as usize] > 0)
-            .map(|k| (k.name().to_string(), c.errors[*k as usize]))
-            .collect();
-        Entry {
-            name: name.to_string(),
-            duration_s: (a.duration_s * 1000.0).round() / 1000.0,
-            xacts: c.xacts,
-            rate_xps: if a.duration_s > 0.0 {
-                (c.xacts as f64 / a.duration_s * 1000.0).round() / 1000.0
-            } else {
-                0.0
-            },
-            bytes: c.bytes,
-            fill_bytes: c.fill_bytes,
-            issued: c.issued,
-            sent: c.sent,
-            dhr: Ratio {
-                offered: pct(c.offered_hits, c.basic),
-                measured: pct(c.hits, c.basic),
-            },
-            bhr: Ratio {
-                offered: pct(c.offered_hit_bytes, c.basic_bytes),
-                measured: pct(c.hit_bytes, c.basic_bytes),
-            },
-            rt_ms: LatencySet::of(&a.snap.rt),
-            rt_uncorrected_ms: LatencySet::of(&a.snap.rt_uncorrected),
-            send_lag_ms: Latency::of(&a.snap.send_lag),
-            sent_late_percent: pct(c.sent_late, c.sent),
-            issued_late_percent: pct(c.issued_late, c.issued),
-            errors: Errors {
-                total: errors_total,
-                percent: pct(errors_total, c.sent.max(c.xacts + errors_total)),
-                by_kind,
-            },
-            aborts: Aborted {
-                robot: c.aborted_robot,
-                server: c.aborted_server,
-            },
-            conns: Conns {
-                open: a.conns_open_last,
-                open_max: a.conns_open_max,
-                opened: c.conns_opened,
-            },
-            request_types: RequestType::ALL
-                .iter()
-                .map(|t| (t.name().to_string(), c.by_type[*t as usize]))
-                .collect(),
-            content_types: content_types
-                .iter()
-                .take(MAX_CONTENT_TYPES)
-                .zip(c.by_ctype.iter())
-                .map(|(n, t)| (n.clone(), *t))
-                .collect(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::counters::TypeCount;
+    use crate::entry::Ratio;
 
     fn xact(outcome: Outcome, bytes: u64, offered: bool, us: u64) -> XactRecord {
         XactRecord {

@@ -438,6 +438,19 @@ pub(crate) fn deserialize_dist<'de, D: Deserializer<'de>>(
     Dist::parse(q, &s).map_err(de::Error::custom)
 }
 
+/// For `#[serde(deserialize_with)]`: a distribution of sizes.
+pub(crate) fn size_dist<'de, D: Deserializer<'de>>(d: D) -> Result<Dist, D::Error> {
+    deserialize_dist(d, Quantity::Size)
+}
+/// For `#[serde(deserialize_with)]`: a distribution of times.
+pub(crate) fn time_dist<'de, D: Deserializer<'de>>(d: D) -> Result<Dist, D::Error> {
+    deserialize_dist(d, Quantity::Time)
+}
+/// For `#[serde(deserialize_with)]`: a distribution of counts.
+pub(crate) fn count_dist<'de, D: Deserializer<'de>>(d: D) -> Result<Dist, D::Error> {
+    deserialize_dist(d, Quantity::Count)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

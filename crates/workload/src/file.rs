@@ -1,21 +1,15 @@
-//! Workload files: TOML in the vocabulary of [`Workload`], loaded in three
-//! layers — raw (as written, unknown keys rejected, defaults filled in),
-//! resolved (scaling rules and command-line overrides applied), validated.
+//! Workload files: TOML in the vocabulary of [`Workload`],
+//! loaded in three layers — raw (as written, unknown keys rejected, defaults
+//! filled in), resolved (command-line overrides applied, then scaling
+//! rules), validated.
 //! Built-in workloads are such files, compiled in from `workloads/`.
 //!
 //! Every error names the file, line and column, and what was expected.
 
-use crate::content::ContentType;
-use crate::dist::{deserialize_dist, with_table_dir, Dist, Quantity};
-use crate::lifecycle::LifeCycle;
-use crate::model::{
-    default_max_head, Aborts, Arrivals, LinkConfig, Overrides, PopModel, Popularity, RequestMix,
-    RobotConfig, ServerConfig, Timeouts, Workload,
-};
-use crate::schedule::Phase;
-use cacheoff_base::{Bytes, Dur, Rate};
-use serde::{de, Deserialize, Deserializer};
-use std::net::Ipv4Addr;
+use crate::dist::with_table_dir;
+use crate::model::Workload;
+use crate::overrides::Overrides;
+use crate::raw::RawWorkload;
 use std::path::Path;
 
 /// The built-in workloads: name and file text.
@@ -68,178 +62,6 @@ fn place(file: &str, line: usize, column: usize, message: &str) -> String {
     }
 }
 
-/// A rate, or `max` for closed-loop load.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct PeakRate(Option<Rate>);
-
-impl<'de> Deserialize<'de> for PeakRate {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        if s.trim().eq_ignore_ascii_case("max") {
-            return Ok(PeakRate(None));
-        }
-        s.parse::<Rate>()
-            .map(|r| PeakRate(Some(r)))
-            .map_err(de::Error::custom)
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct RawRobots {
-    /// Fixed robot count; otherwise peak rate ÷ `rate`, at most `max_count`.
-    count: Option<u32>,
-    rate: Rate,
-    max_count: u32,
-    per_host: Option<u32>,
-    first_ip: Ipv4Addr,
-    max_conns: u32,
-    #[serde(deserialize_with = "count_dist")]
-    conn_reuse: Dist,
-    backlog: u32,
-    max_head: Bytes,
-    arrivals: Arrivals,
-    http10: bool,
-}
-
-impl Default for RawRobots {
-    fn default() -> Self {
-        RawRobots {
-            count: None,
-            rate: Rate(0.4),
-            max_count: 1000,
-            per_host: None,
-            first_ip: Ipv4Addr::new(127, 1, 0, 1),
-            max_conns: 4,
-            conn_reuse: Dist::constant(Quantity::Count, 128.0),
-            backlog: 64,
-            max_head: default_max_head(),
-            arrivals: Arrivals::Poisson,
-            http10: false,
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct RawServers {
-    /// Fixed server count; otherwise `per_robot` × robots + `base`.
-    count: Option<u32>,
-    per_robot: f64,
-    base: u32,
-    first_ip: Ipv4Addr,
-    port: u16,
-    #[serde(deserialize_with = "time_dist")]
-    think_time: Dist,
-    #[serde(deserialize_with = "opt_count_dist")]
-    conn_reuse: Option<Dist>,
-    idle_timeout: Dur,
-    link: Option<LinkConfig>,
-}
-
-impl Default for RawServers {
-    fn default() -> Self {
-        RawServers {
-            count: None,
-            per_robot: 0.1,
-            base: 500,
-            first_ip: Ipv4Addr::new(127, 2, 0, 1),
-            port: 0,
-            think_time: Dist::constant(Quantity::Time, 0.0),
-            conn_reuse: None,
-            idle_timeout: Dur::secs(15.0),
-            link: None,
-        }
-    }
-}
-
-fn count_dist<'de, D: Deserializer<'de>>(d: D) -> Result<Dist, D::Error> {
-    deserialize_dist(d, Quantity::Count)
-}
-fn time_dist<'de, D: Deserializer<'de>>(d: D) -> Result<Dist, D::Error> {
-    deserialize_dist(d, Quantity::Time)
-}
-fn opt_count_dist<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Dist>, D::Error> {
-    count_dist(d).map(Some)
-}
-
-/// A workload file as written, with defaults for what it leaves out.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct RawWorkload {
-    name: String,
-    description: String,
-    seed: u64,
-    peak_rate: PeakRate,
-    robots: RawRobots,
-    servers: RawServers,
-    #[serde(deserialize_with = "crate::content::deserialize_content")]
-    content: Vec<ContentType>,
-    popularity: Popularity,
-    requests: RequestMix,
-    aborts: Aborts,
-    timeouts: Timeouts,
-    interval: Dur,
-    plateau: Option<Dur>,
-    cache_size: Option<Bytes>,
-    fill_rate: Option<Rate>,
-    phases: Vec<Phase>,
-}
-
-impl Default for RawWorkload {
-    fn default() -> Self {
-        RawWorkload {
-            name: "unnamed".into(),
-            description: String::new(),
-            seed: 1,
-            peak_rate: PeakRate(Some(Rate(400.0))),
-            robots: RawRobots::default(),
-            servers: RawServers::default(),
-            content: vec![ContentType::single(
-                "object",
-                Dist::exp(Quantity::Size, 13.0 * Bytes::KB as f64),
-                0.8,
-                LifeCycle::static_two_years(),
-            )],
-            popularity: Popularity::default(),
-            requests: RequestMix::basic_only(),
-            aborts: Aborts::default(),
-            timeouts: Timeouts::default(),
-            interval: Dur::secs(5.0),
-            plateau: None,
-            cache_size: None,
-            fill_rate: None,
-            phases: Vec::new(),
-        }
-    }
-}
-
-impl Default for Popularity {
-    fn default() -> Self {
-        Popularity {
-            recurrence: 0.55 / 0.8,
-            model: PopModel::Uniform,
-            working_set_cap: None,
-            hot_set: None,
-            bhr_discrimination: 0.0,
-            working_set_time: None,
-        }
-    }
-}
-
-impl Default for Timeouts {
-    fn default() -> Self {
-        Timeouts {
-            connect: Dur::secs(5.0),
-            first_byte: Dur::secs(20.0),
-            idle: Dur::secs(10.0),
-            xact: Dur::secs(30.0),
-            drain: Dur::secs(30.0),
-            keep_alive: Dur::secs(10.0),
-        }
-    }
-}
-
 /// Loads a built-in workload by name, or a workload file by path, and
 /// applies the overrides.
 pub fn load(spec: &str, o: &Overrides) -> Result<Workload, LoadError> {
@@ -263,7 +85,7 @@ pub fn load(spec: &str, o: &Overrides) -> Result<Workload, LoadError> {
 /// Parses, resolves and validates workload text; `file` names it in errors.
 pub fn load_text(file: &str, text: &str, o: &Overrides) -> Result<Workload, LoadError> {
     let dir = Path::new(file).parent();
-    let raw: RawWorkload = with_table_dir(dir, || toml::from_str(text)).map_err(|e| {
+    let mut raw: RawWorkload = with_table_dir(dir, || toml::from_str(text)).map_err(|e| {
         let (line, column) = e.span().map_or((0, 0), |s| line_col(text, s.start));
         LoadError::Invalid {
             file: file.into(),
@@ -272,7 +94,8 @@ pub fn load_text(file: &str, text: &str, o: &Overrides) -> Result<Workload, Load
             message: e.message().trim().to_string(),
         }
     })?;
-    let w = resolve(raw, o);
+    o.apply(&mut raw);
+    let w = raw.resolve();
     w.validate().map_err(|e| {
         let (line, column) = locate(text, e.param).unwrap_or((0, 0));
         LoadError::Invalid {
@@ -283,62 +106,6 @@ pub fn load_text(file: &str, text: &str, o: &Overrides) -> Result<Workload, Load
         }
     })?;
     Ok(w)
-}
-
-/// Applies scaling rules and overrides to a raw workload.
-fn resolve(raw: RawWorkload, o: &Overrides) -> Workload {
-    let peak_rate = o.rate.unwrap_or(raw.peak_rate.0);
-    let robots = o
-        .robots
-        .or(raw.robots.count)
-        .unwrap_or_else(|| match peak_rate {
-            Some(r) if raw.robots.rate.per_sec() > 0.0 => {
-                ((r.per_sec() / raw.robots.rate.per_sec()).ceil() as u32)
-                    .clamp(1, raw.robots.max_count.max(1))
-            }
-            _ => 100,
-        });
-    let servers = o.servers.or(raw.servers.count).unwrap_or_else(|| {
-        (raw.servers.per_robot * f64::from(robots)).round() as u32 + raw.servers.base
-    });
-    let mut w = Workload {
-        name: raw.name,
-        description: raw.description,
-        seed: raw.seed,
-        peak_rate,
-        robots: RobotConfig {
-            count: robots,
-            per_host: raw.robots.per_host,
-            first_ip: raw.robots.first_ip,
-            max_conns: raw.robots.max_conns,
-            conn_reuse: raw.robots.conn_reuse,
-            backlog: raw.robots.backlog,
-            max_head: raw.robots.max_head,
-            arrivals: raw.robots.arrivals,
-            http10: raw.robots.http10,
-        },
-        servers: ServerConfig {
-            count: servers,
-            first_ip: raw.servers.first_ip,
-            port: raw.servers.port,
-            think_time: raw.servers.think_time,
-            conn_reuse: raw.servers.conn_reuse,
-            idle_timeout: raw.servers.idle_timeout,
-            link: raw.servers.link,
-        },
-        content: raw.content,
-        popularity: raw.popularity,
-        requests: raw.requests,
-        aborts: raw.aborts,
-        phases: raw.phases,
-        plateau: raw.plateau,
-        cache_size: raw.cache_size,
-        fill_rate: raw.fill_rate,
-        timeouts: raw.timeouts,
-        interval: raw.interval,
-    };
-    w.apply(o);
-    w
 }
 
 /// 1-based line and column of a byte offset.
@@ -372,6 +139,8 @@ fn locate(text: &str, param: &str) -> Option<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Arrivals;
+    use cacheoff_base::Bytes;
 
     #[test]
     fn builtins_load_and_defaults_fill_in() {

@@ -4,8 +4,9 @@
 //!
 //! - [`Workload`] is the fully resolved description of a run (it is written
 //!   into the run manifest). [`load`] reads a workload file (TOML) or a
-//!   built-in one (the files in `workloads/`, compiled in), applies scaling
-//!   rules and command-line [`Overrides`], and validates it.
+//!   built-in one (the files in `workloads/`, compiled in), applies the
+//!   command-line [`Overrides`] (one table of them, [`Overrides::PARAMS`])
+//!   and scaling rules, and validates it.
 //! - [`Dist`] samples sizes, times and counts.
 //! - [`ObjectSpace`] maps an object id to its size, cachability, server and
 //!   body, so robots and servers agree without talking.
@@ -19,7 +20,13 @@ mod file;
 mod lifecycle;
 mod model;
 mod objects;
+mod overrides;
+mod plan;
+mod popularity;
+mod raw;
 mod schedule;
+mod validate;
+mod world;
 
 pub use cacheoff_base::RequestType;
 pub use content::{content_set, ContentType, Embeds, Extension, Mix};
@@ -28,10 +35,14 @@ pub use dist::{Dist, DistError, Quantity};
 pub use file::{builtin_names, load, load_text, LoadError};
 pub use lifecycle::{LifeCycle, ObjectTimes};
 pub use model::{
-    Aborts, Arrivals, HotSet, LinkConfig, Overrides, PopModel, Popularity, RequestMix, RobotConfig,
-    ServerConfig, Timeouts, Workload, WorkloadError,
+    Aborts, Arrivals, LinkConfig, RequestMix, RobotConfig, ServerConfig, Timeouts, Workload,
 };
 pub use objects::{
     embedded_oid, split_oid, ObjectInfo, ObjectSpace, MAX_EMBEDDED, MAX_WORLDS, WORLD_SHIFT,
 };
+pub use overrides::{Overrides, Param, PeakRate};
+pub use plan::{choose_request, digest, ArrivalTimes, Plan, PlanDigest, Planned};
+pub use popularity::{HotSet, PopModel, Popularity};
 pub use schedule::{Factors, FillGoal, Interval, Load, Phase, Schedule};
+pub use validate::WorkloadError;
+pub use world::{Pick, World};

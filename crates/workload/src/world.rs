@@ -1,15 +1,17 @@
-//! A worker's history of requested objects: which object a robot asks for
-//! next.
+//! A client host's history of requested objects (on one worker): which
+//! object a robot asks for next, and whether a revisit offers a hit.
 //!
-//! Owned by one worker (single-threaded); robots of that worker share it.
+//! Owned by one worker's [`Plan`](crate::Plan); the robots of that host on
+//! that worker share it.
 //! The working set is the most recent `window` objects; repeat requests
 //! choose among them uniformly, or, with the hot set's probability, within
 //! the hot set (a small slice of the working set that jumps elsewhere when
 //! the working set slides past it).
 
+use crate::Popularity;
+use crate::{split_oid, WORLD_SHIFT};
 use cacheoff_base::rng::Rng;
-use cacheoff_workload::RequestType;
-use cacheoff_workload::{split_oid, Popularity, WORLD_SHIFT};
+use cacheoff_base::RequestType;
 use std::collections::HashSet;
 
 /// Repeat requests choose among at most this many recent objects unless
@@ -144,7 +146,7 @@ impl World {
 mod tests {
     use super::*;
     use cacheoff_base::rng::{stream, Stream};
-    use cacheoff_workload::{load, HotSet, ObjectSpace, Overrides, PopModel};
+    use crate::{load, HotSet, ObjectSpace, Overrides, PopModel};
 
     fn pop(hot_set: Option<HotSet>, bhr_discrimination: f64) -> Popularity {
         Popularity {

@@ -1,9 +1,11 @@
 //! A run directory, read back: manifest, interval records and summary.
 
-use crate::fold::fold;
-use crate::{Manifest, ReportError};
-use cacheoff_stats::log::{read_intervals, MANIFEST_FILE, SUMMARY_FILE};
-use cacheoff_stats::{Entry, IntervalRecord, Summary};
+use crate::files::{read_json, read_lines};
+use crate::records::measured_phase;
+use crate::{
+    IntervalRecord, Manifest, RunDirError, Summary, INTERVALS_FILE, MANIFEST_FILE, SUMMARY_FILE,
+};
+use cacheoff_stats::Entry;
 use std::path::{Path, PathBuf};
 
 /// How the run ended, as far as its directory tells.
@@ -19,6 +21,15 @@ pub enum RunState {
 }
 
 impl RunState {
+    /// Stable short name, for exports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RunState::Complete => "complete",
+            RunState::Interrupted => "interrupted",
+            RunState::NoSummary => "no_summary",
+        }
+    }
+
     pub fn describe(&self) -> &'static str {
         match self {
             RunState::Complete => "complete",
@@ -38,28 +49,14 @@ pub struct Run {
     pub summary: Option<Summary>,
 }
 
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, ReportError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ReportError::Read {
-        path: path.into(),
-        why: e.to_string(),
-    })?;
-    serde_json::from_str(&text).map_err(|e| ReportError::Read {
-        path: path.into(),
-        why: format!("not a valid file of this cacheoff version: {e}"),
-    })
-}
-
 impl Run {
-    pub fn load(dir: &Path) -> Result<Run, ReportError> {
+    pub(crate) fn load(dir: &Path) -> Result<Run, RunDirError> {
         let manifest_path = dir.join(MANIFEST_FILE);
         if !manifest_path.exists() {
-            return Err(ReportError::NotARun(dir.into()));
+            return Err(RunDirError::NotARun(dir.into()));
         }
         let manifest: Manifest = read_json(&manifest_path)?;
-        let intervals = read_intervals(dir).map_err(|e| ReportError::Read {
-            path: dir.join(cacheoff_stats::log::INTERVALS_FILE),
-            why: e.to_string(),
-        })?;
+        let intervals = read_lines(&dir.join(INTERVALS_FILE))?;
         let summary_path = dir.join(SUMMARY_FILE);
         let summary = if summary_path.exists() {
             Some(read_json::<Summary>(&summary_path)?)
@@ -90,16 +87,20 @@ impl Run {
         }
         let mut names: Vec<&str> = Vec::new();
         for r in &self.intervals {
-            if names.last() != Some(&r.phase.as_str()) && !names.contains(&r.phase.as_str()) {
+            if !names.contains(&r.phase.as_str()) {
                 names.push(&r.phase);
             }
         }
         names
             .iter()
             .map(|n| {
-                let recs: Vec<&IntervalRecord> =
-                    self.intervals.iter().filter(|r| r.phase == *n).collect();
-                fold(n, &recs)
+                let parts: Vec<&Entry> = self
+                    .intervals
+                    .iter()
+                    .filter(|r| r.phase == *n)
+                    .map(|r| &r.stats)
+                    .collect();
+                Entry::fold(n, &parts)
             })
             .collect()
     }
@@ -108,25 +109,24 @@ impl Run {
     pub fn total(&self) -> Entry {
         match &self.summary {
             Some(s) => s.total.clone(),
-            None => fold("total", &self.intervals.iter().collect::<Vec<_>>()),
+            None => {
+                let parts: Vec<&Entry> = self.intervals.iter().map(|r| &r.stats).collect();
+                Entry::fold("total", &parts)
+            }
         }
     }
 
     /// The phase headline figures come from: the summary's choice, else
-    /// the last phase the workload marks measured that has intervals.
+    /// the same rule over the phases the intervals reached.
     pub fn measured_phase(&self) -> Option<String> {
         if let Some(s) = &self.summary {
             return s.measured_phase.clone();
         }
-        let seen = self.phases();
-        self.manifest
-            .workload
-            .phases
-            .iter()
-            .rev()
-            .filter(|p| p.measured)
-            .find(|p| seen.iter().any(|e| e.name == p.name))
-            .map(|p| p.name.clone())
+        let phases = &self.manifest.workload.phases;
+        measured_phase(phases, |i| {
+            self.intervals.iter().any(|r| r.phase == phases[i].name)
+        })
+        .map(|i| phases[i].name.clone())
     }
 
     /// Headline figures: the measured phase, or the whole run.

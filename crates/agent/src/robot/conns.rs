@@ -1,0 +1,145 @@
+//! A robot's connections: opening them from the robot's own address,
+//! keeping idle ones for reuse, and the limits on both.
+
+use super::Robot;
+use crate::local::Clients;
+use cacheoff_stats::ErrorKind;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::net::{TcpSocket, TcpStream};
+
+/// Head reads (and the body bytes that come with them).
+pub const HEAD_CHUNK: usize = 4 * 1024;
+
+/// Where a connection goes: the proxy, or an origin server by index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Proxy,
+    Server(u32),
+}
+
+pub struct Conn {
+    pub stream: TcpStream,
+    pub target: Target,
+    uses: u32,
+    /// Transactions this connection may carry before the robot closes it.
+    limit: u32,
+    idle_since: Instant,
+    /// Request, then response head (and the body bytes read with it).
+    pub buf: Vec<u8>,
+    clients: Rc<Clients>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.clients
+            .open_conns
+            .set(self.clients.open_conns.get() - 1);
+    }
+}
+
+impl Conn {
+    /// Counts a finished transaction; the connection if it may carry
+    /// another (`keep_alive`: the reply allows it).
+    pub fn reuse(mut self, keep_alive: bool) -> Option<Conn> {
+        self.uses += 1;
+        (keep_alive && self.uses < self.limit).then_some(self)
+    }
+}
+
+impl Robot {
+    /// Connections open or in use.
+    pub(super) fn open(&self) -> u32 {
+        self.drivers.get() + self.idle.borrow().len() as u32
+    }
+
+    /// Takes a fresh idle connection to `target`, closing stale ones.
+    pub(super) fn take_idle(&self, target: Target, keep_alive: Duration) -> Option<Conn> {
+        let mut idle = self.idle.borrow_mut();
+        idle.retain(|c| c.idle_since.elapsed() < keep_alive);
+        let i = idle.iter().position(|c| c.target == target)?;
+        Some(idle.swap_remove(i))
+    }
+
+    /// Keeps `conn` for a later request.
+    pub(super) fn put_idle(&self, mut conn: Conn) {
+        conn.idle_since = Instant::now();
+        self.idle.borrow_mut().push(conn);
+    }
+
+    /// Closes the connection idle longest, if any: at the connection limit
+    /// with only idle connections to other servers, as a browser would.
+    pub(super) fn close_oldest_idle(&self) -> bool {
+        let mut idle = self.idle.borrow_mut();
+        !idle.is_empty() && {
+            idle.remove(0);
+            true
+        }
+    }
+
+    /// Opens a connection to `target` from the robot's address.
+    pub(super) async fn connect(
+        &self,
+        clients: &Rc<Clients>,
+        target: Target,
+    ) -> Result<Conn, ErrorKind> {
+        let shared = clients.shared();
+        let addr: SocketAddr = match target {
+            Target::Proxy => shared.proxy.expect("proxy target only with a proxy"),
+            Target::Server(i) => shared.servers[i as usize],
+        };
+        let socket = match addr {
+            SocketAddr::V4(_) => TcpSocket::new_v4(),
+            SocketAddr::V6(_) => TcpSocket::new_v6(),
+        }
+        .map_err(|_| ErrorKind::ConnectFailed)?;
+        if addr.is_ipv4() {
+            // Each robot sends from its own address; the port is chosen at
+            // connect time, per destination, instead of reserving one per
+            // bind.
+            set_bind_address_no_port(&socket);
+            socket
+                .bind(SocketAddr::new(self.ip.into(), 0))
+                .map_err(|_| ErrorKind::ConnectFailed)?;
+        }
+        let timeouts = &shared.workload.timeouts;
+        let stream = match tokio::time::timeout(timeouts.connect.0, socket.connect(addr)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(_)) => return Err(ErrorKind::ConnectFailed),
+            Err(_) => return Err(ErrorKind::ConnectTimeout),
+        };
+        let _ = stream.set_nodelay(true);
+        let limit = {
+            let d = &shared.workload.robots.conn_reuse;
+            (d.sample(&mut *self.conn_rng.borrow_mut()) as u32).max(1)
+        };
+        clients.local.stats.borrow_mut().counters.conns_opened += 1;
+        clients.open_conns.set(clients.open_conns.get() + 1);
+        Ok(Conn {
+            stream,
+            target,
+            uses: 0,
+            limit,
+            idle_since: Instant::now(),
+            buf: Vec::with_capacity(HEAD_CHUNK),
+            clients: clients.clone(),
+        })
+    }
+}
+
+fn set_bind_address_no_port(socket: &TcpSocket) {
+    use std::os::fd::AsRawFd;
+    let one: libc::c_int = 1;
+    // SAFETY: valid socket descriptor and option value; failure only loses
+    // the optimisation.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}

@@ -1,0 +1,294 @@
+//! Robots: the client side of a worker.
+//!
+//! The [`pacer`] hands out the plan's arrivals on time; each becomes a
+//! [`Due`] request that [`dispatch`] gives to an idle connection, a new
+//! one, or the robot's bounded backlog. A *driver* task holds one
+//! connection slot ([`conns`]) and runs [`exchange`]s back to back while
+//! the robot has work; the [`verdict`] judges each reply; the result is
+//! counted ([`finish`]). The number of drivers plus idle connections never
+//! exceeds the robot's `max_conns`.
+
+mod conns;
+mod exchange;
+mod pacer;
+mod verdict;
+
+use crate::local::Clients;
+use cacheoff_base::rng::{stream, SimRng, Stream};
+use cacheoff_base::RequestType;
+use cacheoff_stats::{ErrorKind, Outcome, XactRecord};
+use cacheoff_workload::Planned;
+use conns::{Conn, Target};
+use exchange::{Reply, Unsuccessful};
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::net::Ipv4Addr;
+use std::rc::Rc;
+use std::time::Instant;
+
+pub struct Robot {
+    /// Index into this worker's plan's robots.
+    idx: usize,
+    ip: Ipv4Addr,
+    /// Connection reuse limits.
+    conn_rng: RefCell<SimRng>,
+    idle: RefCell<Vec<Conn>>,
+    drivers: Cell<u32>,
+    backlog: RefCell<VecDeque<Due>>,
+}
+
+impl Robot {
+    /// Robot `id`, the `idx`-th of this worker's plan.
+    pub fn new(clients: &Clients, idx: usize, id: u32) -> Robot {
+        let shared = clients.shared();
+        Robot {
+            idx,
+            ip: shared.robot_ip(id),
+            conn_rng: RefCell::new(stream(shared.workload.seed, Stream::Conns(id))),
+            idle: RefCell::new(Vec::new()),
+            drivers: Cell::new(0),
+            backlog: RefCell::new(VecDeque::new()),
+        }
+    }
+}
+
+/// A planned request, due at `intended`.
+pub struct Due {
+    pub plan: Planned,
+    pub intended: Instant,
+}
+
+fn us_since(from: Instant, to: Instant) -> u64 {
+    to.saturating_duration_since(from).as_micros() as u64
+}
+
+/// Starts every robot of this worker: open-loop from the plan, or
+/// closed-loop (best effort) when the workload has no rate.
+pub async fn start(clients: Rc<Clients>, robots: Vec<Rc<Robot>>) {
+    let arrivals = clients.plan.borrow().arrivals();
+    let Some(mut arrivals) = arrivals else {
+        for r in &robots {
+            for _ in 0..clients.shared().workload.robots.max_conns {
+                tokio::task::spawn_local(closed_loop(clients.clone(), r.clone()));
+            }
+        }
+        return;
+    };
+    let shared = clients.local.shared.clone();
+    let stopping = || clients.stopping.get();
+    pacer::pace(
+        &mut arrivals,
+        shared.start,
+        &shared.timeline,
+        &stopping,
+        |robot, intended| {
+            clients
+                .local
+                .stats
+                .borrow_mut()
+                .record_issue(us_since(intended, Instant::now()));
+            let due = plan(&clients, &robots[robot], intended);
+            dispatch(&clients, &robots[robot], due);
+        },
+    )
+    .await;
+}
+
+/// The plan's next request of `robot`, due at `intended`.
+fn plan(clients: &Clients, robot: &Robot, intended: Instant) -> Due {
+    let shared = clients.shared();
+    let plan = clients
+        .plan
+        .borrow_mut()
+        .request(robot.idx, shared.schedule_s_at(intended));
+    let mut digest = clients.digest.get();
+    let t_ns = intended.saturating_duration_since(shared.start).as_nanos() as u64;
+    digest.add(t_ns, clients.plan.borrow().robots()[robot.idx], &plan);
+    clients.digest.set(digest);
+    Due { plan, intended }
+}
+
+/// Best effort: one request after another on one connection slot.
+async fn closed_loop(clients: Rc<Clients>, robot: Rc<Robot>) {
+    let shared = clients.local.shared.clone();
+    let total_s = shared.timeline.schedule().total_s();
+    tokio::time::sleep_until(tokio::time::Instant::from_std(shared.start)).await;
+    robot.drivers.set(robot.drivers.get() + 1);
+    let mut conn = None;
+    while !clients.stopping.get() && shared.schedule_s_at(Instant::now()) < total_s {
+        let due = plan(&clients, &robot, Instant::now());
+        clients.xact_begun();
+        conn = run_one(&clients, &robot, conn, due).await;
+        clients.xact_done();
+    }
+    robot.drivers.set(robot.drivers.get() - 1);
+}
+
+fn target_of(clients: &Clients, due: &Due) -> Target {
+    if clients.shared().proxy.is_some() {
+        Target::Proxy
+    } else {
+        Target::Server(due.plan.info.server)
+    }
+}
+
+/// Hands a due request to an idle connection, a new connection, or the
+/// backlog.
+fn dispatch(clients: &Rc<Clients>, robot: &Rc<Robot>, due: Due) {
+    let w = &clients.shared().workload;
+    let conn = robot.take_idle(target_of(clients, &due), w.timeouts.keep_alive.0);
+    let can_start =
+        conn.is_some() || robot.open() < w.robots.max_conns || robot.close_oldest_idle();
+    if can_start {
+        clients.xact_begun();
+        // Counted now, not when the task first runs: requests due in the
+        // same tick must see this slot taken.
+        robot.drivers.set(robot.drivers.get() + 1);
+        tokio::task::spawn_local(drive(clients.clone(), robot.clone(), conn, due));
+    } else if robot.backlog.borrow().len() < w.robots.backlog as usize {
+        robot.backlog.borrow_mut().push_back(due);
+    } else {
+        clients.error(ErrorKind::BacklogOverflow);
+    }
+}
+
+/// Runs transactions on one connection slot until the robot's backlog is
+/// empty. The caller has already counted the slot in `robot.drivers`.
+async fn drive(clients: Rc<Clients>, robot: Rc<Robot>, conn: Option<Conn>, first: Due) {
+    let mut conn = conn;
+    let mut next = Some(first);
+    while let Some(due) = next.take() {
+        conn = run_one(&clients, &robot, conn, due).await;
+        // Waiting requests are planned ones: they are sent while the run
+        // drains too, so the same plan gives the same transactions.
+        let queued = robot.backlog.borrow_mut().pop_front();
+        if queued.is_some() {
+            // Count the next one before releasing this one, so a drain
+            // never sees zero while work remains.
+            clients.xact_begun();
+        }
+        clients.xact_done();
+        next = queued;
+    }
+    if let Some(c) = conn {
+        robot.put_idle(c);
+    }
+    robot.drivers.set(robot.drivers.get() - 1);
+}
+
+/// A connection to the request's target: `conn` if it goes there, else a
+/// matching idle one (keeping `conn` idle), else none (a new one is due).
+fn conn_for(clients: &Clients, robot: &Robot, conn: Option<Conn>, target: Target) -> Option<Conn> {
+    match conn {
+        Some(c) if c.target == target => Some(c),
+        other => {
+            let keep_alive = clients.shared().workload.timeouts.keep_alive.0;
+            let m = robot.take_idle(target, keep_alive)?;
+            if let Some(o) = other {
+                robot.put_idle(o);
+            }
+            Some(m)
+        }
+    }
+}
+
+/// One transaction on `conn` (or a new connection); returns the connection
+/// if it may be reused.
+async fn run_one(
+    clients: &Rc<Clients>,
+    robot: &Rc<Robot>,
+    conn: Option<Conn>,
+    due: Due,
+) -> Option<Conn> {
+    let target = target_of(clients, &due);
+    let (reused, mut conn) = match conn_for(clients, robot, conn, target) {
+        Some(c) => (true, c),
+        None => match robot.connect(clients, target).await {
+            Ok(c) => (false, c),
+            Err(kind) => {
+                clients.error(kind);
+                return None;
+            }
+        },
+    };
+    let mut result = exchange::exchange(clients, &mut conn, &due).await;
+    if reused && matches!(result, Err(Unsuccessful::StaleConn)) {
+        // A reused connection the peer had already closed: retry once on a
+        // fresh one, as browsers do for idempotent requests.
+        drop(conn);
+        conn = match robot.connect(clients, target).await {
+            Ok(c) => c,
+            Err(kind) => {
+                clients.error(kind);
+                return None;
+            }
+        };
+        result = exchange::exchange(clients, &mut conn, &due).await;
+    }
+    let page_arrived = page_arrived(&result);
+    let conn = finish(clients, conn, &due, result);
+    if page_arrived && due.plan.info.embeds > 0 {
+        fetch_embedded(clients, robot, &due);
+    }
+    conn
+}
+
+/// The browser has the page (a fresh body, or a 304 for the copy it
+/// holds), so it goes on to the embedded objects.
+fn page_arrived(r: &Result<Reply, Unsuccessful>) -> bool {
+    r.as_ref()
+        .is_ok_and(|r| (r.status == 200 && r.rtype != RequestType::Head) || r.status == 304)
+}
+
+/// The page's embedded objects, due now. A page that arrives while the
+/// run drains still brings them: they belong to the plan.
+fn fetch_embedded(clients: &Rc<Clients>, robot: &Rc<Robot>, page: &Due) {
+    let now = Instant::now();
+    let sched_s = clients.shared().schedule_s_at(now);
+    let embedded: Vec<Planned> = clients
+        .plan
+        .borrow_mut()
+        .embedded(robot.idx, &page.plan, sched_s)
+        .collect();
+    for plan in embedded {
+        dispatch(clients, robot, Due { plan, intended: now });
+    }
+}
+
+/// Counts the transaction's result; the connection if it may be reused.
+fn finish(
+    clients: &Clients,
+    conn: Conn,
+    due: &Due,
+    r: Result<Reply, Unsuccessful>,
+) -> Option<Conn> {
+    let info = &due.plan.info;
+    match r {
+        Ok(reply) => {
+            clients.local.stats.borrow_mut().record_xact(&XactRecord {
+                outcome: reply.outcome,
+                fills_cache: reply.outcome == Outcome::Miss && reply.status == 200 && info.cachable,
+                bytes: reply.bytes,
+                full_body: reply.status == 200 && reply.rtype != RequestType::Head,
+                rtype: reply.rtype,
+                ctype: info.ctype,
+                offered_hit: due.plan.offered_hit,
+                rt_corrected_us: us_since(due.intended, reply.done),
+                rt_uncorrected_us: us_since(reply.sent, reply.done),
+            });
+            conn.reuse(reply.keep_alive)
+        }
+        Err(Unsuccessful::Error(kind)) => {
+            clients.error(kind);
+            None
+        }
+        Err(Unsuccessful::StaleConn) => {
+            clients.error(ErrorKind::PrematureClose);
+            None
+        }
+        Err(Unsuccessful::Aborted { by_server }) => {
+            clients.local.stats.borrow_mut().record_abort(by_server);
+            None
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! What the proxy writes around a reply it passes on: which headers go
+//! through, how the body is delimited for this client (the
+//! `--reply-framing` setting), and the lines it adds itself. Pure
+//! functions on byte buffers, shared by hits (`hit`), misses (`relay`)
+//! and refusals (`conn`).
+
+use crate::upstream::{is_one_of, HOP_BY_HOP};
+use cacheoff_http::chunked::write_chunk;
+use cacheoff_http::status::{reason, write_status_line};
+use cacheoff_http::{Framing, ResponseHead};
+
+cacheoff_base::closed_set! {
+    /// How the proxy delimits reply bodies to its clients.
+    ReplyFraming {
+        Length = "length": "Content-Length when the length is known; otherwise chunked to HTTP/1.1 clients and close-delimited to HTTP/1.0 ones",
+        Chunked = "chunked": "Transfer-Encoding: chunked for every body sent to an HTTP/1.1 client",
+        Close = "close": "no length: every reply ends its connection, and a body ends with it",
+    }
+}
+
+/// Chunk size for stored bodies sent chunked: several chunks for a
+/// typical object, so clients' decoders meet chunk boundaries.
+const CHUNK: usize = 4096;
+
+/// How one reply's body is delimited on the client connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyFraming {
+    /// No body follows (a reply to HEAD, a 204 or 304).
+    None,
+    Length(u64),
+    Chunked,
+    /// The body ends when the proxy closes the connection.
+    Close,
+}
+
+impl BodyFraming {
+    /// Decides how a body the origin (or the store) framed as `origin`
+    /// goes to a client speaking HTTP/1.`minor`: the setting where the
+    /// client can read it, else a length if known, else chunked for
+    /// HTTP/1.1 and close-delimited for HTTP/1.0.
+    pub(crate) fn choose(setting: ReplyFraming, origin: Framing, minor: u8) -> BodyFraming {
+        match (origin, setting) {
+            (Framing::Empty, _) => BodyFraming::None,
+            (_, ReplyFraming::Close) => BodyFraming::Close,
+            (_, ReplyFraming::Chunked) if minor >= 1 => BodyFraming::Chunked,
+            (Framing::Length(n), _) => BodyFraming::Length(n),
+            _ if minor >= 1 => BodyFraming::Chunked,
+            _ => BodyFraming::Close,
+        }
+    }
+
+    /// Decides whether the client connection can carry another request
+    /// after a reply framed so.
+    pub(crate) fn keeps_alive(self, setting: ReplyFraming, client_keep_alive: bool) -> bool {
+        client_keep_alive && self != BodyFraming::Close && setting != ReplyFraming::Close
+    }
+
+    /// Appends `body` as this framing sends it, whole.
+    pub(crate) fn encode(self, out: &mut Vec<u8>, body: &[u8]) {
+        if self == BodyFraming::Chunked {
+            for piece in body.chunks(CHUNK) {
+                write_chunk(out, piece);
+            }
+            out.extend_from_slice(LAST_CHUNK);
+        } else {
+            out.extend_from_slice(body);
+        }
+    }
+}
+
+/// The end of a chunked body.
+pub(crate) const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+
+/// Ends a reply head with the lines the proxy writes itself: the body's
+/// framing, `X-Cache`, `Connection` and the blank line.
+pub(crate) fn end_head(out: &mut Vec<u8>, framing: BodyFraming, x_cache: &str, keep_alive: bool) {
+    match framing {
+        BodyFraming::Length(n) => {
+            out.extend_from_slice(format!("Content-Length: {n}\r\n").as_bytes())
+        }
+        BodyFraming::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
+        BodyFraming::None | BodyFraming::Close => {}
+    }
+    out.extend_from_slice(b"X-Cache: ");
+    out.extend_from_slice(x_cache.as_bytes());
+    out.extend_from_slice(if keep_alive {
+        b"\r\nConnection: keep-alive\r\n\r\n".as_slice()
+    } else {
+        b"\r\nConnection: close\r\n\r\n".as_slice()
+    });
+}
+
+/// The proxy's own reply to a request it cannot serve (a refusal or an
+/// origin failure): a short text body, then the connection closes.
+pub(crate) fn error_reply(status: u16) -> Vec<u8> {
+    let text = reason(status);
+    let mut out = Vec::with_capacity(160);
+    write_status_line(&mut out, status);
+    out.extend_from_slice(
+        format!(
+            "Content-Type: text/plain\r\nContent-Length: {}\r\nX-Cache: MISS\r\nConnection: close\r\n\r\n{text}\n",
+            text.len() + 1
+        )
+        .as_bytes(),
+    );
+    out
+}
+
+/// Reply headers not passed on or stored as they are: hop by hop ones, and
+/// the framing and age the proxy writes itself.
+fn skip_reply_header(name: &str) -> bool {
+    is_one_of(name, &HOP_BY_HOP) || is_one_of(name, &["content-length", "age"])
+}
+
+/// The end-to-end header lines of an origin reply, as stored and passed on.
+pub(crate) fn end_to_end(head: &ResponseHead) -> Vec<u8> {
+    let mut out = Vec::with_capacity(head.head_len);
+    for (name, value) in &head.headers {
+        if !skip_reply_header(name) {
+            push_header(&mut out, name, value);
+        }
+    }
+    out
+}
+
+/// Appends one `name: value` line.
+pub(crate) fn push_header(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Header lines (`name: value\r\n` each) without those named `name`.
+pub(crate) fn without_header(lines: &[u8], name: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(lines.len());
+    for line in lines.split_inclusive(|&b| b == b'\n') {
+        let named = line.len() > name.len()
+            && line[..name.len()].eq_ignore_ascii_case(name.as_bytes())
+            && line[name.len()] == b':';
+        if !named {
+            out.extend_from_slice(line);
+        }
+    }
+    out
+}
+
+/// The `Content-Type` among `headers`, empty if none.
+pub(crate) fn content_type_of<'a>(
+    mut headers: impl Iterator<Item = (&'a str, &'a [u8])>,
+) -> String {
+    headers
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+        .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cacheoff_http::response::parse_response;
+
+    #[test]
+    fn the_length_setting_keeps_the_origins_framing_where_the_client_can_read_it() {
+        let f = |origin, minor| BodyFraming::choose(ReplyFraming::Length, origin, minor);
+        assert_eq!(f(Framing::Length(9), 1), BodyFraming::Length(9));
+        assert_eq!(f(Framing::Length(9), 0), BodyFraming::Length(9));
+        assert_eq!(f(Framing::Chunked, 1), BodyFraming::Chunked);
+        assert_eq!(f(Framing::UntilClose, 1), BodyFraming::Chunked);
+        // HTTP/1.0 has no chunked coding.
+        assert_eq!(f(Framing::Chunked, 0), BodyFraming::Close);
+        assert_eq!(f(Framing::Empty, 1), BodyFraming::None);
+        assert!(BodyFraming::Length(9).keeps_alive(ReplyFraming::Length, true));
+        assert!(!BodyFraming::Close.keeps_alive(ReplyFraming::Length, true));
+        assert!(!BodyFraming::Length(9).keeps_alive(ReplyFraming::Length, false));
+    }
+
+    #[test]
+    fn the_other_settings_apply_to_every_body() {
+        let chunked = |origin, minor| BodyFraming::choose(ReplyFraming::Chunked, origin, minor);
+        assert_eq!(chunked(Framing::Length(9), 1), BodyFraming::Chunked);
+        assert_eq!(chunked(Framing::Length(9), 0), BodyFraming::Length(9));
+        assert_eq!(chunked(Framing::Empty, 1), BodyFraming::None);
+        let close = |origin| BodyFraming::choose(ReplyFraming::Close, origin, 1);
+        assert_eq!(close(Framing::Length(9)), BodyFraming::Close);
+        assert_eq!(close(Framing::Empty), BodyFraming::None);
+        // Under `close` even a bodiless reply ends the connection.
+        assert!(!BodyFraming::None.keeps_alive(ReplyFraming::Close, true));
+        assert!(BodyFraming::None.keeps_alive(ReplyFraming::Chunked, true));
+    }
+
+    #[test]
+    fn bodies_encode_as_framed_and_parse_back() {
+        let body: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+        for framing in [
+            BodyFraming::Length(10_000),
+            BodyFraming::Chunked,
+            BodyFraming::Close,
+        ] {
+            let mut out = b"HTTP/1.1 200 OK\r\n".to_vec();
+            end_head(&mut out, framing, "HIT", framing != BodyFraming::Close);
+            let head_len = out.len();
+            framing.encode(&mut out, &body);
+            let h = parse_response(&out, false, false).unwrap().unwrap();
+            assert_eq!(h.head_len, head_len);
+            let got = match h.framing {
+                Framing::Chunked => {
+                    let mut d = cacheoff_http::chunked::ChunkedDecoder::default();
+                    let mut got = Vec::new();
+                    let used = d
+                        .decode(&out[head_len..], |p| got.extend_from_slice(p))
+                        .unwrap();
+                    assert!(d.is_done());
+                    assert_eq!(used, out.len() - head_len);
+                    got
+                }
+                Framing::Length(n) => out[head_len..head_len + n as usize].to_vec(),
+                Framing::UntilClose => {
+                    assert!(!h.keep_alive);
+                    out[head_len..].to_vec()
+                }
+                Framing::Empty => panic!("{framing:?}: no body"),
+            };
+            assert_eq!(got, body, "{framing:?}");
+        }
+    }
+
+    #[test]
+    fn error_replies_say_their_status_and_close() {
+        let r = error_reply(504);
+        let h = parse_response(&r, false, true).unwrap().unwrap();
+        assert_eq!(h.status, 504);
+        assert!(!h.keep_alive);
+        assert_eq!(&r[h.head_len..], b"Gateway Timeout\n");
+        assert!(r.starts_with(b"HTTP/1.1 504 Gateway Timeout\r\n"));
+    }
+
+    #[test]
+    fn hop_by_hop_framing_and_age_headers_are_not_passed_on() {
+        let raw = b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 3\r\nAge: 5\r\nX-Cacheoff-Echo: 00000000000000ab\r\nContent-Type: text/plain\r\nKeep-Alive: timeout=5\r\n\r\nabc";
+        let h = parse_response(raw, false, true).unwrap().unwrap();
+        let e2e = end_to_end(&h);
+        assert_eq!(
+            e2e,
+            b"X-Cacheoff-Echo: 00000000000000ab\r\nContent-Type: text/plain\r\n"
+        );
+        assert_eq!(
+            without_header(&e2e, "x-cacheoff-echo"),
+            b"Content-Type: text/plain\r\n"
+        );
+        // A header whose name only starts with the one dropped stays.
+        assert_eq!(
+            without_header(b"X-Cacheoff-Echoes: 1\r\n", "x-cacheoff-echo"),
+            b"X-Cacheoff-Echoes: 1\r\n"
+        );
+        assert_eq!(
+            content_type_of(h.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()))),
+            "text/plain"
+        );
+    }
+}

@@ -1,0 +1,226 @@
+//! Serving a stored object: a hit, a revalidated copy, or the object a
+//! conditional miss just fetched. Head and body go out in one buffer and
+//! one write (the hit path's cost), except for the Collector, which
+//! replays the recorded miss timing, and for the faults that damage hits.
+
+use crate::access_log::LogCode;
+use crate::conn::{Done, Xact};
+use crate::damage::{deliver, on_hit, Damage, Delivery};
+use crate::fault::Fault;
+use crate::framing::{content_type_of, end_head, without_header, BodyFraming};
+use crate::replay;
+use cacheoff_cache::{Object, Timing};
+use cacheoff_http::echo::ECHO_HEADER;
+use cacheoff_http::status::write_status_line;
+use cacheoff_http::{Framing, Method, RequestHead};
+use std::borrow::Cow;
+use std::io::Write as _;
+use tokio::net::TcpStream;
+
+/// How a stored object is being served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Served {
+    Hit,
+    Revalidated,
+    /// Fetched for this very request (a miss whose 304 we build).
+    Miss,
+}
+
+impl Served {
+    fn x_cache(self) -> &'static str {
+        match self {
+            Served::Hit => "HIT",
+            Served::Revalidated => "REVALIDATED",
+            Served::Miss => "MISS",
+        }
+    }
+
+    fn log_code(self, not_modified: bool) -> LogCode {
+        match self {
+            Served::Hit if not_modified => LogCode::ImsHit,
+            Served::Hit => LogCode::MemHit,
+            Served::Revalidated => LogCode::RefreshUnmodified,
+            Served::Miss => LogCode::Miss,
+        }
+    }
+}
+
+/// Decides whether the client's `If-Modified-Since` gets a 304: when the
+/// stored `Last-Modified` is not after its date (never by `Expires`,
+/// unless the ims-by-expires fault says the fresh copy will do).
+fn not_modified(req: &RequestHead, obj: &Object, by_expires: bool) -> bool {
+    obj.status == 200
+        && (by_expires
+            || matches!((req.ims, obj.fresh.last_modified), (Some(ims), Some(lm)) if lm <= ims))
+}
+
+/// Writes a stored object: 304 if the client's `If-Modified-Since` is not
+/// older than its `Last-Modified`, else the whole reply (head only for
+/// HEAD). The Collector replays the recorded origin timing on hits.
+pub(crate) async fn serve_stored(
+    s: &mut TcpStream,
+    x: &Xact<'_>,
+    obj: &Object,
+    how: Served,
+) -> Done {
+    let Xact { req, t0, sh, .. } = *x;
+    let (cfg, faults) = (&sh.cfg, &sh.cfg.faults);
+    let by_expires = req.ims.is_some()
+        && obj.fresh.is_fresh(cfg.clock.unix_now())
+        && faults.strikes(Fault::ImsByExpires);
+    let ignore_ims = how == Served::Hit && req.ims.is_some() && faults.strikes(Fault::IgnoreIms);
+    let not_modified = !ignore_ims && not_modified(req, obj, by_expires);
+    let status = if not_modified { 304 } else { obj.status };
+    let with_body = !not_modified && req.method != Method::Head;
+    let paced = match (cfg.collector && how == Served::Hit, obj.timing) {
+        (true, Some(timing)) => Some(timing),
+        _ => None,
+    };
+    let damage = if paced.is_none() && how == Served::Hit && with_body && !faults.is_empty() {
+        on_hit(faults, &obj.body)
+    } else {
+        Damage {
+            body: Cow::Borrowed(if with_body { &obj.body } else { &[] }),
+            extra_header: None,
+            delivery: Delivery::Whole,
+        }
+    };
+    let body = &damage.body;
+    let framing = if with_body {
+        BodyFraming::choose(
+            cfg.reply_framing,
+            Framing::Length(body.len() as u64),
+            req.minor,
+        )
+    } else {
+        BodyFraming::None
+    };
+    let keep_alive = framing.keeps_alive(cfg.reply_framing, req.keep_alive);
+
+    let mut out = Vec::with_capacity(obj.head.len() + 192 + body.len());
+    write_status_line(&mut out, status);
+    if faults.strikes(Fault::StripEcho) {
+        out.extend_from_slice(&without_header(&obj.head, ECHO_HEADER));
+    } else {
+        out.extend_from_slice(&obj.head);
+    }
+    if how != Served::Miss {
+        let _ = write!(
+            out,
+            "Age: {}\r\n",
+            obj.fresh.current_age(cfg.clock.unix_now())
+        );
+    }
+    if req.method == Method::Head && !not_modified {
+        // A HEAD reply states the length its GET would have.
+        let _ = write!(out, "Content-Length: {}\r\n", obj.body.len());
+    }
+    if let Some(h) = damage.extra_header {
+        out.extend_from_slice(h);
+    }
+    end_head(&mut out, framing, how.x_cache(), keep_alive);
+    let head_len = out.len();
+
+    // The bytes meant for the client, as the access log counts them.
+    let (sent, bytes) = if let Some(timing) = paced {
+        // A 304 costs what an origin exchange without a body would.
+        let timing = if with_body {
+            timing
+        } else {
+            Timing {
+                transfer: std::time::Duration::ZERO,
+                ..timing
+            }
+        };
+        let mut framed = Vec::new();
+        let framed: &[u8] = if framing == BodyFraming::Chunked {
+            framing.encode(&mut framed, body);
+            &framed
+        } else {
+            body
+        };
+        let sent = replay::paced(s, &out, framed, timing, t0).await;
+        if sent.is_ok() && with_body {
+            sh.replay.record(obj.key(), timing.served, t0.elapsed());
+        }
+        (sent, head_len + framed.len())
+    } else {
+        framing.encode(&mut out, body);
+        let len = out.len();
+        if how == Served::Hit && !with_body && faults.strikes(Fault::BodilessBody) {
+            out.extend_from_slice(&obj.body);
+        }
+        let sent = deliver(s, &out, head_len, damage.delivery, cfg.client_idle_timeout).await;
+        (sent, len)
+    };
+    Done {
+        code: how.log_code(not_modified),
+        status,
+        bytes: bytes as u64,
+        peer: None,
+        content_type: if sh.log.is_some() {
+            content_type_of(obj.headers())
+        } else {
+            String::new()
+        },
+        keep_alive: sent.is_ok() && keep_alive,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use cacheoff_cache::Freshness;
+    use cacheoff_http::request::parse_request;
+
+    fn object(status: u16, lm: Option<u64>) -> Object {
+        let mut fresh =
+            Freshness::of_reply([("Cache-Control", b"max-age=60".as_slice())], 1000, 1000);
+        fresh.last_modified = lm;
+        Object {
+            url: "http://o/x".into(),
+            status,
+            head: Bytes::new(),
+            body: Bytes::from_static(b"body"),
+            fresh,
+            timing: None,
+        }
+    }
+
+    fn get(ims: Option<&str>) -> RequestHead {
+        let ims = ims.map_or(String::new(), |d| format!("If-Modified-Since: {d}\r\n"));
+        parse_request(
+            format!("GET http://o/x HTTP/1.1\r\n{ims}\r\n").as_bytes(),
+            true,
+        )
+        .unwrap()
+        .unwrap()
+    }
+
+    #[test]
+    fn only_last_modified_decides_a_304() {
+        let at = |t: i64| cacheoff_http::date::format(t);
+        let obj = object(200, Some(500));
+        assert!(not_modified(&get(Some(&at(500))), &obj, false));
+        assert!(!not_modified(&get(Some(&at(499))), &obj, false));
+        assert!(!not_modified(&get(None), &obj, false));
+        // No Last-Modified: always the whole reply, unless the fault says so.
+        assert!(!not_modified(
+            &get(Some(&at(2000))),
+            &object(200, None),
+            false
+        ));
+        assert!(not_modified(
+            &get(Some(&at(2000))),
+            &object(200, None),
+            true
+        ));
+        // Only a 200 has a 304.
+        assert!(!not_modified(
+            &get(Some(&at(500))),
+            &object(404, Some(500)),
+            false
+        ));
+    }
+}

@@ -1,0 +1,465 @@
+//! A reply from the origin on its way to the client and the store.
+//! [`relay`] runs the steps: [`Plan::new`] decides everything the reply
+//! head allows (store it? how fresh? answer the client's condition
+//! ourselves? how to frame it?), [`pump`] moves the body, and [`file`]
+//! stores the result and wakes the requests waiting for it.
+
+use crate::access_log::LogCode;
+use crate::answer::store;
+use crate::config::ProxyConfig;
+use crate::conn::{Done, Xact};
+use crate::fault::Fault;
+use crate::framing::{
+    content_type_of, end_head, end_to_end, without_header, BodyFraming, LAST_CHUNK,
+};
+use crate::hit::{serve_stored, Served};
+use crate::inflight::Leader;
+use crate::upstream::{OriginReply, Pool};
+use crate::Shared;
+use bytes::Bytes;
+use cacheoff_cache::freshness::storable;
+use cacheoff_cache::{Directives, Freshness, Object, Timing};
+use cacheoff_http::chunked::write_chunk;
+use cacheoff_http::echo::ECHO_HEADER;
+use cacheoff_http::status::write_status_line;
+use cacheoff_http::{date, Method, RequestHead, ResponseHead};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+/// Relays an origin reply to the client, storing it when allowed.
+/// `leader` is set when this fetch may fill the store (others may be
+/// waiting for it); `sent_at` is when the request left, for freshness.
+pub(crate) async fn relay(
+    s: &mut TcpStream,
+    x: &Xact<'_>,
+    mut reply: OriginReply,
+    leader: Option<Leader>,
+    code: LogCode,
+    sent_at: u64,
+) -> Done {
+    let Xact { req, t, t0, sh, .. } = *x;
+    let mut plan = Plan::new(req, &reply.head, leader.is_some(), &sh.cfg, sent_at);
+    let mut client = Client::default();
+    if let Some(head) = &plan.client_head {
+        client.write(s, head).await;
+    }
+    let pumped = pump(s, &mut reply, &plan, &mut client, sh).await;
+    let mut done = Done {
+        code,
+        status: plan.status,
+        bytes: 0,
+        peer: reply.peer,
+        content_type: std::mem::take(&mut plan.content_type),
+        keep_alive: false,
+    };
+    let Some(stored_body) = pumped else {
+        done.bytes = client.written;
+        return done;
+    };
+    if plan.client_head.is_some() && plan.framing == BodyFraming::Chunked {
+        client.write(s, LAST_CHUNK).await;
+    }
+    done.bytes = client.written;
+    done.keep_alive = plan.keep_alive && !client.failed;
+    let object = stored_body.map(|body| {
+        let timing = Timing {
+            first_byte: reply.first_byte.saturating_duration_since(t0),
+            transfer: reply.last_byte.saturating_duration_since(reply.first_byte),
+            served: t0.elapsed(),
+        };
+        Arc::new(plan.object(&t.url, Bytes::from(body), Some(timing)))
+    });
+    file(sh, x.pool, reply, leader, object.clone());
+    if plan.client_304 {
+        // Built from the fetched reply, stored or not.
+        let o = object.unwrap_or_else(|| Arc::new(plan.object(&t.url, Bytes::new(), None)));
+        return serve_stored(s, x, &o, Served::Miss).await;
+    }
+    done
+}
+
+/// What [`relay`] decided from the request and the reply head, before
+/// any body byte arrived.
+#[derive(Debug)]
+struct Plan {
+    status: u16,
+    /// The end-to-end headers, as stored.
+    e2e: Bytes,
+    content_type: String,
+    /// The body may fill the store.
+    may_store: bool,
+    fresh: Freshness,
+    /// The client asked conditionally but the fetch was for the whole
+    /// object: answer the condition from it instead of streaming it.
+    client_304: bool,
+    /// The head the client gets, when the reply is streamed to it.
+    client_head: Option<Vec<u8>>,
+    framing: BodyFraming,
+    keep_alive: bool,
+}
+
+impl Plan {
+    /// `leads`: this fetch may fill the store (it asked for the whole
+    /// object). Draws the faults that change these decisions.
+    fn new(
+        req: &RequestHead,
+        head: &ResponseHead,
+        leads: bool,
+        cfg: &ProxyConfig,
+        sent_at: u64,
+    ) -> Plan {
+        let status = head.status;
+        // The Collector stores everything; so does a proxy with this fault,
+        // which also keeps the copy fresh for an hour.
+        let store_anyway =
+            status == 200 && (cfg.collector || cfg.faults.strikes(Fault::CacheUncachable));
+        let may_store = leads && may_store(req, head, cfg.max_object, store_anyway);
+        let mut fresh = Freshness::of_reply(pairs(head), sent_at, cfg.clock.unix_now());
+        if store_anyway && !cfg.collector {
+            fresh.no_cache = false;
+            fresh.max_age = Some(3600);
+        }
+        let client_304 = leads && answers_condition(req, head);
+        let e2e = Bytes::from(end_to_end(head));
+        let framing = BodyFraming::choose(cfg.reply_framing, head.framing, req.minor);
+        let keep_alive = framing.keeps_alive(cfg.reply_framing, req.keep_alive);
+        let client_head = (!client_304).then(|| {
+            let e2e = if cfg.faults.strikes(Fault::StripEcho) {
+                without_header(&e2e, ECHO_HEADER)
+            } else {
+                e2e.to_vec()
+            };
+            client_head(req, head, &e2e, framing, keep_alive)
+        });
+        Plan {
+            status,
+            content_type: content_type_of(pairs(head)),
+            e2e,
+            may_store,
+            fresh,
+            client_304,
+            client_head,
+            framing,
+            keep_alive,
+        }
+    }
+
+    /// The stored object the reply makes, with `body`.
+    fn object(&self, url: &str, body: Bytes, timing: Option<Timing>) -> Object {
+        Object {
+            url: url.to_string(),
+            status: self.status,
+            head: self.e2e.clone(),
+            body,
+            fresh: self.fresh,
+            timing,
+        }
+    }
+}
+
+fn pairs(head: &ResponseHead) -> impl Iterator<Item = (&str, &[u8])> + Clone {
+    head.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()))
+}
+
+/// Decides whether a reply may fill the store: RFC 9111's rules, or any
+/// 200 when `store_anyway`; never a body announced larger than
+/// `max_object` (one that grows past it is dropped while it arrives).
+fn may_store(req: &RequestHead, head: &ResponseHead, max_object: u64, store_anyway: bool) -> bool {
+    let fits = crate::upstream::length_of(head).is_none_or(|n| n <= max_object);
+    if !fits {
+        return false;
+    }
+    if store_anyway {
+        return true;
+    }
+    let req_cc = Directives::parse(req.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
+    let authorized = req
+        .headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
+    let has_expires = pairs(head).any(|(n, _)| n.eq_ignore_ascii_case("expires"));
+    storable(
+        head.status,
+        &req_cc,
+        &Directives::parse(pairs(head)),
+        has_expires,
+        authorized,
+    )
+}
+
+/// Decides whether the client's `If-Modified-Since` is met by a fetched
+/// 200 (its `Last-Modified` not after the date), so the client gets a 304.
+fn answers_condition(req: &RequestHead, head: &ResponseHead) -> bool {
+    let lm = pairs(head)
+        .find(|(n, _)| n.eq_ignore_ascii_case("last-modified"))
+        .and_then(|(_, v)| date::parse(v));
+    head.status == 200 && matches!((req.ims, lm), (Some(ims), Some(lm)) if lm <= ims)
+}
+
+/// The head the client gets for a relayed reply: the origin's status and
+/// end-to-end headers `e2e`, then the proxy's framing for it.
+fn client_head(
+    req: &RequestHead,
+    head: &ResponseHead,
+    e2e: &[u8],
+    framing: BodyFraming,
+    keep_alive: bool,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(e2e.len() + 128);
+    write_status_line(&mut out, head.status);
+    out.extend_from_slice(e2e);
+    if req.method == Method::Head {
+        // A HEAD reply states the length its GET would have.
+        if let Some((_, v)) = pairs(head).find(|(n, _)| n.eq_ignore_ascii_case("content-length")) {
+            out.extend_from_slice(b"Content-Length: ");
+            out.extend_from_slice(v);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    end_head(&mut out, framing, "MISS", keep_alive);
+    out
+}
+
+/// The client side of a relay: what was written, and whether a write
+/// failed (then nothing more is written).
+#[derive(Default)]
+struct Client {
+    written: u64,
+    failed: bool,
+}
+
+impl Client {
+    async fn write(&mut self, s: &mut TcpStream, bytes: &[u8]) {
+        if self.failed {
+            return;
+        }
+        self.written += bytes.len() as u64;
+        self.failed = s.write_all(bytes).await.is_err();
+    }
+}
+
+/// The body being kept for the store; given up once past `max` bytes.
+struct Keep {
+    body: Option<Vec<u8>>,
+    max: u64,
+}
+
+impl Keep {
+    fn push(&mut self, piece: &[u8]) {
+        if let Some(b) = &mut self.body {
+            if (b.len() + piece.len()) as u64 > self.max {
+                self.body = None;
+            } else {
+                b.extend_from_slice(piece);
+            }
+        }
+    }
+}
+
+/// Moves the body from the origin to the client (framed as planned) and
+/// to the store, piece by piece. Decides when to stop: at the end of the
+/// body, on an origin error, or once neither the client nor the store
+/// wants more. `None` when the body was cut off (nothing is stored);
+/// else the body for the store, if it is still wanted.
+async fn pump(
+    s: &mut TcpStream,
+    reply: &mut OriginReply,
+    plan: &Plan,
+    client: &mut Client,
+    sh: &Shared,
+) -> Option<Option<Vec<u8>>> {
+    let mut keep = Keep {
+        body: plan.may_store.then(Vec::new),
+        max: sh.cfg.max_object,
+    };
+    let streaming = plan.client_head.is_some();
+    let mut piece = Vec::with_capacity(64 * 1024);
+    loop {
+        piece.clear();
+        match reply.next(&mut piece).await {
+            Ok(true) => {}
+            Ok(false) => return Some(keep.body),
+            Err(_) => {
+                sh.stats.origin_errors.fetch_add(1, Ordering::Relaxed);
+                // The client sees a cut-off reply, as from the origin.
+                return None;
+            }
+        }
+        keep.push(&piece);
+        if streaming && !client.failed && !piece.is_empty() {
+            if plan.framing == BodyFraming::Chunked {
+                let mut c = Vec::with_capacity(piece.len() + 16);
+                write_chunk(&mut c, &piece);
+                client.write(s, &c).await;
+            } else {
+                client.write(s, &piece).await;
+            }
+            // Nobody is reading and nobody will use it: stop fetching.
+            if client.failed && keep.body.is_none() {
+                return None;
+            }
+        }
+    }
+}
+
+/// Files a finished fetch: its origin connection back to the pool, the
+/// object into the store, and the outcome to the requests waiting for it.
+fn file(
+    sh: &Arc<Shared>,
+    pool: &Pool,
+    reply: OriginReply,
+    leader: Option<Leader>,
+    object: Option<Arc<Object>>,
+) {
+    reply.release(pool, &sh.cfg);
+    if let Some(o) = &object {
+        store(sh, o.clone());
+    }
+    if let Some(l) = leader {
+        l.finish(object);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framing::ReplyFraming;
+    use cacheoff_http::request::parse_request;
+    use cacheoff_http::response::parse_response;
+
+    fn req(extra: &str) -> RequestHead {
+        let raw = format!("GET http://o/x HTTP/1.1\r\nHost: o\r\n{extra}\r\n");
+        parse_request(raw.as_bytes(), true).unwrap().unwrap()
+    }
+
+    fn reply(status: u16, extra: &str) -> ResponseHead {
+        let raw = format!(
+            "HTTP/1.1 {status} X\r\nDate: Sun, 22 Nov 2026 00:00:00 GMT\r\nLast-Modified: Sat, 22 Nov 2025 00:00:00 GMT\r\n{extra}Content-Length: 5\r\nConnection: keep-alive\r\nX-Cacheoff-Echo: 0000000000000001\r\n\r\n"
+        );
+        parse_response(raw.as_bytes(), false, true)
+            .unwrap()
+            .unwrap()
+    }
+
+    fn cfg() -> ProxyConfig {
+        ProxyConfig::new("127.0.0.1:0".parse().unwrap())
+    }
+
+    #[test]
+    fn the_store_takes_what_rfc_9111_allows_and_fits() {
+        let public = reply(200, "Cache-Control: public\r\n");
+        assert!(may_store(&req(""), &public, 100, false));
+        assert!(
+            !may_store(&req(""), &public, 4, false),
+            "larger than max_object"
+        );
+        assert!(!may_store(
+            &req("Cache-Control: no-store\r\n"),
+            &public,
+            100,
+            false
+        ));
+        assert!(!may_store(
+            &req("Authorization: x\r\n"),
+            &reply(200, ""),
+            100,
+            false
+        ));
+        let private = reply(200, "Cache-Control: private\r\n");
+        assert!(!may_store(&req(""), &private, 100, false));
+        assert!(may_store(&req(""), &private, 100, true));
+    }
+
+    #[test]
+    fn a_fetch_for_the_store_answers_the_clients_condition() {
+        let since = |d: &str| req(&format!("If-Modified-Since: {d}\r\n"));
+        let r = reply(200, "");
+        assert!(answers_condition(
+            &since("Sat, 22 Nov 2025 00:00:00 GMT"),
+            &r
+        ));
+        assert!(!answers_condition(
+            &since("Fri, 21 Nov 2025 23:59:59 GMT"),
+            &r
+        ));
+        assert!(!answers_condition(&req(""), &r));
+        assert!(!answers_condition(
+            &since("Sat, 22 Nov 2025 00:00:00 GMT"),
+            &reply(404, "")
+        ));
+        // Only a fetch that dropped the condition answers it itself.
+        let c = cfg();
+        let p = Plan::new(&since("Sat, 22 Nov 2025 00:00:00 GMT"), &r, false, &c, 0);
+        assert!(!p.client_304 && p.client_head.is_some());
+        let p = Plan::new(&since("Sat, 22 Nov 2025 00:00:00 GMT"), &r, true, &c, 0);
+        assert!(p.client_304 && p.client_head.is_none());
+    }
+
+    #[test]
+    fn the_client_head_carries_the_origins_headers_and_the_proxys_framing() {
+        let mut c = cfg();
+        let r = reply(200, "Cache-Control: public\r\n");
+        let p = Plan::new(&req(""), &r, true, &c, 0);
+        assert!(p.may_store && p.keep_alive);
+        let head = String::from_utf8(p.client_head.unwrap()).unwrap();
+        assert!(head.starts_with("HTTP/1.1 200 OK\r\nDate: "), "{head}");
+        assert!(head.contains("X-Cacheoff-Echo: 0000000000000001\r\n"));
+        assert!(
+            head.ends_with("Content-Length: 5\r\nX-Cache: MISS\r\nConnection: keep-alive\r\n\r\n")
+        );
+        assert_eq!(head.matches("Connection").count(), 1, "{head}");
+
+        c.reply_framing = ReplyFraming::Chunked;
+        c.faults = crate::Faults::new(vec![(Fault::StripEcho, 1.0)]);
+        let p = Plan::new(&req(""), &r, true, &c, 0);
+        let head = String::from_utf8(p.client_head.unwrap()).unwrap();
+        assert!(head.ends_with(
+            "Transfer-Encoding: chunked\r\nX-Cache: MISS\r\nConnection: keep-alive\r\n\r\n"
+        ));
+        assert!(!head.contains("X-Cacheoff-Echo"), "{head}");
+        // What is stored keeps the echo: the fault is on the wire only.
+        assert!(p.e2e.windows(15).any(|w| w == b"X-Cacheoff-Echo"));
+    }
+
+    #[test]
+    fn a_head_reply_states_the_gets_length() {
+        let raw = "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n";
+        let r = parse_response(raw.as_bytes(), true, true).unwrap().unwrap();
+        let head_req = parse_request(b"HEAD http://o/x HTTP/1.1\r\n\r\n", true)
+            .unwrap()
+            .unwrap();
+        let c = cfg();
+        let p = Plan::new(&head_req, &r, false, &c, 0);
+        assert_eq!(p.framing, BodyFraming::None);
+        let head = String::from_utf8(p.client_head.unwrap()).unwrap();
+        assert!(head.contains("\r\nContent-Length: 1234\r\n"), "{head}");
+    }
+
+    #[test]
+    fn the_cache_uncachable_fault_stores_for_an_hour() {
+        let mut c = cfg();
+        c.faults = crate::Faults::new(vec![(Fault::CacheUncachable, 1.0)]);
+        let r = reply(200, "Cache-Control: private, no-cache\r\n");
+        let p = Plan::new(&req(""), &r, true, &c, 0);
+        assert!(p.may_store);
+        assert_eq!((p.fresh.no_cache, p.fresh.max_age), (false, Some(3600)));
+        assert!(!Plan::new(&req(""), &r, true, &cfg(), 0).may_store);
+    }
+
+    #[test]
+    fn a_body_growing_past_the_limit_is_not_kept() {
+        let mut k = Keep {
+            body: Some(Vec::new()),
+            max: 6,
+        };
+        k.push(b"abc");
+        k.push(b"def");
+        assert_eq!(k.body.as_deref(), Some(&b"abcdef"[..]));
+        k.push(b"g");
+        assert_eq!(k.body, None);
+        k.push(b"");
+        assert_eq!(k.body, None);
+    }
+}

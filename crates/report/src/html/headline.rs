@@ -1,0 +1,260 @@
+//! The page's head: what was run, and the headline figures with the
+//! cache-off's verdicts on them.
+
+use super::tables::{latency_cells, table};
+use super::{esc, ms, pct};
+use crate::{Run, RunState};
+use cacheoff_stats::Entry;
+use std::fmt::Write;
+
+/// The cache-off's disqualification rules.
+pub const MAX_ERROR_PERCENT: f64 = 3.0;
+pub const MIN_DHR_PERCENT: f64 = 25.0;
+
+/// Pass/fail of one rule, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Pass(String),
+    Fail(String),
+    NotApplicable(String),
+}
+
+/// The cache-off's rules applied to the headline figures.
+pub fn verdicts(run: &Run, e: &Entry) -> Vec<(&'static str, Verdict)> {
+    rules(e, run.manifest.proxy.is_some())
+}
+
+/// The rules for a run with or without a proxy under test.
+fn rules(e: &Entry, proxied: bool) -> Vec<(&'static str, Verdict)> {
+    let errors = if e.errors.percent > MAX_ERROR_PERCENT {
+        Verdict::Fail(format!(
+            "{} errors: more than {MAX_ERROR_PERCENT}% disqualifies",
+            pct(e.errors.percent)
+        ))
+    } else {
+        Verdict::Pass(format!(
+            "{} errors (at most {MAX_ERROR_PERCENT}% allowed)",
+            pct(e.errors.percent)
+        ))
+    };
+    let dhr = if !proxied {
+        Verdict::NotApplicable("no proxy under test".into())
+    } else if e.dhr.measured < MIN_DHR_PERCENT {
+        Verdict::Fail(format!(
+            "document hit ratio {}: below {MIN_DHR_PERCENT}% disqualifies",
+            pct(e.dhr.measured)
+        ))
+    } else {
+        Verdict::Pass(format!(
+            "document hit ratio {} (at least {MIN_DHR_PERCENT}% needed)",
+            pct(e.dhr.measured)
+        ))
+    };
+    vec![("errors", errors), ("hit ratio", dhr)]
+}
+
+/// The document head, the title, a banner for a run that did not complete,
+/// and what was run where.
+pub(super) fn header(o: &mut String, run: &Run) {
+    let m = &run.manifest;
+    let title = format!(
+        "cacheoff report: {} via {}",
+        m.workload.name,
+        m.label
+            .clone()
+            .or(m.proxy.map(|p| p.to_string()))
+            .unwrap_or_else(|| "no proxy".into())
+    );
+    let _ = write!(
+        o,
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>{}</title><style>{}</style></head><body><main>",
+        esc(&title),
+        super::STYLE
+    );
+    let _ = write!(
+        o,
+        "<h1>{}</h1><p class=\"sub\">{}</p>",
+        esc(&format!("{} report card", m.workload.name)),
+        esc(&m.workload.description)
+    );
+    let state = run.state();
+    if state != RunState::Complete {
+        let _ = write!(
+            o,
+            "<div class=\"banner\" id=\"state\" data-state=\"{}\"><strong>This run is {}.</strong></div>",
+            match state {
+                RunState::Interrupted => "interrupted",
+                _ => "no-summary",
+            },
+            esc(state.describe())
+        );
+    }
+    let duration = run.intervals.last().map_or(0.0, |r| r.end_s);
+    o.push_str("<dl class=\"meta\">");
+    for (k, v) in [
+        ("workload", m.workload.name.clone()),
+        ("proxy under test", run.proxy_label()),
+        ("started", m.started_at.clone()),
+        (
+            "finished",
+            m.finished_at
+                .clone()
+                .unwrap_or_else(|| "not recorded".into()),
+        ),
+        ("duration", format!("{duration:.0} s")),
+        ("command line", m.command_line.join(" ")),
+        (
+            "cacheoff",
+            format!("{} ({})", m.cacheoff_version, m.git_revision),
+        ),
+        ("seed", m.seed.to_string()),
+        (
+            "host",
+            format!(
+                "{}, {} {}, {} CPUs, {:.1} GiB",
+                m.host.hostname,
+                m.host.os,
+                m.host.kernel,
+                m.host.cpus,
+                m.host.memory_bytes as f64 / (1u64 << 30) as f64
+            ),
+        ),
+        (
+            "robots / servers",
+            format!(
+                "{} robots, {} origin servers, {} workers",
+                m.workload.robots.count, m.workload.servers.count, m.workers
+            ),
+        ),
+    ] {
+        let _ = write!(o, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(&v));
+    }
+    o.push_str("</dl>");
+}
+
+fn card(o: &mut String, k: &str, v: &str, d: &str) {
+    let _ = write!(
+        o,
+        r#"<div class="card"><div class="k">{}</div><div class="v">{}</div><div class="d">{}</div></div>"#,
+        esc(k),
+        esc(v),
+        esc(d)
+    );
+}
+
+/// The headline figures of `head` (the `measured` phase, or the whole
+/// run): cards, the verdicts and the response times.
+pub(super) fn figures(o: &mut String, head: &Entry, measured: Option<&str>, proxied: bool) {
+    let _ = write!(
+        o,
+        "<h2 id=\"summary\">Headline figures ({})</h2><div class=\"cards\">",
+        esc(&measured.map_or("whole run".into(), |p| format!("phase {p}")))
+    );
+    let rt = &head.rt_ms;
+    for (k, v, d) in [
+        (
+            "throughput",
+            format!("{:.1}/s", head.rate_xps),
+            format!("{} replies", head.xacts),
+        ),
+        (
+            "response time, all",
+            format!("{} ms", ms(rt.all.mean)),
+            format!("p50 {} · p99 {} ms", ms(rt.all.p50), ms(rt.all.p99)),
+        ),
+        (
+            "hits / misses",
+            format!("{} / {} ms", ms(rt.hit.mean), ms(rt.miss.mean)),
+            "mean response time".into(),
+        ),
+        (
+            "document hit ratio",
+            pct(head.dhr.measured),
+            format!("offered {}", pct(head.dhr.offered)),
+        ),
+        (
+            "byte hit ratio",
+            pct(head.bhr.measured),
+            format!("offered {}", pct(head.bhr.offered)),
+        ),
+        (
+            "errors",
+            pct(head.errors.percent),
+            format!("{} of {} requests", head.errors.total, head.sent),
+        ),
+    ] {
+        card(o, k, &v, &d);
+    }
+    o.push_str("</div>");
+    o.push_str("<table id=\"verdict\"><thead><tr><th>cache-off rule</th><th>result</th><th>why</th></tr></thead><tbody>");
+    for (rule, v) in rules(head, proxied) {
+        let (class, word, why) = match v {
+            Verdict::Pass(w) => ("pass", "pass", w),
+            Verdict::Fail(w) => ("fail", "fail", w),
+            Verdict::NotApplicable(w) => ("na", "n/a", w),
+        };
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td class=\"{class}\">{word}</td><td style=\"text-align:left\">{}</td></tr>",
+            esc(rule),
+            esc(&why)
+        );
+    }
+    o.push_str("</tbody></table>");
+    table(o, &["response time, ms", "mean", "p50", "p99", "replies"]);
+    for (k, l) in [("hits", &rt.hit), ("all", &rt.all), ("misses", &rt.miss)] {
+        let _ = write!(
+            o,
+            "<tr><td>{k}</td>{}<td>{}</td></tr>",
+            latency_cells(l),
+            l.count
+        );
+    }
+    o.push_str("</tbody></table>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sample;
+    use super::*;
+
+    #[test]
+    fn headline_shows_the_figures_and_judges_them() {
+        // 30 hits, 10 misses, 1 error in 41 requests: 2.4% errors.
+        let e = sample::entry("meas", 30, 10, 1);
+        let mut o = String::new();
+        figures(&mut o, &e, Some("meas"), true);
+        assert!(o.contains("Headline figures (phase meas)"));
+        assert!(o.contains("4.0/s") && o.contains("40 replies"), "{o}");
+        assert!(o.contains(">75.0%<") && o.contains("offered 75.0%"), "{o}");
+        assert!(
+            o.contains(">2.4%<") && o.contains("1 of 41 requests"),
+            "{o}"
+        );
+        // Means: 2 ms hits, 10 ms misses, 4 ms over all.
+        assert!(o.contains("2.00 / 10.0 ms") && o.contains("4.00 ms"), "{o}");
+        assert_eq!(o.matches("class=\"pass\"").count(), 2, "{o}");
+
+        let bad = sample::entry("total", 5, 30, 2);
+        let mut o = String::new();
+        figures(&mut o, &bad, None, true);
+        assert!(o.contains("Headline figures (whole run)"));
+        assert_eq!(o.matches("class=\"fail\"").count(), 2, "{o}");
+        let mut o = String::new();
+        figures(&mut o, &bad, None, false);
+        assert!(o.contains("no proxy under test") && o.contains("class=\"na\""));
+    }
+
+    #[test]
+    fn rules_draw_the_line_at_the_cache_off_limits() {
+        let e = sample::entry("x", 1, 3, 0);
+        assert!(
+            matches!(rules(&e, true)[1].1, Verdict::Pass(_)),
+            "25% passes"
+        );
+        let e = sample::entry("x", 1, 99, 3);
+        assert!(matches!(rules(&e, true)[0].1, Verdict::Pass(_)), "2.9%");
+        let e = sample::entry("x", 1, 99, 4);
+        assert!(matches!(rules(&e, true)[0].1, Verdict::Fail(_)), "3.8%");
+    }
+}

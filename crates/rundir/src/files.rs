@@ -1,0 +1,106 @@
+//! File names, the format version, and the two ways files are written:
+//! whole JSON documents replaced atomically, and the interval log appended
+//! line by line.
+
+use crate::RunDirError;
+use serde::{de::DeserializeOwned, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Version of the run-directory formats; bumped on incompatible change.
+/// Readers refuse files of a newer version.
+pub const FORMAT_VERSION: u32 = 1;
+
+pub const MANIFEST_FILE: &str = "manifest.json";
+pub const INTERVALS_FILE: &str = "intervals.jsonl";
+pub const SUMMARY_FILE: &str = "summary.json";
+pub const REPORT_FILE: &str = "report.html";
+
+/// Writes `value` as pretty JSON to `path` via a temporary file and rename,
+/// so readers never see half a file.
+pub(crate) fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    let tmp: PathBuf = path.with_extension("json.tmp");
+    {
+        let mut f = File::create(&tmp)?;
+        serde_json::to_writer_pretty(&mut f, value)?;
+        f.write_all(b"\n")?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+/// Reads a JSON document and checks its `version` before decoding the
+/// rest, so a newer format is named as such instead of as a parse error.
+pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, RunDirError> {
+    let read_err = |why: String| RunDirError::Read {
+        path: path.into(),
+        why,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| read_err(e.to_string()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| read_err(format!("not valid JSON: {e}")))?;
+    check_version(path, &value)?;
+    serde_json::from_value(value)
+        .map_err(|e| read_err(format!("not a valid file of this cacheoff version: {e}")))
+}
+
+/// Refuses a document whose `version` is newer than [`FORMAT_VERSION`].
+pub(crate) fn check_version(path: &Path, value: &serde_json::Value) -> Result<(), RunDirError> {
+    match value.get("version").and_then(serde_json::Value::as_u64) {
+        Some(v) if v > u64::from(FORMAT_VERSION) => Err(RunDirError::NewerFormat {
+            path: path.into(),
+            version: v,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Appends whole lines to `intervals.jsonl`, each flushed to the OS, so a
+/// killed run keeps every finished interval.
+#[derive(Debug)]
+pub(crate) struct LineLog {
+    file: File,
+}
+
+impl LineLog {
+    pub(crate) fn open(path: &Path) -> io::Result<LineLog> {
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(LineLog { file })
+    }
+
+    pub(crate) fn append<T: Serialize>(&mut self, value: &T) -> io::Result<()> {
+        let mut line = serde_json::to_vec(value)?;
+        line.push(b'\n');
+        self.file.write_all(&line)?;
+        self.file.flush()
+    }
+}
+
+/// Reads a JSON-lines file. A last line without its newline is a record
+/// torn by a killed writer and is skipped; any other bad line is an error.
+pub(crate) fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, RunDirError> {
+    let text = std::fs::read_to_string(path).map_err(|e| RunDirError::Read {
+        path: path.into(),
+        why: e.to_string(),
+    })?;
+    let complete = match text.rfind('\n') {
+        Some(i) => &text[..i],
+        None => "",
+    };
+    complete
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, l)| {
+            let bad = |why: String| RunDirError::Read {
+                path: path.into(),
+                why: format!("line {}: {why}", i + 1),
+            };
+            let value: serde_json::Value =
+                serde_json::from_str(l).map_err(|e| bad(e.to_string()))?;
+            check_version(path, &value)?;
+            serde_json::from_value(value).map_err(|e| bad(e.to_string()))
+        })
+        .collect()
+}

@@ -1,0 +1,148 @@
+//! The run directory: the one owner of every file a run writes and a
+//! report reads (`docs/run-directory.md` describes them, and a test holds
+//! the two together).
+//!
+//! - [`RunDir::create`] starts a run's directory: it refuses one that
+//!   already holds a run, writes `manifest.json` ([`Manifest`]) and returns
+//!   the [`RunDir`] that appends `intervals.jsonl` ([`IntervalRecord`]) and
+//!   ends with `summary.json` ([`Summary`]).
+//! - [`RunDir::open`] reads a directory back as a [`Run`], refusing files of
+//!   a newer format version; a run killed before its summary is folded from
+//!   its intervals.
+//! - Rules decided once: which phase is measured ([`measured_phase`]), and
+//!   records built from the run-time's [`IntervalStats`] and [`RunStats`]
+//!   (every derived figure comes from `cacheoff_stats::Entry`).
+//!
+//! No tokio and no knowledge of the run-time: a report can always be
+//! rebuilt offline from a directory.
+
+mod files;
+mod manifest;
+mod records;
+mod run;
+
+pub use files::{FORMAT_VERSION, INTERVALS_FILE, MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE};
+pub use manifest::{now_rfc3339, Build, Host, Manifest, MANIFEST_FORMAT};
+pub use records::{measured_phase, IntervalRecord, Summary, SUMMARY_FORMAT};
+pub use run::{Run, RunState};
+
+use cacheoff_stats::{IntervalStats, RunStats};
+use files::LineLog;
+use records::Names;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    #[error("{} already holds a run (manifest.json exists)", .0.display())]
+    HoldsARun(PathBuf),
+    #[error("{0} is not a cacheoff run directory (no manifest.json)")]
+    NotARun(PathBuf),
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {why}")]
+    Read { path: PathBuf, why: String },
+    #[error("{path}: written by a newer cacheoff (format version {version}; this one reads up to {FORMAT_VERSION})")]
+    NewerFormat { path: PathBuf, version: u64 },
+}
+
+/// A run's directory while the run writes it.
+#[derive(Debug)]
+pub struct RunDir {
+    path: PathBuf,
+    manifest: Manifest,
+    intervals: LineLog,
+    names: Names,
+}
+
+impl RunDir {
+    /// Creates the directory (and its parents), refusing one that already
+    /// holds a run, and writes the manifest.
+    pub fn create(path: &Path, manifest: Manifest) -> Result<RunDir, RunDirError> {
+        if path.join(MANIFEST_FILE).exists() {
+            return Err(RunDirError::HoldsARun(path.into()));
+        }
+        let write_err = |p: PathBuf| move |source| RunDirError::Write { path: p, source };
+        std::fs::create_dir_all(path).map_err(write_err(path.into()))?;
+        let log_path = path.join(INTERVALS_FILE);
+        let intervals = LineLog::open(&log_path).map_err(write_err(log_path))?;
+        let dir = RunDir {
+            path: path.into(),
+            names: Names::of(&manifest.workload),
+            manifest,
+            intervals,
+        };
+        dir.write_manifest()?;
+        Ok(dir)
+    }
+
+    /// Reads a run directory back, whole or killed before its summary.
+    pub fn open(path: &Path) -> Result<Run, RunDirError> {
+        Run::load(path)
+    }
+
+    /// `runs/<UTC timestamp>-<workload>`, e.g. `runs/20261122T001530Z-simple`.
+    pub fn default_path(workload: &str) -> PathBuf {
+        let stamp: String = now_rfc3339()
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect();
+        let name: String = workload
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        PathBuf::from("runs").join(format!("{stamp}-{name}"))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Records the origin servers' addresses once bound.
+    pub fn servers_bound(&mut self, servers: &[SocketAddr]) -> Result<(), RunDirError> {
+        self.manifest.servers = servers.to_vec();
+        self.write_manifest()
+    }
+
+    /// Appends one interval; returns the record written.
+    pub fn interval(&mut self, iv: &IntervalStats) -> Result<IntervalRecord, RunDirError> {
+        let record = self.names.record(iv);
+        self.intervals
+            .append(&record)
+            .map_err(|source| RunDirError::Write {
+                path: self.path.join(INTERVALS_FILE),
+                source,
+            })?;
+        Ok(record)
+    }
+
+    /// Writes the summary and the finished manifest.
+    pub fn finish(mut self, run: &RunStats) -> Result<Summary, RunDirError> {
+        let summary = self.names.summary(run);
+        self.manifest.finished_at = Some(now_rfc3339());
+        self.write_manifest()?;
+        let path = self.path.join(SUMMARY_FILE);
+        files::write_json_atomic(&path, &summary)
+            .map_err(|source| RunDirError::Write { path, source })?;
+        Ok(summary)
+    }
+
+    fn write_manifest(&self) -> Result<(), RunDirError> {
+        let path = self.path.join(MANIFEST_FILE);
+        files::write_json_atomic(&path, &self.manifest)
+            .map_err(|source| RunDirError::Write { path, source })
+    }
+}

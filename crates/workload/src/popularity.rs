@@ -1,0 +1,143 @@
+//! Which objects robots ask for: how often they revisit one, how revisits
+//! spread over the working set, and its hot slice.
+
+use cacheoff_base::Dur;
+use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Which objects robots ask for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Popularity {
+    /// Probability that a request revisits an object requested before
+    /// (chosen by `model`); otherwise a new object is requested.
+    pub recurrence: f64,
+    /// How revisits spread over the working set.
+    #[serde(default)]
+    pub model: PopModel,
+    /// Most objects that repeat requests choose from (the most recent
+    /// ones, split evenly among workers); `None` means 4M per worker.
+    #[serde(default)]
+    pub working_set_cap: Option<u64>,
+    /// A slice of the working set that gets a share of the repeat requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_set: Option<HotSet>,
+    /// Probability that a revisit takes the smallest cachable object among
+    /// the chosen one and its four neighbours (PolyMix-4: 90%).
+    #[serde(default)]
+    pub bhr_discrimination: f64,
+    /// Sets the working-set cap to peak rate x this, when no cap is given
+    /// (PolyMix-3: 0.45 x 75% x 4 h); scaled with `--plateau`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_set_time: Option<Dur>,
+}
+
+/// How revisits choose among the working set's objects.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum PopModel {
+    /// Every object of the working set alike.
+    #[default]
+    Uniform,
+    /// Web Polygraph's zipf(α): the k-th most recently introduced object,
+    /// k = floor((n+1)^(U^α)) for a working set of n, so recent objects are
+    /// the popular ones (α = 1 gives P(k) = ln((k+1)/k) / ln(n+1)).
+    Zipf(f64),
+}
+
+impl PopModel {
+    /// The 1-based recency rank of a revisited object among `n`, from a
+    /// uniform `u` in [0, 1).
+    pub fn rank(&self, n: u64, u: f64) -> u64 {
+        match *self {
+            PopModel::Uniform => (u * n as f64) as u64 + 1,
+            PopModel::Zipf(alpha) => ((n + 1) as f64).powf(u.powf(alpha)).floor() as u64,
+        }
+        .clamp(1, n.max(1))
+    }
+}
+
+impl fmt::Display for PopModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PopModel::Uniform => f.write_str("unif"),
+            PopModel::Zipf(a) => write!(f, "zipf({a})"),
+        }
+    }
+}
+
+impl FromStr for PopModel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<PopModel, String> {
+        let s = s.trim();
+        if s == "unif" {
+            return Ok(PopModel::Uniform);
+        }
+        s.strip_prefix("zipf(")
+            .and_then(|r| r.strip_suffix(')'))
+            .and_then(|a| a.trim().parse::<f64>().ok())
+            .filter(|a| a.is_finite() && *a > 0.0)
+            .map(PopModel::Zipf)
+            .ok_or_else(|| {
+                format!("invalid popularity model {s:?}: expected \"unif\" or \"zipf(A)\" with A > 0, e.g. \"zipf(1)\"")
+            })
+    }
+}
+
+impl Serialize for PopModel {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for PopModel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// The hot set: `working_set` of the working set gets `requests` of the
+/// repeat requests; it jumps to a new place when the working set slides
+/// past it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HotSet {
+    pub working_set: f64,
+    pub requests: f64,
+}
+
+impl Default for Popularity {
+    fn default() -> Self {
+        Popularity {
+            recurrence: 0.55 / 0.8,
+            model: PopModel::Uniform,
+            working_set_cap: None,
+            hot_set: None,
+            bhr_discrimination: 0.0,
+            working_set_time: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn popularity_models_parse_and_print() {
+        assert_eq!("unif".parse::<PopModel>().unwrap(), PopModel::Uniform);
+        assert_eq!(
+            "zipf(0.8)".parse::<PopModel>().unwrap(),
+            PopModel::Zipf(0.8)
+        );
+        assert_eq!(PopModel::Zipf(0.8).to_string(), "zipf(0.8)");
+        for bad in ["zipf(0)", "zipf(-1)", "zipf", "pareto(1)"] {
+            assert!(bad.parse::<PopModel>().is_err(), "{bad}");
+        }
+        // Uniform ranks cover 1..=n evenly.
+        assert_eq!(PopModel::Uniform.rank(10, 0.0), 1);
+        assert_eq!(PopModel::Uniform.rank(10, 0.999_999), 10);
+    }
+}

@@ -1,0 +1,40 @@
+//! The reference proxy as the root scenario tests start it: in-process on
+//! 127.0.0.1:0, with its counters to compare with what the robots saw.
+#![allow(dead_code)] // each test file uses its own part
+
+use cacheoff_proxy::{Proxy, ProxyConfig, ProxyStats};
+
+/// A memory store no test run fills (a few hundred MB at most are
+/// fetched), so nothing is evicted; memory is only taken as objects are
+/// stored.
+const ROOM_FOR_EVERYTHING: u64 = 4 << 30;
+
+/// The reference proxy with room for everything, then set up by `tune`.
+pub fn start(tune: impl FnOnce(&mut ProxyConfig)) -> Proxy {
+    let mut cfg = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
+    cfg.memory = ROOM_FOR_EVERYTHING;
+    tune(&mut cfg);
+    Proxy::start(cfg).expect("start the reference proxy")
+}
+
+/// A cache that evicts nothing: every object the origin lets it keep
+/// stays until it expires.
+pub fn caching() -> Proxy {
+    start(|_| {})
+}
+
+/// Replies the proxy served from its store.
+pub fn hits(p: &Proxy) -> u64 {
+    ProxyStats::get(&p.stats().hits)
+}
+
+/// Requests the proxy sent to the origin without a stored copy.
+pub fn misses(p: &Proxy) -> u64 {
+    ProxyStats::get(&p.stats().misses)
+}
+
+/// Stale copies the origin confirmed unchanged (robots count these as
+/// misses: the origin was asked).
+pub fn revalidated(p: &Proxy) -> u64 {
+    ProxyStats::get(&p.stats().revalidated)
+}
