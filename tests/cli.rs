@@ -3,6 +3,9 @@
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+#[path = "support/wait.rs"]
+mod wait;
+
 fn cacheoff(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cacheoff"))
         .args(args)
@@ -158,7 +161,8 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
     };
 
     let child = spawn("int");
-    std::thread::sleep(Duration::from_millis(6500));
+    // Once the 5 s warm-up interval is on disk.
+    wait::wait_for_intervals(&dir.path().join("int"), 1);
     signal(child.id(), "-INT");
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -169,7 +173,7 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
     assert!(s["total"]["xacts"].as_u64().unwrap() > 400);
 
     let mut child = spawn("kill");
-    std::thread::sleep(Duration::from_millis(6500));
+    wait::wait_for_intervals(&dir.path().join("kill"), 1);
     signal(child.id(), "-KILL");
     child.wait().unwrap();
     let run = dir.path().join("kill");
@@ -183,7 +187,7 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
     let slow = dir.path().join("slow.toml");
     std::fs::write(
         &slow,
-        "peak_rate = \"50/s\"\n[robots]\ncount = 10\n[servers]\ncount = 2\n\
+        "peak_rate = \"50/s\"\ninterval = \"1s\"\n[robots]\ncount = 10\n[servers]\ncount = 2\n\
          think_time = \"const(5s)\"\n[[phases]]\nname = \"a\"\nduration = \"1min\"\n",
     )
     .unwrap();
@@ -194,7 +198,8 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2000));
+    // A second in, requests wait for their 5 s replies.
+    wait::wait_for_intervals(&dir.path().join("twice"), 1);
     signal(child.id(), "-INT");
     std::thread::sleep(Duration::from_millis(300));
     assert!(child.try_wait().unwrap().is_none(), "still draining");

@@ -51,7 +51,6 @@ fn caught_as(fault: Fault, share: f64, w: Workload, kind: &str) {
     .unwrap();
     let t = &r.summary.total;
     let name = fault.name();
-    eprintln!("DEBUG {name}: {:?} xacts {}", t.errors.by_kind, t.xacts);
     assert!(
         t.errors.by_kind.get(kind).copied().unwrap_or(0) > 0,
         "{name}: no {kind} among {:?}",

@@ -99,7 +99,7 @@ pub fn drawable(series: &[Series]) -> usize {
     series.iter().filter(|s| s.points.len() >= 2).count()
 }
 
-/// Data points of all series.
+/// Data points of all series (of a line chart).
 pub fn points(series: &[Series]) -> usize {
     series.iter().map(|s| s.points.len()).sum()
 }
@@ -159,16 +159,6 @@ where
 }
 
 impl TimeChart {
-    /// Number of data points drawn.
-    pub fn points(&self) -> usize {
-        points(&self.series)
-    }
-
-    /// Series that draw a line.
-    pub fn drawable_series(&self) -> usize {
-        drawable(&self.series)
-    }
-
     pub fn svg(&self, size: (u32, u32)) -> Result<String, ReportError> {
         let e = err(&self.title);
         svg_of(size, &e, |root| {
@@ -237,15 +227,6 @@ pub struct CdfChart {
 }
 
 impl CdfChart {
-    pub fn points(&self) -> usize {
-        points(&self.series)
-    }
-
-    /// Series that draw a line.
-    pub fn drawable_series(&self) -> usize {
-        drawable(&self.series)
-    }
-
     pub fn svg(&self, size: (u32, u32)) -> Result<String, ReportError> {
         let e = err(&self.title);
         let values = || {
@@ -394,9 +375,9 @@ mod tests {
         assert!(svg.starts_with("<svg"));
         // Axes are black; data lines and their legend marks are coloured.
         assert_eq!(coloured_lines(&svg), 2 + 2, "two lines, two legend marks");
-        assert_eq!(c.drawable_series(), 2);
+        assert_eq!(drawable(&c.series), 2);
         assert!(svg.contains(">\nwarm\n</text>") && svg.contains("replies/s"));
-        assert_eq!(c.points(), 52);
+        assert_eq!(points(&c.series), 52);
     }
 
     fn coloured_lines(svg: &str) -> usize {

@@ -159,8 +159,8 @@ pub fn write(run: &Run) -> Result<std::path::PathBuf, ReportError> {
 /// Figures for the sections' tests: real entries built from snapshots.
 #[cfg(test)]
 mod sample {
-    use cacheoff_workload::RequestType;
     use cacheoff_stats::{Accum, Entry, ErrorKind, Outcome, Snapshot, XactRecord};
+    use cacheoff_workload::RequestType;
 
     /// A span with `hits` hits of 2 ms and `misses` misses of 10 ms (1 KB
     /// objects, content type `image`), `errors` body mismatches, and every

@@ -5,7 +5,6 @@
 pub mod charts;
 pub mod compare;
 pub mod export;
-mod fold;
 pub mod html;
 
 pub use cacheoff_rundir::{Manifest, Run, RunState};

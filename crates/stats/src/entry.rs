@@ -368,7 +368,7 @@ mod tests {
     fn interval(i: u64) -> Snapshot {
         let mut s = Snapshot::default();
         for n in 0..40 + 13 * i {
-            let hit = (n + i) % 3 == 0;
+            let hit = (n + i).is_multiple_of(3);
             s.record_issue(if n % 7 == 0 { 20_000 } else { 5 });
             s.record_send(if n % 5 == 0 { 15_000 } else { 100 });
             s.record_xact(&XactRecord {
@@ -390,7 +390,7 @@ mod tests {
         for _ in 0..3 * i {
             s.record_error(ErrorKind::BacklogOverflow);
         }
-        s.record_abort(i % 2 == 0);
+        s.record_abort(i.is_multiple_of(2));
         s.counters.conns_opened += 2 + i;
         s.counters.conns_open = 5 - i;
         s

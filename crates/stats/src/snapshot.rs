@@ -1,11 +1,12 @@
-//! Per-interval counters and histograms, and their JSON view.
+//! Per-interval counters and histograms ([`Snapshot`]), their sum over a
+//! span ([`Accum`], whose [`Entry`] is the JSON view), and the span's
+//! distributions.
 //!
 //! Ownership: a worker owns its `Snapshot` exclusively and hands a copy over
 //! at each interval boundary; nothing here is shared or locked.
 
 use crate::counters::{Counters, MAX_CONTENT_TYPES};
-// `pub(crate)`: log.rs names it from here.
-pub(crate) use crate::entry::Entry;
+use crate::entry::Entry;
 use crate::kinds::{ErrorKind, Outcome};
 use cacheoff_base::RequestType;
 use hdrhistogram::Histogram;

@@ -1,10 +1,11 @@
 //! A robot's connections: opening them from the robot's own address,
 //! keeping idle ones for reuse, and the limits on both.
 
-use super::Robot;
 use crate::local::Clients;
+use cacheoff_base::rng::SimRng;
 use cacheoff_stats::ErrorKind;
-use std::net::SocketAddr;
+use std::cell::{Cell, RefCell};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tokio::net::{TcpSocket, TcpStream};
@@ -48,14 +49,35 @@ impl Conn {
     }
 }
 
-impl Robot {
+/// One robot's connection slots: drivers (tasks each holding one slot)
+/// plus idle connections never exceed the robot's `max_conns`.
+pub struct Pool {
+    /// The robot's own address.
+    ip: Ipv4Addr,
+    /// Draws each connection's reuse limit.
+    reuse_rng: RefCell<SimRng>,
+    idle: RefCell<Vec<Conn>>,
+    /// Slots held by tasks running transactions.
+    pub drivers: Cell<u32>,
+}
+
+impl Pool {
+    pub fn new(ip: Ipv4Addr, reuse_rng: SimRng) -> Pool {
+        Pool {
+            ip,
+            reuse_rng: RefCell::new(reuse_rng),
+            idle: RefCell::new(Vec::new()),
+            drivers: Cell::new(0),
+        }
+    }
+
     /// Connections open or in use.
-    pub(super) fn open(&self) -> u32 {
+    pub fn open(&self) -> u32 {
         self.drivers.get() + self.idle.borrow().len() as u32
     }
 
     /// Takes a fresh idle connection to `target`, closing stale ones.
-    pub(super) fn take_idle(&self, target: Target, keep_alive: Duration) -> Option<Conn> {
+    pub fn take_idle(&self, target: Target, keep_alive: Duration) -> Option<Conn> {
         let mut idle = self.idle.borrow_mut();
         idle.retain(|c| c.idle_since.elapsed() < keep_alive);
         let i = idle.iter().position(|c| c.target == target)?;
@@ -63,14 +85,14 @@ impl Robot {
     }
 
     /// Keeps `conn` for a later request.
-    pub(super) fn put_idle(&self, mut conn: Conn) {
+    pub fn put_idle(&self, mut conn: Conn) {
         conn.idle_since = Instant::now();
         self.idle.borrow_mut().push(conn);
     }
 
     /// Closes the connection idle longest, if any: at the connection limit
     /// with only idle connections to other servers, as a browser would.
-    pub(super) fn close_oldest_idle(&self) -> bool {
+    pub fn close_oldest_idle(&self) -> bool {
         let mut idle = self.idle.borrow_mut();
         !idle.is_empty() && {
             idle.remove(0);
@@ -79,7 +101,7 @@ impl Robot {
     }
 
     /// Opens a connection to `target` from the robot's address.
-    pub(super) async fn connect(
+    pub async fn connect(
         &self,
         clients: &Rc<Clients>,
         target: Target,
@@ -112,7 +134,7 @@ impl Robot {
         let _ = stream.set_nodelay(true);
         let limit = {
             let d = &shared.workload.robots.conn_reuse;
-            (d.sample(&mut *self.conn_rng.borrow_mut()) as u32).max(1)
+            (d.sample(&mut *self.reuse_rng.borrow_mut()) as u32).max(1)
         };
         clients.local.stats.borrow_mut().counters.conns_opened += 1;
         clients.open_conns.set(clients.open_conns.get() + 1);

@@ -4,7 +4,6 @@
 
 use super::conns::{Conn, HEAD_CHUNK};
 use super::verdict::{self, Ask};
-use super::Due;
 use crate::local::{Clients, IO_BUF};
 use crate::shared::unix_now;
 use cacheoff_base::RequestType;
@@ -15,9 +14,21 @@ use cacheoff_http::request::{write_request, RequestSpec};
 use cacheoff_http::response::parse_response_within;
 use cacheoff_http::{Framing, HttpError, ResponseHead};
 use cacheoff_stats::{ErrorKind, Outcome};
+use cacheoff_workload::Planned;
 use std::io;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A planned request, due at `intended`.
+pub struct Due {
+    pub plan: Planned,
+    pub intended: Instant,
+}
+
+/// Microseconds from `from` to `to` (0 if `to` is earlier).
+pub fn us_since(from: Instant, to: Instant) -> u64 {
+    to.saturating_duration_since(from).as_micros() as u64
+}
 
 /// A successful transaction.
 pub struct Reply {
@@ -114,7 +125,7 @@ pub async fn exchange(
         .local
         .stats
         .borrow_mut()
-        .record_send(super::us_since(due.intended, sent));
+        .record_send(us_since(due.intended, sent));
     let deadline = tokio::time::Instant::from_std(sent + w.timeouts.xact.0);
     let ask = Ask {
         xact,

@@ -14,26 +14,22 @@ mod pacer;
 mod verdict;
 
 use crate::local::Clients;
-use cacheoff_base::rng::{stream, SimRng, Stream};
+use cacheoff_base::rng::{stream, Stream};
 use cacheoff_base::RequestType;
 use cacheoff_stats::{ErrorKind, Outcome, XactRecord};
 use cacheoff_workload::Planned;
-use conns::{Conn, Target};
-use exchange::{Reply, Unsuccessful};
-use std::cell::{Cell, RefCell};
+use conns::{Conn, Pool, Target};
+use exchange::{us_since, Due, Reply, Unsuccessful};
+use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::net::Ipv4Addr;
 use std::rc::Rc;
 use std::time::Instant;
 
 pub struct Robot {
     /// Index into this worker's plan's robots.
     idx: usize,
-    ip: Ipv4Addr,
-    /// Connection reuse limits.
-    conn_rng: RefCell<SimRng>,
-    idle: RefCell<Vec<Conn>>,
-    drivers: Cell<u32>,
+    conns: Pool,
+    /// Due requests waiting for a connection slot.
     backlog: RefCell<VecDeque<Due>>,
 }
 
@@ -43,23 +39,13 @@ impl Robot {
         let shared = clients.shared();
         Robot {
             idx,
-            ip: shared.robot_ip(id),
-            conn_rng: RefCell::new(stream(shared.workload.seed, Stream::Conns(id))),
-            idle: RefCell::new(Vec::new()),
-            drivers: Cell::new(0),
+            conns: Pool::new(
+                shared.robot_ip(id),
+                stream(shared.workload.seed, Stream::Conns(id)),
+            ),
             backlog: RefCell::new(VecDeque::new()),
         }
     }
-}
-
-/// A planned request, due at `intended`.
-pub struct Due {
-    pub plan: Planned,
-    pub intended: Instant,
-}
-
-fn us_since(from: Instant, to: Instant) -> u64 {
-    to.saturating_duration_since(from).as_micros() as u64
 }
 
 /// Starts every robot of this worker: open-loop from the plan, or
@@ -113,7 +99,7 @@ async fn closed_loop(clients: Rc<Clients>, robot: Rc<Robot>) {
     let shared = clients.local.shared.clone();
     let total_s = shared.timeline.schedule().total_s();
     tokio::time::sleep_until(tokio::time::Instant::from_std(shared.start)).await;
-    robot.drivers.set(robot.drivers.get() + 1);
+    robot.conns.drivers.set(robot.conns.drivers.get() + 1);
     let mut conn = None;
     while !clients.stopping.get() && shared.schedule_s_at(Instant::now()) < total_s {
         let due = plan(&clients, &robot, Instant::now());
@@ -121,7 +107,7 @@ async fn closed_loop(clients: Rc<Clients>, robot: Rc<Robot>) {
         conn = run_one(&clients, &robot, conn, due).await;
         clients.xact_done();
     }
-    robot.drivers.set(robot.drivers.get() - 1);
+    robot.conns.drivers.set(robot.conns.drivers.get() - 1);
 }
 
 fn target_of(clients: &Clients, due: &Due) -> Target {
@@ -136,14 +122,14 @@ fn target_of(clients: &Clients, due: &Due) -> Target {
 /// backlog.
 fn dispatch(clients: &Rc<Clients>, robot: &Rc<Robot>, due: Due) {
     let w = &clients.shared().workload;
-    let conn = robot.take_idle(target_of(clients, &due), w.timeouts.keep_alive.0);
+    let conn = robot.conns.take_idle(target_of(clients, &due), w.timeouts.keep_alive.0);
     let can_start =
-        conn.is_some() || robot.open() < w.robots.max_conns || robot.close_oldest_idle();
+        conn.is_some() || robot.conns.open() < w.robots.max_conns || robot.conns.close_oldest_idle();
     if can_start {
         clients.xact_begun();
         // Counted now, not when the task first runs: requests due in the
         // same tick must see this slot taken.
-        robot.drivers.set(robot.drivers.get() + 1);
+        robot.conns.drivers.set(robot.conns.drivers.get() + 1);
         tokio::task::spawn_local(drive(clients.clone(), robot.clone(), conn, due));
     } else if robot.backlog.borrow().len() < w.robots.backlog as usize {
         robot.backlog.borrow_mut().push_back(due);
@@ -171,9 +157,9 @@ async fn drive(clients: Rc<Clients>, robot: Rc<Robot>, conn: Option<Conn>, first
         next = queued;
     }
     if let Some(c) = conn {
-        robot.put_idle(c);
+        robot.conns.put_idle(c);
     }
-    robot.drivers.set(robot.drivers.get() - 1);
+    robot.conns.drivers.set(robot.conns.drivers.get() - 1);
 }
 
 /// A connection to the request's target: `conn` if it goes there, else a
@@ -183,9 +169,9 @@ fn conn_for(clients: &Clients, robot: &Robot, conn: Option<Conn>, target: Target
         Some(c) if c.target == target => Some(c),
         other => {
             let keep_alive = clients.shared().workload.timeouts.keep_alive.0;
-            let m = robot.take_idle(target, keep_alive)?;
+            let m = robot.conns.take_idle(target, keep_alive)?;
             if let Some(o) = other {
-                robot.put_idle(o);
+                robot.conns.put_idle(o);
             }
             Some(m)
         }
@@ -203,7 +189,7 @@ async fn run_one(
     let target = target_of(clients, &due);
     let (reused, mut conn) = match conn_for(clients, robot, conn, target) {
         Some(c) => (true, c),
-        None => match robot.connect(clients, target).await {
+        None => match robot.conns.connect(clients, target).await {
             Ok(c) => (false, c),
             Err(kind) => {
                 clients.error(kind);
@@ -216,7 +202,7 @@ async fn run_one(
         // A reused connection the peer had already closed: retry once on a
         // fresh one, as browsers do for idempotent requests.
         drop(conn);
-        conn = match robot.connect(clients, target).await {
+        conn = match robot.conns.connect(clients, target).await {
             Ok(c) => c,
             Err(kind) => {
                 clients.error(kind);

@@ -24,31 +24,33 @@ pub fn verdicts(run: &Run, e: &Entry) -> Vec<(&'static str, Verdict)> {
     rules(e, run.manifest.proxy.is_some())
 }
 
+/// Passes `figure` saying what is `allowed`, or fails it saying what
+/// `disqualifies`.
+fn judge(ok: bool, figure: String, allowed: String, disqualifies: String) -> Verdict {
+    if ok {
+        Verdict::Pass(format!("{figure} ({allowed})"))
+    } else {
+        Verdict::Fail(format!("{figure}: {disqualifies}"))
+    }
+}
+
 /// The rules for a run with or without a proxy under test.
 fn rules(e: &Entry, proxied: bool) -> Vec<(&'static str, Verdict)> {
-    let errors = if e.errors.percent > MAX_ERROR_PERCENT {
-        Verdict::Fail(format!(
-            "{} errors: more than {MAX_ERROR_PERCENT}% disqualifies",
-            pct(e.errors.percent)
-        ))
+    let errors = judge(
+        e.errors.percent <= MAX_ERROR_PERCENT,
+        format!("{} errors", pct(e.errors.percent)),
+        format!("at most {MAX_ERROR_PERCENT}% allowed"),
+        format!("more than {MAX_ERROR_PERCENT}% disqualifies"),
+    );
+    let dhr = if proxied {
+        judge(
+            e.dhr.measured >= MIN_DHR_PERCENT,
+            format!("document hit ratio {}", pct(e.dhr.measured)),
+            format!("at least {MIN_DHR_PERCENT}% needed"),
+            format!("below {MIN_DHR_PERCENT}% disqualifies"),
+        )
     } else {
-        Verdict::Pass(format!(
-            "{} errors (at most {MAX_ERROR_PERCENT}% allowed)",
-            pct(e.errors.percent)
-        ))
-    };
-    let dhr = if !proxied {
         Verdict::NotApplicable("no proxy under test".into())
-    } else if e.dhr.measured < MIN_DHR_PERCENT {
-        Verdict::Fail(format!(
-            "document hit ratio {}: below {MIN_DHR_PERCENT}% disqualifies",
-            pct(e.dhr.measured)
-        ))
-    } else {
-        Verdict::Pass(format!(
-            "document hit ratio {} (at least {MIN_DHR_PERCENT}% needed)",
-            pct(e.dhr.measured)
-        ))
     };
     vec![("errors", errors), ("hit ratio", dhr)]
 }
@@ -255,6 +257,28 @@ mod tests {
         let e = sample::entry("x", 1, 99, 3);
         assert!(matches!(rules(&e, true)[0].1, Verdict::Pass(_)), "2.9%");
         let e = sample::entry("x", 1, 99, 4);
-        assert!(matches!(rules(&e, true)[0].1, Verdict::Fail(_)), "3.8%");
+        let r = rules(&e, true);
+        assert_eq!(
+            r[0].1,
+            Verdict::Fail("3.8% errors: more than 3% disqualifies".into())
+        );
+        assert_eq!(
+            r[1].1,
+            Verdict::Fail("document hit ratio 1.0%: below 25% disqualifies".into())
+        );
+        let e = sample::entry("x", 30, 10, 0);
+        assert_eq!(
+            rules(&e, true),
+            [
+                (
+                    "errors",
+                    Verdict::Pass("0.0% errors (at most 3% allowed)".into())
+                ),
+                (
+                    "hit ratio",
+                    Verdict::Pass("document hit ratio 75.0% (at least 25% needed)".into())
+                )
+            ]
+        );
     }
 }

@@ -2,8 +2,8 @@
 //! send, phases, content types, request types and errors.
 
 use super::{esc, ms, pct};
-use cacheoff_workload::RequestType;
 use cacheoff_stats::{Entry, ErrorKind, Latency};
+use cacheoff_workload::RequestType;
 use std::fmt::Write;
 
 /// Mean, p50 and p99 cells, or dashes when there were no replies.
