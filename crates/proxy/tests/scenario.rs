@@ -490,6 +490,76 @@ fn chunked_origin_replies_are_stored_and_served_with_a_length() {
     );
 }
 
+/// Sends a GET that closes the connection; returns the reply head and
+/// its body, decoded from whatever framing the proxy chose.
+fn get_raw(t: &Setup, path: &str) -> (cacheoff_http::ResponseHead, Vec<u8>) {
+    let req = format!(
+        "GET http://{}{path} HTTP/1.1\r\nConnection: close\r\n\r\n",
+        t.origin.addr
+    );
+    let mut s = TcpStream::connect(t.proxy.addr()).unwrap();
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let h = parse_response(&raw, false, true).unwrap().unwrap();
+    let rest = &raw[h.head_len..];
+    let body = match h.framing {
+        Framing::Chunked => {
+            let mut d = cacheoff_http::chunked::ChunkedDecoder::default();
+            let mut body = Vec::new();
+            let used = d.decode(rest, |p| body.extend_from_slice(p)).unwrap();
+            assert!(d.is_done() && used == rest.len(), "{path}: chunked body");
+            body
+        }
+        Framing::Length(n) => {
+            assert_eq!(n as usize, rest.len());
+            rest.to_vec()
+        }
+        Framing::UntilClose => rest.to_vec(),
+        Framing::Empty => Vec::new(),
+    };
+    (h, body)
+}
+
+#[test]
+fn reply_framing_applies_to_misses_and_hits() {
+    use cacheoff_proxy::ReplyFraming;
+    for (setting, framing) in [
+        (ReplyFraming::Chunked, Framing::Chunked),
+        (ReplyFraming::Close, Framing::UntilClose),
+    ] {
+        let t = Setup::new(|c| c.reply_framing = setting);
+        // One origin reply with a length, one chunked.
+        for p in ["/max-age/60", "/chunked"] {
+            let (miss, miss_body) = get_raw(&t, p);
+            let (hit, hit_body) = get_raw(&t, p);
+            for (h, want) in [(&miss, "MISS"), (&hit, "HIT")] {
+                assert_eq!(h.framing, framing, "{setting:?} {p} {want}");
+                let x_cache = h.headers.iter().find(|(n, _)| n == "X-Cache").unwrap();
+                assert_eq!(x_cache.1, want.as_bytes(), "{setting:?} {p}");
+            }
+            assert!(miss_body.starts_with(p.as_bytes()), "{setting:?} {p}");
+            assert_eq!(hit_body, miss_body, "{setting:?} {p}");
+            assert_eq!(t.origin.fetches(p), 1);
+        }
+    }
+}
+
+#[test]
+fn a_proxy_without_a_store_forwards_every_request() {
+    let t = Setup::new(|c| c.memory = 0);
+    let p = "/max-age/60";
+    for _ in 0..3 {
+        assert_eq!(t.get(p).x_cache(), "MISS");
+    }
+    assert_eq!(t.origin.fetches(p), 3);
+    let s = t.proxy.stats();
+    assert_eq!(
+        (ProxyStats::get(&s.misses), ProxyStats::get(&s.hits)),
+        (3, 0)
+    );
+}
+
 #[test]
 fn reverse_proxy_sends_every_request_to_its_origin() {
     let t = Setup::new(|_| {});

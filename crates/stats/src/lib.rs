@@ -1,13 +1,18 @@
-//! Statistics in fixed memory and the on-disk run log.
+//! Statistics in fixed memory, and every figure derived from them.
 //!
 //! - [`ErrorKind`] and [`Outcome`]: the closed sets that are counted, each
 //!   with a stable name and a one-line description (docs and reports reuse
 //!   them).
+//! - [`Counter`], [`Counters`], [`Counts`]: the counter table
+//!   (`counters.rs`), each counter named and described once.
 //! - [`Snapshot`]: counters and latency histograms of one worker for one
 //!   interval; snapshots add, so workers merge into intervals, intervals into
 //!   phases and the total ([`Accum`]).
-//! - [`Entry`]: the JSON view of an accumulated snapshot, the unit of
-//!   `intervals.jsonl` and `summary.json` ([`log`]).
+//! - [`Entry`]: the JSON view of a span (the unit of the run directory's
+//!   files); `Entry::new` and `Entry::fold` derive every figure in one
+//!   place.
+//! - [`IntervalStats`] and [`RunStats`]: what the run-time hands over,
+//!   before any file format.
 
 mod counters;
 mod entry;
