@@ -40,10 +40,15 @@ fn the_dependency_graph_in_the_docs_is_the_workspace_s() {
     let mut actual: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     actual.insert("cacheoff".into(), path_deps(&read("Cargo.toml")));
     for c in crate_dirs() {
-        actual.insert(c.clone(), path_deps(&read(format!("crates/{c}/Cargo.toml"))));
+        actual.insert(
+            c.clone(),
+            path_deps(&read(format!("crates/{c}/Cargo.toml"))),
+        );
     }
-    let mut drawn: BTreeMap<String, BTreeSet<String>> =
-        actual.keys().map(|k| (k.clone(), BTreeSet::new())).collect();
+    let mut drawn: BTreeMap<String, BTreeSet<String>> = actual
+        .keys()
+        .map(|k| (k.clone(), BTreeSet::new()))
+        .collect();
     for line in read("docs/deps.dot").lines() {
         let Some((from, to)) = line.split_once("->") else {
             continue;
@@ -84,7 +89,10 @@ fn no_library_source_file_is_longer_than_600_lines_before_its_tests() {
     let mut files = Vec::new();
     rust_files(&Path::new(ROOT).join("src"), &mut files);
     for c in crate_dirs() {
-        rust_files(&Path::new(ROOT).join("crates").join(c).join("src"), &mut files);
+        rust_files(
+            &Path::new(ROOT).join("crates").join(c).join("src"),
+            &mut files,
+        );
     }
     let long: Vec<String> = files
         .iter()

@@ -203,7 +203,10 @@ fn report_and_compare_pages_render_cleanly_in_chromium() {
     assert_eq!(check("report.html", &r), 10);
     screenshot(&report, &proxied.join("report.png"), 7000);
 
-    let runs = [cacheoff_rundir::RunDir::open(&proxied).unwrap(), cacheoff_rundir::RunDir::open(&direct).unwrap()];
+    let runs = [
+        cacheoff_rundir::RunDir::open(&proxied).unwrap(),
+        cacheoff_rundir::RunDir::open(&direct).unwrap(),
+    ];
     let rows = compare::rows(&runs, &Products::default(), Some(&runs[1])).unwrap();
     let page = out.join("cacheoff.html");
     std::fs::write(&page, compare::html(&rows).unwrap()).unwrap();

@@ -2,10 +2,10 @@
 //! in-process on port 0, asserting on counters and the run directory.
 
 use cacheoff::run_cmd::{run_in, RunResult};
-use cacheoff_rundir::RunDir;
 use cacheoff_agent::StopHandle;
 use cacheoff_base::{Dur, Rate};
 use cacheoff_proxy::{Fault, Faults, ReplyFraming};
+use cacheoff_rundir::RunDir;
 use cacheoff_workload::{load, Dist, Overrides, Quantity, Workload};
 use std::net::SocketAddr;
 use std::sync::{Condvar, Mutex};

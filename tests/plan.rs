@@ -25,7 +25,8 @@ fn workload() -> Workload {
     w.robots.count = 60;
     w.robots.per_host = None;
     w.servers.count = 8;
-    w.servers.think_time = cacheoff_workload::Dist::parse(cacheoff_workload::Quantity::Time, "0s").unwrap();
+    w.servers.think_time =
+        cacheoff_workload::Dist::parse(cacheoff_workload::Quantity::Time, "0s").unwrap();
     w.seed = 4242;
     w.check_runnable().unwrap();
     w

@@ -147,7 +147,10 @@ fn a_killed_run_renders_from_its_intervals_and_exports_match_the_schemas() {
     assert_eq!(k.state(), RunState::NoSummary);
     assert_eq!(
         k.intervals.len(),
-        cacheoff_rundir::RunDir::open(dir.path()).unwrap().intervals.len()
+        cacheoff_rundir::RunDir::open(dir.path())
+            .unwrap()
+            .intervals
+            .len()
     );
     // Counts folded from the intervals equal the summary's, and so does
     // every figure derived from them (percentiles are upper bounds).
@@ -193,7 +196,13 @@ fn a_killed_run_renders_from_its_intervals_and_exports_match_the_schemas() {
     )
     .unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    for (name, run) in [("complete", cacheoff_rundir::RunDir::open(dir.path()).unwrap()), ("killed", k)] {
+    for (name, run) in [
+        (
+            "complete",
+            cacheoff_rundir::RunDir::open(dir.path()).unwrap(),
+        ),
+        ("killed", k),
+    ] {
         let doc: serde_json::Value = serde_json::from_str(&export::json(&run)).unwrap();
         let errors: Vec<String> = validator
             .iter_errors(&doc)
@@ -302,7 +311,10 @@ fn compare_builds_the_executive_summary() {
     )
     .unwrap();
     let products = Products::load(&products_path).unwrap();
-    let runs = [cacheoff_rundir::RunDir::open(&proxied).unwrap(), cacheoff_rundir::RunDir::open(&direct).unwrap()];
+    let runs = [
+        cacheoff_rundir::RunDir::open(&proxied).unwrap(),
+        cacheoff_rundir::RunDir::open(&direct).unwrap(),
+    ];
     let baseline = cacheoff_rundir::RunDir::open(&direct).unwrap();
     let rows = compare::rows(&runs, &products, Some(&baseline)).unwrap();
     assert_eq!(rows.len(), 2);

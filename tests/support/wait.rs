@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 pub fn wait_until(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
     let t = Instant::now();
     while !ready() {
-        assert!(t.elapsed() < limit, "gave up waiting for {what} after {limit:?}");
+        assert!(
+            t.elapsed() < limit,
+            "gave up waiting for {what} after {limit:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }

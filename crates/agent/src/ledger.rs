@@ -185,18 +185,12 @@ mod tests {
         l.finished(7, x(1), at(0), None);
         l.post_sent(7, x(2), at(500));
         l.finished(7, x(2), at(510), Some(true));
-        assert!(
-            !l.is_false_hit(7, x(1), at(600), x(3)),
-            "inside the fence"
-        );
+        assert!(!l.is_false_hit(7, x(1), at(600), x(3)), "inside the fence");
 
         l.finished(8, x(4), at(0), None);
         l.post_sent(8, x(5), at(3000));
         l.finished(8, x(5), at(3010), Some(false));
-        assert!(
-            !l.is_false_hit(8, x(4), at(3100), x(6)),
-            "the POST failed"
-        );
+        assert!(!l.is_false_hit(8, x(4), at(3100), x(6)), "the POST failed");
     }
 
     #[test]

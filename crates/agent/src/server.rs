@@ -121,10 +121,12 @@ async fn connection(
         let send_body = head.method != Method::Head && !not_modified;
         let body_len = if send_body { info.size } else { 0 };
         let shared = &ctx.shared;
-        if head
-            .xact
-            .is_some_and(|x| shared.workload.aborts.server_aborts(shared.abort_key, x.get()))
-        {
+        if head.xact.is_some_and(|x| {
+            shared
+                .workload
+                .aborts
+                .server_aborts(shared.abort_key, x.get())
+        }) {
             // Abort on purpose: half the reply, then close.
             let half = (out.len() as u64 + body_len) / 2;
             let _ = write_range(&mut s, &out, info.body_seed, body_len, 0, half).await;
@@ -208,11 +210,7 @@ async fn write_paced(
 }
 
 /// Maps the URL path to its object, which must live on this server.
-fn object_of(
-    ctx: &Local,
-    head: &RequestHead,
-    idx: u32,
-) -> Option<cacheoff_workload::ObjectInfo> {
+fn object_of(ctx: &Local, head: &RequestHead, idx: u32) -> Option<cacheoff_workload::ObjectInfo> {
     let info = ctx.shared.objects.parse_path(head.path())?;
     (info.server == idx).then_some(info)
 }

@@ -117,14 +117,7 @@ async fn drain(clients: &Clients) {
     }
 }
 
-fn send(
-    clients: &Clients,
-    to: &Sender<WorkerMsg>,
-    index: u32,
-    end_s: f64,
-    open: u64,
-    last: bool,
-) {
+fn send(clients: &Clients, to: &Sender<WorkerMsg>, index: u32, end_s: f64, open: u64, last: bool) {
     let snap = {
         let mut s = clients.local.stats.borrow_mut();
         s.counters.conns_open = open;

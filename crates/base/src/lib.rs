@@ -11,8 +11,8 @@
 //!   is one (a workload fact that robots, stats and reports share).
 
 pub mod clock;
-mod ids;
 mod closed_set;
+mod ids;
 mod request_type;
 pub mod rng;
 pub mod units;

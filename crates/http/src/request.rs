@@ -1,8 +1,8 @@
 //! Requests: written by robots, parsed by origin servers and proxies.
 
-use cacheoff_base::XactId;
 use crate::echo::{parse_hex, write_hex16, XACT_HEADER};
 use crate::{has_token, parse_u64, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
+use cacheoff_base::XactId;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Method {

@@ -49,21 +49,15 @@ pub(crate) async fn relay(
     let mut done = Done {
         code,
         status: plan.status,
-        bytes: 0,
+        bytes: client.written,
         peer: reply.peer,
         content_type: std::mem::take(&mut plan.content_type),
         keep_alive: false,
     };
-    let Some(stored_body) = pumped else {
-        done.bytes = client.written;
+    let Some(Pumped { stored, tail }) = pumped else {
         return done;
     };
-    if plan.client_head.is_some() && plan.framing == BodyFraming::Chunked {
-        client.write(s, LAST_CHUNK).await;
-    }
-    done.bytes = client.written;
-    done.keep_alive = plan.keep_alive && !client.failed;
-    let object = stored_body.map(|body| {
+    let object = stored.map(|body| {
         let timing = Timing {
             first_byte: reply.first_byte.saturating_duration_since(t0),
             transfer: reply.last_byte.saturating_duration_since(reply.first_byte),
@@ -71,7 +65,12 @@ pub(crate) async fn relay(
         };
         Arc::new(plan.object(&t.url, Bytes::from(body), Some(timing)))
     });
+    // Filed before the client has its last byte, so a client that got
+    // the reply whole finds the object stored.
     file(sh, x.pool, reply, leader, object.clone());
+    client.write(s, &tail).await;
+    done.bytes = client.written;
+    done.keep_alive = plan.keep_alive && !client.failed;
     if plan.client_304 {
         // Built from the fetched reply, stored or not.
         let o = object.unwrap_or_else(|| Arc::new(plan.object(&t.url, Bytes::new(), None)));
@@ -258,29 +257,39 @@ impl Keep {
     }
 }
 
+/// A body that arrived whole.
+struct Pumped {
+    /// The body for the store, if it is still wanted.
+    stored: Option<Vec<u8>>,
+    /// The client's last bytes, held back until the object is filed.
+    tail: Vec<u8>,
+}
+
 /// Moves the body from the origin to the client (framed as planned) and
-/// to the store, piece by piece. Decides when to stop: at the end of the
-/// body, on an origin error, or once neither the client nor the store
-/// wants more. `None` when the body was cut off (nothing is stored);
-/// else the body for the store, if it is still wanted.
+/// to the store, piece by piece, all but the last piece. Decides when to
+/// stop: at the end of the body, on an origin error, or once neither the
+/// client nor the store wants more; `None` when the body was cut off
+/// (then nothing is stored).
 async fn pump(
     s: &mut TcpStream,
     reply: &mut OriginReply,
     plan: &Plan,
     client: &mut Client,
     sh: &Shared,
-) -> Option<Option<Vec<u8>>> {
+) -> Option<Pumped> {
     let mut keep = Keep {
         body: plan.may_store.then(Vec::new),
         max: sh.cfg.max_object,
     };
     let streaming = plan.client_head.is_some();
+    let chunked = streaming && plan.framing == BodyFraming::Chunked;
+    let mut tail = Vec::new();
     let mut piece = Vec::with_capacity(64 * 1024);
     loop {
         piece.clear();
         match reply.next(&mut piece).await {
             Ok(true) => {}
-            Ok(false) => return Some(keep.body),
+            Ok(false) => break,
             Err(_) => {
                 sh.stats.origin_errors.fetch_add(1, Ordering::Relaxed);
                 // The client sees a cut-off reply, as from the origin.
@@ -288,20 +297,36 @@ async fn pump(
             }
         }
         keep.push(&piece);
-        if streaming && !client.failed && !piece.is_empty() {
-            if plan.framing == BodyFraming::Chunked {
-                let mut c = Vec::with_capacity(piece.len() + 16);
-                write_chunk(&mut c, &piece);
-                client.write(s, &c).await;
-            } else {
-                client.write(s, &piece).await;
-            }
-            // Nobody is reading and nobody will use it: stop fetching.
-            if client.failed && keep.body.is_none() {
-                return None;
-            }
+        if !streaming || client.failed || piece.is_empty() {
+            continue;
+        }
+        let framed = if chunked {
+            let mut c = Vec::with_capacity(piece.len() + 16);
+            write_chunk(&mut c, &piece);
+            c
+        } else {
+            std::mem::replace(&mut piece, Vec::with_capacity(64 * 1024))
+        };
+        if reply.is_complete() {
+            tail = framed;
+            break;
+        }
+        client.write(s, &framed).await;
+        // Nobody is reading and nobody will use it: stop fetching.
+        if client.failed && keep.body.is_none() {
+            return None;
+        }
+        if !chunked {
+            piece = framed;
         }
     }
+    if chunked {
+        tail.extend_from_slice(LAST_CHUNK);
+    }
+    Some(Pumped {
+        stored: keep.body,
+        tail,
+    })
 }
 
 /// Files a finished fetch: its origin connection back to the pool, the

@@ -298,6 +298,11 @@ pub fn length_of(head: &ResponseHead) -> Option<u64> {
 }
 
 impl OriginReply {
+    /// Whether the whole body has been read.
+    pub fn is_complete(&self) -> bool {
+        self.done
+    }
+
     /// Appends the next piece of the body to `out`; false once complete.
     pub async fn next(&mut self, out: &mut Vec<u8>) -> Result<bool, FetchError> {
         loop {

@@ -52,7 +52,9 @@ pub const SUMMARY_FORMAT: &str = "cacheoff-summary";
 /// The phase headline figures come from (an index into `phases`): the
 /// last phase the workload marks measured that the run reached.
 pub fn measured_phase(phases: &[Phase], reached: impl Fn(usize) -> bool) -> Option<usize> {
-    (0..phases.len()).rev().find(|&i| phases[i].measured && reached(i))
+    (0..phases.len())
+        .rev()
+        .find(|&i| phases[i].measured && reached(i))
 }
 
 /// Names the records need: phases in schedule order and content types.

@@ -20,8 +20,8 @@ mod kinds;
 mod snapshot;
 mod span;
 
-pub use kinds::{ErrorKind, Outcome};
-pub use span::{IntervalStats, RunStats};
 pub use counters::{Counter, Counters, Counts, TypeCount, MAX_CONTENT_TYPES};
 pub use entry::{Entry, Latency, LatencySet, Ratio};
+pub use kinds::{ErrorKind, Outcome};
 pub use snapshot::{Accum, Cdf, CdfSet, Distributions, Snapshot, XactRecord};
+pub use span::{IntervalStats, RunStats};

@@ -14,10 +14,10 @@
 //! from a seed the page carries, so their choices do not depend on when
 //! the page arrived.
 
-use crate::{Arrivals, Workload};
-use crate::{embedded_oid, ObjectInfo, ObjectSpace};
-use crate::{Factors, Schedule};
 use crate::world::World;
+use crate::{embedded_oid, ObjectInfo, ObjectSpace};
+use crate::{Arrivals, Workload};
+use crate::{Factors, Schedule};
 use cacheoff_base::rng::{mix2, seeded, stream, Rng, RngCore, SimRng, Stream};
 use cacheoff_base::RequestType;
 use std::cmp::Reverse;
@@ -154,9 +154,10 @@ impl Plan {
         let worlds = (0..n_hosts)
             .map(|h| {
                 // The cap is divided among hosts and workers by robot count.
-                let cap = w.popularity.working_set_cap.map(|c| {
-                    c * u64::from(host_robots[h as usize]) / u64::from(w.robots.count)
-                });
+                let cap = w
+                    .popularity
+                    .working_set_cap
+                    .map(|c| c * u64::from(host_robots[h as usize]) / u64::from(w.robots.count));
                 World::new(h * workers + worker, cap)
             })
             .collect();

@@ -145,8 +145,8 @@ impl World {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cacheoff_base::rng::{stream, Stream};
     use crate::{load, HotSet, ObjectSpace, Overrides, PopModel};
+    use cacheoff_base::rng::{stream, Stream};
 
     fn pop(hot_set: Option<HotSet>, bhr_discrimination: f64) -> Popularity {
         Popularity {

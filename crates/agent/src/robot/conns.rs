@@ -101,11 +101,7 @@ impl Pool {
     }
 
     /// Opens a connection to `target` from the robot's address.
-    pub async fn connect(
-        &self,
-        clients: &Rc<Clients>,
-        target: Target,
-    ) -> Result<Conn, ErrorKind> {
+    pub async fn connect(&self, clients: &Rc<Clients>, target: Target) -> Result<Conn, ErrorKind> {
         let shared = clients.shared();
         let addr: SocketAddr = match target {
             Target::Proxy => shared.proxy.expect("proxy target only with a proxy"),

@@ -47,7 +47,9 @@ pub struct Reply {
 pub enum Unsuccessful {
     Error(ErrorKind),
     /// Aborted on purpose, by the robot or by the server.
-    Aborted { by_server: bool },
+    Aborted {
+        by_server: bool,
+    },
     /// The connection was closed before any response byte arrived.
     StaleConn,
 }
@@ -119,7 +121,10 @@ pub async fn exchange(
     cacheoff_http::body::append(&mut conn.buf, xact.get(), 0, p.post_len);
     let sent = Instant::now();
     if rtype == RequestType::Post {
-        clients.ledger.borrow_mut().post_sent(p.info.oid, xact, sent);
+        clients
+            .ledger
+            .borrow_mut()
+            .post_sent(p.info.oid, xact, sent);
     }
     clients
         .local

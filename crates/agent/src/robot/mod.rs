@@ -122,9 +122,12 @@ fn target_of(clients: &Clients, due: &Due) -> Target {
 /// backlog.
 fn dispatch(clients: &Rc<Clients>, robot: &Rc<Robot>, due: Due) {
     let w = &clients.shared().workload;
-    let conn = robot.conns.take_idle(target_of(clients, &due), w.timeouts.keep_alive.0);
-    let can_start =
-        conn.is_some() || robot.conns.open() < w.robots.max_conns || robot.conns.close_oldest_idle();
+    let conn = robot
+        .conns
+        .take_idle(target_of(clients, &due), w.timeouts.keep_alive.0);
+    let can_start = conn.is_some()
+        || robot.conns.open() < w.robots.max_conns
+        || robot.conns.close_oldest_idle();
     if can_start {
         clients.xact_begun();
         // Counted now, not when the task first runs: requests due in the
@@ -146,8 +149,13 @@ async fn drive(clients: Rc<Clients>, robot: Rc<Robot>, conn: Option<Conn>, first
     while let Some(due) = next.take() {
         conn = run_one(&clients, &robot, conn, due).await;
         // Waiting requests are planned ones: they are sent while the run
-        // drains too, so the same plan gives the same transactions.
-        let queued = robot.backlog.borrow_mut().pop_front();
+        // drains too (the same plan gives the same transactions), unless
+        // it was interrupted.
+        let queued = if clients.stopping.get() {
+            None
+        } else {
+            robot.backlog.borrow_mut().pop_front()
+        };
         if queued.is_some() {
             // Count the next one before releasing this one, so a drain
             // never sees zero while work remains.
@@ -213,7 +221,7 @@ async fn run_one(
     }
     let page_arrived = page_arrived(&result);
     let conn = finish(clients, conn, &due, result);
-    if page_arrived && due.plan.info.embeds > 0 {
+    if page_arrived && due.plan.info.embeds > 0 && !clients.stopping.get() {
         fetch_embedded(clients, robot, &due);
     }
     conn
@@ -227,7 +235,7 @@ fn page_arrived(r: &Result<Reply, Unsuccessful>) -> bool {
 }
 
 /// The page's embedded objects, due now. A page that arrives while the
-/// run drains still brings them: they belong to the plan.
+/// run drains at its end still brings them: they belong to the plan.
 fn fetch_embedded(clients: &Rc<Clients>, robot: &Rc<Robot>, page: &Due) {
     let now = Instant::now();
     let sched_s = clients.shared().schedule_s_at(now);
@@ -237,7 +245,14 @@ fn fetch_embedded(clients: &Rc<Clients>, robot: &Rc<Robot>, page: &Due) {
         .embedded(robot.idx, &page.plan, sched_s)
         .collect();
     for plan in embedded {
-        dispatch(clients, robot, Due { plan, intended: now });
+        dispatch(
+            clients,
+            robot,
+            Due {
+                plan,
+                intended: now,
+            },
+        );
     }
 }
 

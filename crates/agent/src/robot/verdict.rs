@@ -146,7 +146,10 @@ pub fn reply(
     let older = matches!((head.last_modified, ask.lm_at_send), (Some(got), Some(cur)) if got < cur);
     // A copy that had expired a whole second before the request (Expires
     // has one-second resolution) was not revalidated.
-    let expired = hit && head.expires.is_some_and(|e| (e + 1) as f64 <= ask.sent_unix);
+    let expired = hit
+        && head
+            .expires
+            .is_some_and(|e| (e + 1) as f64 <= ask.sent_unix);
     if head.status == 200 && (older || expired) {
         return Err(ErrorKind::StaleContent);
     }
@@ -206,7 +209,10 @@ mod tests {
     #[test]
     fn own_echo_is_a_miss_another_a_hit_none_foreign() {
         let basic = ask(RequestType::Basic);
-        assert_eq!(judge(&reply_head(200, 7, &lm(T)), &basic), Ok(Outcome::Miss));
+        assert_eq!(
+            judge(&reply_head(200, 7, &lm(T)), &basic),
+            Ok(Outcome::Miss)
+        );
         assert_eq!(judge(&reply_head(200, 5, &lm(T)), &basic), Ok(Outcome::Hit));
         assert_eq!(
             judge(&reply_head(200, 0, &lm(T)), &basic),

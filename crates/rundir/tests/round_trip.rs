@@ -1,0 +1,159 @@
+//! A run directory written by `RunDir` reads back whole; killed and newer
+//! ones are handled as the docs say, and the docs name every field.
+
+use cacheoff_rundir::{
+    Build, Manifest, RunDir, RunDirError, RunState, FORMAT_VERSION, INTERVALS_FILE, MANIFEST_FILE,
+    REPORT_FILE, SUMMARY_FILE,
+};
+use cacheoff_stats::{Accum, IntervalStats, RunStats, Snapshot};
+use cacheoff_workload::{load, Overrides, Workload};
+use std::path::Path;
+
+fn workload() -> Workload {
+    load("simple", &Overrides::default()).unwrap()
+}
+
+fn manifest() -> Manifest {
+    let build = Build {
+        version: "0.0.0".into(),
+        git_revision: "test".into(),
+    };
+    Manifest::new(workload(), None, None, 2, &["test".into()], &build)
+}
+
+fn snap(xacts: u64) -> Snapshot {
+    let mut s = Snapshot::default();
+    s.counters.xacts = xacts;
+    s.counters.sent = xacts;
+    s
+}
+
+/// Writes a run: two intervals of the warm-up and one of the measured
+/// phase; returns what was accumulated.
+fn write_run(dir: &Path) -> RunStats {
+    let mut run_dir = RunDir::create(dir, manifest()).unwrap();
+    run_dir
+        .servers_bound(&["127.0.0.1:8080".parse().unwrap()])
+        .unwrap();
+    let mut run = RunStats {
+        phases: vec![None, None],
+        ..RunStats::default()
+    };
+    for (index, phase, xacts) in [(0u32, 0usize, 10u64), (1, 0, 20), (2, 1, 30)] {
+        let iv = IntervalStats {
+            index,
+            phase,
+            start_s: f64::from(index) * 5.0,
+            end_s: f64::from(index + 1) * 5.0,
+            robots: 10,
+            load: 1.0,
+            snap: snap(xacts),
+        };
+        let record = run_dir.interval(&iv).unwrap();
+        assert_eq!(record.stats.xacts, xacts);
+        run.phases[phase]
+            .get_or_insert_with(Accum::default)
+            .add_interval(&iv.snap, 5.0);
+        run.total.add_interval(&iv.snap, 5.0);
+    }
+    run.plan_digest = 0xabc;
+    run_dir.finish(&run).unwrap();
+    run
+}
+
+#[test]
+fn a_written_run_reads_back_with_its_measured_phase() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path());
+    let run = RunDir::open(dir.path()).unwrap();
+    assert_eq!(run.state(), RunState::Complete);
+    assert_eq!(run.intervals.len(), 3);
+    assert_eq!(run.manifest.servers.len(), 1);
+    assert!(run.manifest.finished_at.is_some());
+    let s = run.summary.as_ref().unwrap();
+    assert_eq!(s.measured_phase.as_deref(), Some("meas"));
+    assert_eq!(s.plan_digest.as_deref(), Some("0000000000000abc"));
+    assert_eq!(run.headline().xacts, 30);
+    assert_eq!(run.total().xacts, 60);
+    assert_eq!(
+        run.phases().iter().map(|p| p.xacts).collect::<Vec<_>>(),
+        [30, 30]
+    );
+    // A second run into the same directory is refused.
+    assert!(matches!(
+        RunDir::create(dir.path(), manifest()),
+        Err(RunDirError::HoldsARun(_))
+    ));
+}
+
+#[test]
+fn a_killed_run_folds_its_intervals_and_skips_a_torn_line() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path());
+    std::fs::remove_file(dir.path().join(SUMMARY_FILE)).unwrap();
+    let mut text = std::fs::read_to_string(dir.path().join(INTERVALS_FILE)).unwrap();
+    text.push_str("{\"version\":1,\"inter");
+    std::fs::write(dir.path().join(INTERVALS_FILE), text).unwrap();
+    let run = RunDir::open(dir.path()).unwrap();
+    assert_eq!(run.state(), RunState::NoSummary);
+    assert_eq!(run.intervals.len(), 3);
+    // The same rule picks the measured phase from what the intervals reached.
+    assert_eq!(run.measured_phase().as_deref(), Some("meas"));
+    assert_eq!(run.total().xacts, 60);
+    assert_eq!(run.headline().xacts, 30);
+}
+
+#[test]
+fn newer_formats_and_strangers_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(matches!(
+        RunDir::open(dir.path()),
+        Err(RunDirError::NotARun(_))
+    ));
+    write_run(dir.path());
+    let path = dir.path().join(SUMMARY_FILE);
+    let text = std::fs::read_to_string(&path).unwrap().replacen(
+        &format!("\"version\": {FORMAT_VERSION}"),
+        &format!("\"version\": {}", FORMAT_VERSION + 1),
+        1,
+    );
+    std::fs::write(&path, text).unwrap();
+    let e = RunDir::open(dir.path()).unwrap_err();
+    assert!(matches!(e, RunDirError::NewerFormat { .. }), "{e}");
+    assert!(e.to_string().contains("newer cacheoff"), "{e}");
+}
+
+/// Top-level keys of a JSON object.
+fn keys(v: &serde_json::Value) -> Vec<String> {
+    v.as_object().unwrap().keys().cloned().collect()
+}
+
+#[test]
+fn the_docs_name_every_file_and_every_top_level_field() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/run-directory.md"
+    ))
+    .unwrap();
+    for f in [MANIFEST_FILE, INTERVALS_FILE, SUMMARY_FILE, REPORT_FILE] {
+        assert!(doc.contains(&format!("`{f}`")), "{f}");
+    }
+    assert!(doc.contains(&format!("currently {FORMAT_VERSION}")));
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path());
+    let read = |f: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(f)).unwrap()).unwrap()
+    };
+    let summary = read(SUMMARY_FILE);
+    let manifest = read(MANIFEST_FILE);
+    for key in keys(&summary)
+        .into_iter()
+        .filter(|k| !matches!(k.as_str(), "phases" | "total" | "distributions"))
+        .chain(keys(&manifest).into_iter().filter(|k| k != "workload"))
+    {
+        let row = doc
+            .lines()
+            .any(|l| l.starts_with("| ") && l.contains(&format!("`{key}`")));
+        assert!(row, "{key} undocumented");
+    }
+}
