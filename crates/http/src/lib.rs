@@ -40,6 +40,23 @@ pub fn has_token(value: &[u8], token: &str) -> bool {
         .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
 }
 
+/// The length of a head httparse found complete, within the `max_head`
+/// limit; `None` while more bytes are needed (`buffered` so far).
+fn complete_head(
+    parsed: httparse::Status<usize>,
+    buffered: usize,
+    max_head: usize,
+) -> Result<Option<usize>, HttpError> {
+    match parsed {
+        httparse::Status::Complete(n) if n > max_head => Err(HttpError::HeadTooLarge(max_head)),
+        httparse::Status::Complete(n) => Ok(Some(n)),
+        httparse::Status::Partial if buffered > max_head => {
+            Err(HttpError::HeadTooLarge(max_head))
+        }
+        httparse::Status::Partial => Ok(None),
+    }
+}
+
 /// Parses a decimal header value.
 fn parse_u64(v: &[u8]) -> Option<u64> {
     let v = v.trim_ascii();

@@ -1,7 +1,7 @@
 //! Requests: written by robots, parsed by origin servers and proxies.
 
 use crate::echo::{parse_hex, write_hex16, XACT_HEADER};
-use crate::{has_token, parse_u64, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
+use crate::{complete_head, has_token, parse_u64, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
 use cacheoff_base::XactId;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,15 +151,8 @@ pub fn parse_request_within(
 ) -> Result<Option<RequestHead>, HttpError> {
     let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut hs);
-    let head_len = match req.parse(buf)? {
-        httparse::Status::Complete(n) if n > max_head => {
-            return Err(HttpError::HeadTooLarge(max_head))
-        }
-        httparse::Status::Complete(n) => n,
-        httparse::Status::Partial if buf.len() > max_head => {
-            return Err(HttpError::HeadTooLarge(max_head))
-        }
-        httparse::Status::Partial => return Ok(None),
+    let Some(head_len) = complete_head(req.parse(buf)?, buf.len(), max_head)? else {
+        return Ok(None);
     };
     let minor = req.version.unwrap_or(1);
     let mut head = RequestHead {

@@ -2,7 +2,7 @@
 
 use crate::echo::{parse_hex, write_hex16, ECHO_HEADER};
 use crate::status::write_status_line;
-use crate::{has_token, parse_u64, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
+use crate::{complete_head, has_token, parse_u64, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
 
 /// How the body of a response is delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,15 +120,8 @@ pub fn parse_response_within(
 ) -> Result<Option<ResponseHead>, HttpError> {
     let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut hs);
-    let head_len = match resp.parse(buf)? {
-        httparse::Status::Complete(n) if n > max_head => {
-            return Err(HttpError::HeadTooLarge(max_head))
-        }
-        httparse::Status::Complete(n) => n,
-        httparse::Status::Partial if buf.len() > max_head => {
-            return Err(HttpError::HeadTooLarge(max_head))
-        }
-        httparse::Status::Partial => return Ok(None),
+    let Some(head_len) = complete_head(resp.parse(buf)?, buf.len(), max_head)? else {
+        return Ok(None);
     };
     let status = resp.code.unwrap_or(0);
     let minor = resp.version.unwrap_or(1);
