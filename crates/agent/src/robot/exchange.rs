@@ -195,9 +195,6 @@ async fn read_reply(
     if robot_abort {
         return Err(Unsuccessful::Aborted { by_server: false });
     }
-    let outcome = verdict::head(&head, conn.buf.len() > head.head_len, ask)?;
-    let size = ask.body_len(&head);
-    let (bytes, keep_alive) = read_body(conn, clients, &head, ask.body_seed, size).await?;
     let info = &due.plan.info;
     let lm_now = || shared.times_now(info).last_modified;
     let false_hit = |filler| {
@@ -206,12 +203,19 @@ async fn read_reply(
             .borrow()
             .is_false_hit(info.oid, filler, sent, clients.last_xact())
     };
-    let cx = verdict::Context {
+    let mut facts = verdict::Facts {
+        head: &head,
+        extra: conn.buf.len() > head.head_len,
+        body: None,
         lm_now: &lm_now,
         false_hit: &false_hit,
     };
-    verdict::reply(&head, outcome, ask, &cx)?;
-    Ok((outcome, head.status, bytes, keep_alive))
+    // A reply that already failed is not read further.
+    verdict::judge(ask, &facts)?;
+    let (check, keep_alive) = read_body(conn, clients, &head, ask).await?;
+    facts.body = Some(&check);
+    let outcome = verdict::judge(ask, &facts)?;
+    Ok((outcome, head.status, check.received(), keep_alive))
 }
 
 /// Reads a response head (keeping the body bytes that came with it).
@@ -248,18 +252,17 @@ async fn read_head(
     }
 }
 
-/// Reads and checks the body of `head` (an object of `size` bytes);
-/// returns its length and whether the connection may be reused.
+/// Reads the body of `head` through a check of its bytes; returns the
+/// check and whether the connection may be reused.
 async fn read_body(
     conn: &mut Conn,
     clients: &Clients,
     head: &ResponseHead,
-    seed: u64,
-    size: u64,
-) -> Result<(u64, bool), Unsuccessful> {
-    verdict::framing(head.framing, size)?;
+    ask: &Ask,
+) -> Result<(BodyCheck, bool), Unsuccessful> {
+    let size = ask.body_len(head);
     let idle = clients.shared().workload.timeouts.idle.0;
-    let mut check = BodyCheck::new(seed, size);
+    let mut check = BodyCheck::new(ask.body_seed, size);
     let start = head.head_len;
     match head.framing {
         Framing::Length(n) => {
@@ -267,7 +270,7 @@ async fn read_body(
             if have as u64 > n {
                 // Bytes after the body: the connection is not trustworthy.
                 check.feed(&conn.buf[start..start + n as usize]);
-                return Ok((verdict::body(&check)?, false));
+                return Ok((check, false));
             }
             check.feed(&conn.buf[start..]);
             read_body_len(conn, clients, &mut check, n).await?;
@@ -300,7 +303,7 @@ async fn read_body(
         Framing::Empty => {}
     }
     let reusable = head.keep_alive && head.framing != Framing::UntilClose;
-    Ok((verdict::body(&check)?, reusable))
+    Ok((check, reusable))
 }
 
 /// Replaces the buffer's contents with the next bytes read; 0 at the end.

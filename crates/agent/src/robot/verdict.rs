@@ -1,7 +1,8 @@
-//! Judging a reply: pure functions from the facts of an exchange to a
-//! verdict (how it was served, or which error it is). The exchange reads
-//! the wire and calls these in order: [`head`] when the head arrived,
-//! [`framing`] before reading the body, [`body`] after it, [`reply`] last.
+//! Judging a reply: one pure function, [`judge`], from the facts of an
+//! exchange to a verdict (how it was served, or the first thing wrong with
+//! it). The exchange reads the wire and asks twice: once the head arrived
+//! (to stop reading a reply that already failed), and once the body was
+//! read.
 
 use cacheoff_base::{RequestType, XactId};
 use cacheoff_http::body::{self as bodies, BodyCheck};
@@ -44,9 +45,36 @@ impl Ask {
     }
 }
 
-/// A complete head: who served it, or why it is wrong. `extra` says bytes
-/// arrived after the head.
-pub fn head(head: &ResponseHead, extra: bool, ask: &Ask) -> Result<Outcome, ErrorKind> {
+/// What the robot has seen of a reply so far, and knows besides.
+pub struct Facts<'a> {
+    pub head: &'a ResponseHead,
+    /// Bytes arrived after the head.
+    pub extra: bool,
+    /// The body as read and checked; `None` while it is not read yet.
+    pub body: Option<&'a BodyCheck>,
+    /// The object's `Last-Modified` now.
+    pub lm_now: &'a dyn Fn() -> Option<i64>,
+    /// Whether a hit carrying the reply of this transaction is false (the
+    /// POST ledger).
+    pub false_hit: &'a dyn Fn(XactId) -> bool,
+}
+
+/// The verdict on a reply from what is known of it: how it was served, or
+/// the first thing wrong with it. Without the body it judges the head and
+/// the framing it announces.
+pub fn judge(ask: &Ask, f: &Facts<'_>) -> Result<Outcome, ErrorKind> {
+    let outcome = head(f.head, f.extra, ask)?;
+    framing(f.head.framing, ask.body_len(f.head))?;
+    let Some(check) = f.body else {
+        return Ok(outcome);
+    };
+    body(check)?;
+    reply(f, outcome, ask)?;
+    Ok(outcome)
+}
+
+/// The head: who served it, or why it is wrong.
+fn head(head: &ResponseHead, extra: bool, ask: &Ask) -> Result<Outcome, ErrorKind> {
     if head.status != 200 && head.status != 304 {
         return Err(ErrorKind::HttpStatus);
     }
@@ -64,8 +92,8 @@ pub fn head(head: &ResponseHead, extra: bool, ask: &Ask) -> Result<Outcome, Erro
     Ok(outcome)
 }
 
-/// The announced framing, before reading a body of `size` bytes.
-pub fn framing(framing: Framing, size: u64) -> Result<(), ErrorKind> {
+/// The announced framing of a body of `size` bytes.
+fn framing(framing: Framing, size: u64) -> Result<(), ErrorKind> {
     match framing {
         Framing::Length(0) if size > 0 => Err(ErrorKind::NoBody),
         Framing::Length(n) if n != size => Err(ErrorKind::LengthMismatch),
@@ -73,8 +101,8 @@ pub fn framing(framing: Framing, size: u64) -> Result<(), ErrorKind> {
     }
 }
 
-/// The body as read: its length, or why it is wrong.
-pub fn body(check: &BodyCheck) -> Result<u64, ErrorKind> {
+/// The body as read: its length and bytes.
+fn body(check: &BodyCheck) -> Result<(), ErrorKind> {
     if check.received() == 0 && !check.ok() {
         return Err(ErrorKind::NoBody);
     }
@@ -84,25 +112,12 @@ pub fn body(check: &BodyCheck) -> Result<u64, ErrorKind> {
     if !check.ok() {
         return Err(ErrorKind::LengthMismatch);
     }
-    Ok(check.received())
-}
-
-/// What the robot knows at the end of the exchange, beside the reply.
-pub struct Context<'a> {
-    /// The object's `Last-Modified` now.
-    pub lm_now: &'a dyn Fn() -> Option<i64>,
-    /// Whether a hit carrying the reply of this transaction is false (the
-    /// POST ledger).
-    pub false_hit: &'a dyn Fn(XactId) -> bool,
+    Ok(())
 }
 
 /// The whole reply, body read and intact, served as `outcome`.
-pub fn reply(
-    head: &ResponseHead,
-    outcome: Outcome,
-    ask: &Ask,
-    cx: &Context<'_>,
-) -> Result<(), ErrorKind> {
+fn reply(f: &Facts<'_>, outcome: Outcome, ask: &Ask) -> Result<(), ErrorKind> {
+    let head = f.head;
     if let Some(md5) = &head.content_md5 {
         if !ask.bodiless(head) && md5[..] != bodies::md5_digest(ask.body_seed, ask.size) {
             return Err(ErrorKind::Md5Mismatch);
@@ -121,7 +136,7 @@ pub fn reply(
     if head.status != want {
         // The object may have changed between the IMS date and the
         // server's answer; then either status is right.
-        let changed = ask.ims_lmt.is_some() && (cx.lm_now)() != ask.ims_lmt;
+        let changed = ask.ims_lmt.is_some() && (f.lm_now)() != ask.ims_lmt;
         if !changed {
             return Err(ErrorKind::HttpStatus);
         }
@@ -137,7 +152,7 @@ pub fn reply(
         return Err(ErrorKind::UncachableHit);
     }
     if let (true, Some(echo)) = (hit, head.echo) {
-        if (cx.false_hit)(xact_of_echo(echo)) {
+        if (f.false_hit)(xact_of_echo(echo)) {
             return Err(ErrorKind::FalseHit);
         }
     }
@@ -146,10 +161,7 @@ pub fn reply(
     let older = matches!((head.last_modified, ask.lm_at_send), (Some(got), Some(cur)) if got < cur);
     // A copy that had expired a whole second before the request (Expires
     // has one-second resolution) was not revalidated.
-    let expired = hit
-        && head
-            .expires
-            .is_some_and(|e| (e + 1) as f64 <= ask.sent_unix);
+    let expired = hit && head.expires.is_some_and(|e| (e + 1) as f64 <= ask.sent_unix);
     if head.status == 200 && (older || expired) {
         return Err(ErrorKind::StaleContent);
     }
@@ -197,75 +209,108 @@ mod tests {
         format!("Last-Modified: {}\r\n", date::format(t))
     }
 
-    fn judge(h: &ResponseHead, a: &Ask) -> Result<Outcome, ErrorKind> {
-        let outcome = head(h, false, a)?;
-        let cx = Context {
-            lm_now: &|| Some(T),
-            false_hit: &|x| x == XactId::new(1, 3),
-        };
-        reply(h, outcome, a, &cx).map(|()| outcome)
+    /// The whole body a reply with head `h` carries.
+    fn whole(h: &ResponseHead, a: &Ask) -> BodyCheck {
+        let len = a.body_len(h);
+        let mut check = BodyCheck::new(SEED, len);
+        let mut bytes = Vec::new();
+        bodies::append(&mut bytes, SEED, 0, len);
+        check.feed(&bytes);
+        check
+    }
+
+    /// The verdict on a reply with head `h` and the whole body, where the
+    /// object's Last-Modified is still `T` and transaction 3's reply may
+    /// no longer be served.
+    fn judge_whole(h: &ResponseHead, a: &Ask) -> Result<Outcome, ErrorKind> {
+        let check = whole(h, a);
+        judge(
+            a,
+            &Facts {
+                head: h,
+                extra: false,
+                body: Some(&check),
+                lm_now: &|| Some(T),
+                false_hit: &|x| x == XactId::new(1, 3),
+            },
+        )
+    }
+
+    /// The verdict on the head alone (`extra`: bytes after it).
+    fn judge_head(h: &ResponseHead, extra: bool, a: &Ask) -> Result<Outcome, ErrorKind> {
+        judge(
+            a,
+            &Facts {
+                head: h,
+                extra,
+                body: None,
+                lm_now: &|| Some(T),
+                false_hit: &|_| false,
+            },
+        )
     }
 
     #[test]
     fn own_echo_is_a_miss_another_a_hit_none_foreign() {
         let basic = ask(RequestType::Basic);
         assert_eq!(
-            judge(&reply_head(200, 7, &lm(T)), &basic),
+            judge_whole(&reply_head(200, 7, &lm(T)), &basic),
             Ok(Outcome::Miss)
         );
-        assert_eq!(judge(&reply_head(200, 5, &lm(T)), &basic), Ok(Outcome::Hit));
+        assert_eq!(judge_whole(&reply_head(200, 5, &lm(T)), &basic), Ok(Outcome::Hit));
         assert_eq!(
-            judge(&reply_head(200, 0, &lm(T)), &basic),
+            judge_whole(&reply_head(200, 0, &lm(T)), &basic),
             Err(ErrorKind::ForeignSource)
         );
         // An echo-less 304 came from a cache.
         let ims = ask(RequestType::Ims304);
-        assert_eq!(judge(&reply_head(304, 0, &lm(T)), &ims), Ok(Outcome::Hit));
+        assert_eq!(judge_whole(&reply_head(304, 0, &lm(T)), &ims), Ok(Outcome::Hit));
     }
 
     #[test]
     fn wrong_statuses() {
         let basic = ask(RequestType::Basic);
         assert_eq!(
-            judge(&reply_head(503, 7, ""), &basic),
+            judge_whole(&reply_head(503, 7, ""), &basic),
             Err(ErrorKind::HttpStatus)
         );
         // A 200 where a 304 was due, for an object that did not change.
         let ims = ask(RequestType::Ims304);
         assert_eq!(
-            judge(&reply_head(200, 7, &lm(T)), &ims),
+            judge_whole(&reply_head(200, 7, &lm(T)), &ims),
             Err(ErrorKind::HttpStatus)
         );
         // ... is right if it changed meanwhile.
-        let outcome = head(&reply_head(200, 7, &lm(T + 9)), false, &ims).unwrap();
-        let changed = Context {
+        let changed_head = reply_head(200, 7, &lm(T + 9));
+        let check = whole(&changed_head, &ims);
+        let changed = Facts {
+            head: &changed_head,
+            extra: false,
+            body: Some(&check),
             lm_now: &|| Some(T + 9),
             false_hit: &|_| false,
         };
+        assert_eq!(judge(&ims, &changed), Ok(Outcome::Miss));
         assert_eq!(
-            reply(&reply_head(200, 7, &lm(T + 9)), outcome, &ims, &changed),
-            Ok(())
-        );
-        assert_eq!(
-            judge(&reply_head(304, 7, &lm(T)), &ask(RequestType::Ims200)),
+            judge_whole(&reply_head(304, 7, &lm(T)), &ask(RequestType::Ims200)),
             Err(ErrorKind::FalseNotModified)
         );
     }
 
     #[test]
     fn hits_that_must_not_be() {
-        let hit = |rtype| judge(&reply_head(200, 5, &lm(T)), &ask(rtype));
+        let hit = |rtype| judge_whole(&reply_head(200, 5, &lm(T)), &ask(rtype));
         assert_eq!(hit(RequestType::Reload), Err(ErrorKind::ReloadHit));
         assert_eq!(hit(RequestType::Post), Err(ErrorKind::PostHit));
         let mut uncachable = ask(RequestType::Basic);
         uncachable.cachable = false;
         assert_eq!(
-            judge(&reply_head(200, 5, &lm(T)), &uncachable),
+            judge_whole(&reply_head(200, 5, &lm(T)), &uncachable),
             Err(ErrorKind::UncachableHit)
         );
         // The ledger says transaction 3's reply may no longer be served.
         assert_eq!(
-            judge(&reply_head(200, 3, &lm(T)), &ask(RequestType::Basic)),
+            judge_whole(&reply_head(200, 3, &lm(T)), &ask(RequestType::Basic)),
             Err(ErrorKind::FalseHit)
         );
     }
@@ -274,55 +319,74 @@ mod tests {
     fn stale_copies() {
         let basic = ask(RequestType::Basic);
         assert_eq!(
-            judge(&reply_head(200, 5, &lm(T - 1)), &basic),
+            judge_whole(&reply_head(200, 5, &lm(T - 1)), &basic),
             Err(ErrorKind::StaleContent),
             "an older version than the origin had"
         );
         let expired = format!("Expires: {}\r\n", date::format(T + 10));
         assert_eq!(
-            judge(&reply_head(200, 5, &expired), &basic),
+            judge_whole(&reply_head(200, 5, &expired), &basic),
             Err(ErrorKind::StaleContent),
             "expired 40 s before the request"
         );
         let fresh = format!("Expires: {}\r\n", date::format(T + 50));
-        assert_eq!(judge(&reply_head(200, 5, &fresh), &basic), Ok(Outcome::Hit));
+        assert_eq!(judge_whole(&reply_head(200, 5, &fresh), &basic), Ok(Outcome::Hit));
     }
 
     #[test]
     fn bodies_and_digests() {
-        let a = ask(RequestType::Head);
+        let basic = ask(RequestType::Basic);
+        let ok = reply_head(200, 7, "");
         assert_eq!(
-            head(&reply_head(200, 7, ""), true, &a),
+            judge_head(&ok, true, &ask(RequestType::Head)),
             Err(ErrorKind::UnwantedBody)
         );
-        assert_eq!(framing(Framing::Length(0), 100), Err(ErrorKind::NoBody));
+        assert_eq!(judge_head(&ok, true, &basic), Ok(Outcome::Miss));
+        // Announced lengths, before the body is read.
+        let announcing = |n: u64| {
+            let h = format!("HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n{ECHO_HEADER}: ");
+            let mut h = h.into_bytes();
+            write_hex16(&mut h, echo_of(basic.xact));
+            h.extend_from_slice(b"\r\n\r\n");
+            parse_response(&h, false, false).unwrap().unwrap()
+        };
         assert_eq!(
-            framing(Framing::Length(99), 100),
+            judge_head(&announcing(0), false, &basic),
+            Err(ErrorKind::NoBody)
+        );
+        assert_eq!(
+            judge_head(&announcing(99), false, &basic),
             Err(ErrorKind::LengthMismatch)
         );
-        assert_eq!(framing(Framing::Chunked, 100), Ok(()));
-        let mut check = BodyCheck::new(SEED, 100);
-        assert_eq!(body(&check), Err(ErrorKind::NoBody));
+        // The body as read.
+        let with_body = |bytes: &[u8]| {
+            let mut check = BodyCheck::new(SEED, 100);
+            check.feed(bytes);
+            let facts = Facts {
+                head: &ok,
+                extra: false,
+                body: Some(&check),
+                lm_now: &|| None,
+                false_hit: &|_| false,
+            };
+            judge(&basic, &facts)
+        };
         let mut bytes = Vec::new();
         bodies::append(&mut bytes, SEED, 0, 100);
-        check.feed(&bytes[..60]);
-        assert_eq!(body(&check), Err(ErrorKind::LengthMismatch));
+        assert_eq!(with_body(&[]), Err(ErrorKind::NoBody));
+        assert_eq!(with_body(&bytes[..60]), Err(ErrorKind::LengthMismatch));
         let mut flipped = bytes.clone();
         flipped[10] ^= 1;
-        let mut bad = BodyCheck::new(SEED, 100);
-        bad.feed(&flipped);
-        assert_eq!(body(&bad), Err(ErrorKind::BodyMismatch));
-        let mut good = BodyCheck::new(SEED, 100);
-        good.feed(&bytes);
-        assert_eq!(body(&good), Ok(100));
+        assert_eq!(with_body(&flipped), Err(ErrorKind::BodyMismatch));
+        assert_eq!(with_body(&bytes), Ok(Outcome::Miss));
         let wrong_md5 = format!("Content-MD5: {}\r\n", bodies::content_md5(SEED + 1, 100));
         assert_eq!(
-            judge(&reply_head(200, 7, &wrong_md5), &ask(RequestType::Basic)),
+            judge_whole(&reply_head(200, 7, &wrong_md5), &ask(RequestType::Basic)),
             Err(ErrorKind::Md5Mismatch)
         );
         let right_md5 = format!("Content-MD5: {}\r\n", bodies::content_md5(SEED, 100));
         assert_eq!(
-            judge(&reply_head(200, 7, &right_md5), &ask(RequestType::Basic)),
+            judge_whole(&reply_head(200, 7, &right_md5), &ask(RequestType::Basic)),
             Ok(Outcome::Miss)
         );
     }
