@@ -300,24 +300,27 @@ async fn pump(
         if !streaming || client.failed || piece.is_empty() {
             continue;
         }
-        let framed = if chunked {
+        let chunk = |piece: &[u8]| {
             let mut c = Vec::with_capacity(piece.len() + 16);
-            write_chunk(&mut c, &piece);
+            write_chunk(&mut c, piece);
             c
-        } else {
-            std::mem::replace(&mut piece, Vec::with_capacity(64 * 1024))
         };
         if reply.is_complete() {
-            tail = framed;
+            tail = if chunked {
+                chunk(&piece)
+            } else {
+                std::mem::take(&mut piece)
+            };
             break;
         }
-        client.write(s, &framed).await;
+        if chunked {
+            client.write(s, &chunk(&piece)).await;
+        } else {
+            client.write(s, &piece).await;
+        }
         // Nobody is reading and nobody will use it: stop fetching.
         if client.failed && keep.body.is_none() {
             return None;
-        }
-        if !chunked {
-            piece = framed;
         }
     }
     if chunked {
