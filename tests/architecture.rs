@@ -1,15 +1,13 @@
 //! The map matches the territory: docs/architecture.md and docs/deps.dot
 //! against the workspace's Cargo.toml files and sources.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use support::repo_file;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-fn read(p: impl AsRef<Path>) -> String {
-    std::fs::read_to_string(Path::new(ROOT).join(p.as_ref()))
-        .unwrap_or_else(|e| panic!("{}: {e}", p.as_ref().display()))
-}
 
 /// Crate directories under crates/, by short name.
 fn crate_dirs() -> Vec<String> {
@@ -38,18 +36,18 @@ fn path_deps(manifest: &str) -> BTreeSet<String> {
 #[test]
 fn the_dependency_graph_in_the_docs_is_the_workspace_s() {
     let mut actual: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    actual.insert("cacheoff".into(), path_deps(&read("Cargo.toml")));
+    actual.insert("cacheoff".into(), path_deps(&repo_file("Cargo.toml")));
     for c in crate_dirs() {
         actual.insert(
             c.clone(),
-            path_deps(&read(format!("crates/{c}/Cargo.toml"))),
+            path_deps(&repo_file(format!("crates/{c}/Cargo.toml"))),
         );
     }
     let mut drawn: BTreeMap<String, BTreeSet<String>> = actual
         .keys()
         .map(|k| (k.clone(), BTreeSet::new()))
         .collect();
-    for line in read("docs/deps.dot").lines() {
+    for line in repo_file("docs/deps.dot").lines() {
         let Some((from, to)) = line.split_once("->") else {
             continue;
         };
@@ -57,14 +55,14 @@ fn the_dependency_graph_in_the_docs_is_the_workspace_s() {
         drawn.entry(name(from)).or_default().insert(name(to));
     }
     assert_eq!(drawn, actual, "docs/deps.dot is out of date");
-    let svg = read("docs/deps.svg");
+    let svg = repo_file("docs/deps.svg");
     for c in actual.keys() {
         assert!(
             svg.contains(&format!("<title>{c}</title>")),
             "docs/deps.svg lacks {c}: render it again from docs/deps.dot"
         );
     }
-    let doc = read("docs/architecture.md");
+    let doc = repo_file("docs/architecture.md");
     for c in crate_dirs() {
         assert!(
             doc.contains(&format!("`crates/{c}`")),

@@ -7,17 +7,15 @@
 //! `.ci/run` installs chromium and runs this (a plain `cargo test` skips
 //! it).
 
-use cacheoff::run_cmd::run_in;
+mod support;
+
 use cacheoff_agent::StopHandle;
-use cacheoff_base::{Dur, Rate};
 use cacheoff_report::compare::{self, Products};
 use cacheoff_report::html;
-use cacheoff_workload::{load, Overrides};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-#[path = "support/proxy.rs"]
-mod proxy_support;
+use support::proxy;
+use support::run::{run_into, simple};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
@@ -169,34 +167,13 @@ fn report_and_compare_pages_render_cleanly_in_chromium() {
         .iter()
         .any(|l| l.contains("Uncaught ReferenceError")));
 
-    let w = load(
-        "simple",
-        &Overrides {
-            rate: Some(Rate(300.0).into()),
-            robots: Some(30),
-            servers: Some(6),
-            warmup: Some(Dur::secs(5.0)),
-            duration: Some(Dur::secs(10.0)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let w = simple(300.0, 30, 6, 5.0, 10.0);
     let proxied = out.join("proxied-run");
     let direct = out.join("direct-run");
-    let proxy = proxy_support::caching();
+    let proxy = proxy::caching();
     for (dir, via) in [(&proxied, Some(proxy.addr())), (&direct, None)] {
         std::fs::create_dir(dir).unwrap();
-        run_in(
-            dir,
-            w.clone(),
-            via,
-            1,
-            true,
-            &["browser-test".into()],
-            &StopHandle::new(),
-        )
-        .map_err(|f| f.error)
-        .unwrap();
+        run_into(dir, w.clone(), via, 1, &StopHandle::new());
     }
     let report = html::write(&cacheoff_rundir::RunDir::open(&proxied).unwrap()).unwrap();
     let r = render(&report);

@@ -1,20 +1,20 @@
 //! The `cacheoff` binary as a user runs it: exit codes, messages, signals.
 
-use std::process::{Command, Output, Stdio};
+mod support;
+
+use std::process::Stdio;
 use std::time::Duration;
+use support::process::{cacheoff, command, signal, stderr, stdout};
+use support::wait;
 
-#[path = "support/wait.rs"]
-mod wait;
-
-fn cacheoff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cacheoff"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+/// Runs `cacheoff args...`, which must fail as a usage error (exit code
+/// 2) that names `needle`; returns its message.
+fn assert_usage_error(args: &[&str], needle: &str) -> String {
+    let o = cacheoff(args);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+    assert!(e.contains(needle), "{args:?}: no {needle:?} in {e}");
+    e
 }
 
 #[test]
@@ -31,9 +31,7 @@ fn bad_input_is_a_usage_error_that_names_the_problem() {
         ),
     ];
     for (args, needle) in cases {
-        let o = cacheoff(args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+        assert_usage_error(args, needle);
     }
 
     // Broken workload files: the place is named and nothing is started
@@ -54,23 +52,19 @@ fn bad_input_is_a_usage_error_that_names_the_problem() {
         let file = dir.path().join("w.toml");
         std::fs::write(&file, text).unwrap();
         let out = dir.path().join("never");
-        let o = cacheoff(&[
+        let args = [
             "run",
             file.to_str().unwrap(),
             "--direct",
             "-o",
             out.to_str().unwrap(),
-        ]);
-        assert_eq!(o.status.code(), Some(2), "{text}: {}", stderr(&o));
-        assert!(stderr(&o).contains(needle), "{text}: {}", stderr(&o));
+        ];
+        assert_usage_error(&args, needle);
         assert!(!out.exists(), "{text}: a run directory was made");
     }
-    let o = cacheoff(&["proxy", "--fault", "explode"]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("unknown fault \"explode\""),
-        "{}",
-        stderr(&o)
+    assert_usage_error(
+        &["proxy", "--fault", "explode"],
+        "unknown fault \"explode\"",
     );
 }
 
@@ -94,7 +88,7 @@ fn a_short_run_prints_progress_and_fills_its_directory() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stdout = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout.contains("hit ratio (offered)"), "{stdout}");
     assert!(stdout.contains(" meas "), "{stdout}");
@@ -109,34 +103,24 @@ fn a_short_run_prints_progress_and_fills_its_directory() {
     assert!(m["finished_at"].is_string());
 
     // The same directory is not overwritten.
-    let again = cacheoff(&[
-        "run",
-        "simple",
-        "--duration",
-        "1s",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(again.status.code(), Some(2));
-    assert!(
-        stderr(&again).contains("already holds a run"),
-        "{}",
-        stderr(&again)
+    assert_usage_error(
+        &[
+            "run",
+            "simple",
+            "--duration",
+            "1s",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        "already holds a run",
     );
-}
-
-fn signal(pid: u32, sig: &str) {
-    Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .unwrap();
 }
 
 #[test]
 fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
     let dir = tempfile::tempdir().unwrap();
     let spawn = |name: &str| {
-        Command::new(env!("CARGO_BIN_EXE_cacheoff"))
+        command()
             .args([
                 "run",
                 "simple",
@@ -191,7 +175,7 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
          think_time = \"const(5s)\"\n[[phases]]\nname = \"a\"\nduration = \"1min\"\n",
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cacheoff"))
+    let mut child = command()
         .args(["run", slow.to_str().unwrap(), "--direct", "-q", "-o"])
         .arg(dir.path().join("twice"))
         .stdout(Stdio::null())
@@ -201,6 +185,8 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
     // A second in, requests wait for their 5 s replies.
     wait::wait_for_intervals(&dir.path().join("twice"), 1);
     signal(child.id(), "-INT");
+    // The test itself, not a wait for something: 300 ms after the first
+    // signal the run is still draining (its replies take 5 s).
     std::thread::sleep(Duration::from_millis(300));
     assert!(child.try_wait().unwrap().is_none(), "still draining");
     signal(child.id(), "-TERM");
@@ -225,12 +211,9 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
 #[test]
 fn report_needs_a_run_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let o = cacheoff(&["report", dir.path().to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("not a cacheoff run directory"),
-        "{}",
-        stderr(&o)
+    assert_usage_error(
+        &["report", dir.path().to_str().unwrap()],
+        "not a cacheoff run directory",
     );
 }
 
@@ -238,10 +221,10 @@ fn report_needs_a_run_directory() {
 fn workload_list_show_and_check() {
     let o = cacheoff(&["workload", "list"]);
     assert_eq!(o.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&o.stdout).starts_with("simple "));
+    assert!(stdout(&o).starts_with("simple "));
 
     let o = cacheoff(&["workload", "show", "simple"]);
-    let text = String::from_utf8_lossy(&o.stdout);
+    let text = stdout(&o);
     assert_eq!(o.status.code(), Some(0));
     assert!(
         text.contains("Phases") && text.contains("offered hit ratio"),
@@ -255,10 +238,10 @@ fn workload_list_show_and_check() {
         "name = \"b\"\n[[content]]\nname = \"o\"\nshare = 1.0\nsize = \"1KB\"\ncachable = 0.5\ncolour = \"red\"\n",
     )
     .unwrap();
-    let o = cacheoff(&["workload", "check", bad.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2));
-    let e = stderr(&o);
-    assert!(e.contains("bad.toml:7:1: unknown field `colour`"), "{e}");
+    let e = assert_usage_error(
+        &["workload", "check", bad.to_str().unwrap()],
+        "bad.toml:7:1: unknown field `colour`",
+    );
     assert!(
         e.contains("expected one of `name`, `share`, `size`, `cachable`"),
         "{e}"

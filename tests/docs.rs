@@ -1,17 +1,17 @@
 //! The documentation of the run directory covers every field and error kind
 //! that cacheoff writes.
 
+mod support;
+
 use cacheoff_stats::{Accum, ErrorKind};
 use cacheoff_workload::RequestType;
 use cacheoff_workload::{load, Overrides};
 use serde_json::Value;
+use support::process::{cacheoff, stdout};
+use support::repo_file;
 
 fn doc() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/docs/run-directory.md"
-    ))
-    .unwrap()
+    repo_file("docs/run-directory.md")
 }
 
 fn leaf_paths(v: &Value, prefix: &str, out: &mut Vec<String>) {
@@ -112,13 +112,8 @@ fn every_workload_field_is_documented() {
 
 #[test]
 fn every_proxy_fault_is_documented_and_in_the_help() {
-    let doc =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/proxy.md")).unwrap();
-    let help = std::process::Command::new(env!("CARGO_BIN_EXE_cacheoff"))
-        .args(["proxy", "--help"])
-        .output()
-        .unwrap();
-    let help = String::from_utf8_lossy(&help.stdout)
+    let doc = repo_file("docs/proxy.md");
+    let help = stdout(&cacheoff(&["proxy", "--help"]))
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
@@ -138,11 +133,7 @@ fn every_proxy_fault_is_documented_and_in_the_help() {
 }
 
 fn workload_doc() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/docs/workload-files.md"
-    ))
-    .unwrap()
+    repo_file("docs/workload-files.md")
 }
 
 fn squeeze(s: &str) -> String {
@@ -152,11 +143,7 @@ fn squeeze(s: &str) -> String {
 #[test]
 fn every_workload_setting_is_documented_and_in_the_run_help() {
     let doc = workload_doc();
-    let help = std::process::Command::new(env!("CARGO_BIN_EXE_cacheoff"))
-        .args(["run", "--help"])
-        .output()
-        .unwrap();
-    let help = squeeze(&String::from_utf8_lossy(&help.stdout));
+    let help = squeeze(&stdout(&cacheoff(&["run", "--help"])));
     for p in Overrides::PARAMS {
         let row = format!(
             "| `--{} {}` | `{}` | {} |",

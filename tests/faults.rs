@@ -3,25 +3,17 @@
 //! Robots -> the reference proxy with one fault -> origin servers,
 //! in-process on port 0.
 
-use cacheoff::run_cmd::run_in;
+mod support;
+
 use cacheoff_agent::StopHandle;
-use cacheoff_base::{Dur, Rate};
-use cacheoff_proxy::{Fault, Faults, Proxy, ProxyConfig};
-use cacheoff_workload::{load, Dist, Overrides, Quantity, RequestMix, Workload};
+use cacheoff_base::Dur;
+use cacheoff_proxy::{Fault, Faults};
+use cacheoff_workload::{RequestMix, Workload};
+use support::proxy;
+use support::run::{changing, phase, run_into};
 
 fn simple() -> Workload {
-    let mut w = load(
-        "simple",
-        &Overrides {
-            rate: Some(Rate(400.0).into()),
-            robots: Some(40),
-            servers: Some(8),
-            warmup: Some(Dur::secs(1.0)),
-            duration: Some(Dur::secs(4.0)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut w = support::run::simple(400.0, 40, 8, 1.0, 4.0);
     // Faults that stall a reply end in a timeout; keep them short, each
     // below the whole transaction's so that the first to strike names it.
     w.timeouts.first_byte = Dur::secs(0.5);
@@ -33,22 +25,12 @@ fn simple() -> Workload {
 /// Runs `w` through the reference proxy with `fault` striking `share` of
 /// the requests it applies to; asserts that the only errors are `kind`.
 fn caught_as(fault: Fault, share: f64, w: Workload, kind: &str) {
-    let mut cfg = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
-    cfg.workers = 1;
-    cfg.faults = Faults::new(vec![(fault, share)]);
-    let proxy = Proxy::start(cfg).unwrap();
+    let proxy = proxy::start(|c| {
+        c.workers = 1;
+        c.faults = Faults::new(vec![(fault, share)]);
+    });
     let dir = tempfile::tempdir().unwrap();
-    let r = run_in(
-        dir.path(),
-        w,
-        Some(proxy.addr()),
-        1,
-        true,
-        &["faults".into()],
-        &StopHandle::new(),
-    )
-    .map_err(|f| f.error)
-    .unwrap();
+    let r = run_into(dir.path(), w, Some(proxy.addr()), 1, &StopHandle::new());
     let t = &r.summary.total;
     let name = fault.name();
     assert!(
@@ -63,7 +45,7 @@ fn caught_as(fault: Fault, share: f64, w: Workload, kind: &str) {
         t.errors.by_kind
     );
     // The robots kept their plan while the proxy misbehaved.
-    let meas = r.summary.phases.iter().find(|p| p.name == "meas").unwrap();
+    let meas = phase(&r.summary, "meas");
     assert!(
         meas.issued_late_percent < 1.0,
         "{name}: {}% issued late",
@@ -163,12 +145,7 @@ fn another_objects_bytes_are_body_mismatch() {
 fn a_stale_copy_is_stale_content() {
     // Objects change every few seconds; the proxy never revalidates.
     let mut w = simple();
-    w.content[0].life_cycle = cacheoff_workload::LifeCycle {
-        length: Dist::exp(Quantity::Time, 3.0),
-        variance: 0.5,
-        with_lmt: 1.0,
-        modified_ago: None,
-    };
+    changing(&mut w, 3.0, 1.0);
     caught_as(Fault::Stale, 1.0, w, "stale_content");
 }
 
@@ -176,12 +153,7 @@ fn a_stale_copy_is_stale_content() {
 fn a_stale_copy_without_last_modified_is_stale_content_by_its_expires() {
     // Nothing to compare but the copy's Expires date.
     let mut w = simple();
-    w.content[0].life_cycle = cacheoff_workload::LifeCycle {
-        length: Dist::exp(Quantity::Time, 3.0),
-        variance: 0.5,
-        with_lmt: 0.0,
-        modified_ago: None,
-    };
+    changing(&mut w, 3.0, 0.0);
     caught_as(Fault::Stale, 1.0, w, "stale_content");
 }
 

@@ -6,16 +6,12 @@
 //! About six minutes of load; `.ci/run` runs it (a plain `cargo test`
 //! skips it).
 
-use cacheoff::run_cmd::run_in;
-use cacheoff_agent::StopHandle;
-use cacheoff_base::{Bytes, Dur, Rate};
+mod support;
+
 use cacheoff_proxy::Proxy;
 use cacheoff_rundir::Summary;
-use cacheoff_stats::Entry;
-use cacheoff_workload::{load, Overrides};
-
-#[path = "support/proxy.rs"]
-mod proxy_support;
+use support::proxy;
+use support::run::{compressed, phase, run};
 
 fn share(part: u64, whole: u64) -> f64 {
     part as f64 * 100.0 / whole as f64
@@ -25,29 +21,9 @@ fn share(part: u64, whole: u64) -> f64 {
 /// fill phase keeps ~1,500 origin fetches open at once (2.5 s think time),
 /// so one run at a time fits this machine's 20,000 descriptors.
 fn polymix_3(plateau_s: f64, proxy: Option<&Proxy>) -> Summary {
-    let w = load(
-        "polymix-3",
-        &Overrides {
-            rate: Some(Rate(600.0).into()),
-            cache_size: Some(Bytes(16 << 20)),
-            plateau: Some(Dur::secs(plateau_s)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let w = compressed("polymix-3", 600.0, plateau_s, Some(16 << 20));
     assert_eq!(w.robots.hosts(), 2);
-    let dir = tempfile::tempdir().unwrap();
-    let r = run_in(
-        dir.path(),
-        w,
-        proxy.map(|p| p.addr()),
-        2,
-        true,
-        &["fidelity".into()],
-        &StopHandle::new(),
-    )
-    .map_err(|f| f.error)
-    .unwrap();
+    let (_dir, r) = run(w, proxy.map(|p| p.addr()));
     for p in &r.summary.phases {
         eprintln!(
             "{:6} {:6} xacts  DHR {:5.2}/{:5.2}  errors {:?}",
@@ -58,10 +34,6 @@ fn polymix_3(plateau_s: f64, proxy: Option<&Proxy>) -> Summary {
     assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
     assert_eq!(r.summary.measured_phase.as_deref(), Some("top2"));
     r.summary
-}
-
-fn phase<'a>(s: &'a Summary, name: &str) -> &'a Entry {
-    s.phases.iter().find(|p| p.name == name).unwrap()
 }
 
 #[test]
@@ -101,18 +73,23 @@ fn polymix_3_offers_its_hit_ratio_and_mixes_and_an_ideal_cache_achieves_it() {
             let got = share(rt[k], p.xacts);
             assert!((got - want).abs() <= 1.0, "{name}: {k} {got:.2}%");
         }
+    }
 
-        // Content types: the servers' mix.
-        let ct = &p.content_types;
-        for (k, want) in [
-            ("image", 65.0),
-            ("html", 15.0),
-            ("other", 19.5),
-            ("download", 0.5),
-        ] {
-            let got = share(ct[k].xacts, p.xacts);
-            assert!((got - want).abs() <= 1.0, "{name}: {k} {got:.2}% of xacts");
-        }
+    // Content types over the whole run. Not per phase: a page's images
+    // finish a think time (2.5 s) after the page, so a phase that follows
+    // a ramp starts with fewer images in flight and one that precedes a
+    // ramp down sheds them into the next (top2 gets about 1.2 points fewer
+    // images than the plan, whatever the seed). Over the run, where the
+    // final drain fetches every planned image, the shares are the plan's.
+    let t = &direct.total;
+    for (k, want) in [
+        ("image", 65.0),
+        ("html", 15.0),
+        ("other", 19.5),
+        ("download", 0.5),
+    ] {
+        let got = share(t.content_types[k].xacts, t.xacts);
+        assert!((got - want).abs() <= 1.0, "total: {k} {got:.2}% of xacts");
     }
 
     // Mean reply sizes over the whole run, replies that carried the whole
@@ -139,9 +116,9 @@ fn polymix_3_offers_its_hit_ratio_and_mixes_and_an_ideal_cache_achieves_it() {
 
     // Through an ideal cache every offered hit is a hit: the same run's
     // measured and offered ratios agree in every busy phase.
-    let proxy = proxy_support::caching();
+    let proxy = proxy::caching();
     let cached = polymix_3(20.0, Some(&proxy));
-    assert_eq!(cached.total.rt_ms.hit.count, proxy_support::hits(&proxy));
+    assert_eq!(cached.total.rt_ms.hit.count, proxy::hits(&proxy));
     for p in cached.phases.iter().filter(|p| p.xacts > 2_000) {
         assert!(
             (p.dhr.measured - p.dhr.offered).abs() <= 2.0,

@@ -2,13 +2,12 @@
 //! same requests (the run's plan digest equals the plan walked without
 //! sockets), and a direct run gives the same figures.
 
-use cacheoff::run_cmd::run_in;
-use cacheoff_agent::StopHandle;
+mod support;
+
 use cacheoff_base::{Dur, Rate};
 use cacheoff_rundir::Summary;
 use cacheoff_workload::{digest, load, Aborts, ObjectSpace, Overrides, Workload};
-
-const WORKERS: usize = 2;
+use support::run::WORKERS;
 
 /// PolyMix-4's content and requests (pages with images, IMS, reloads,
 /// POST, HEAD, byte-hit-ratio discrimination), compressed to a warm-up and
@@ -33,19 +32,7 @@ fn workload() -> Workload {
 }
 
 fn run(w: &Workload) -> Summary {
-    let dir = tempfile::tempdir().unwrap();
-    run_in(
-        dir.path(),
-        w.clone(),
-        None,
-        WORKERS,
-        true,
-        &["test".into()],
-        &StopHandle::new(),
-    )
-    .map_err(|f| f.error)
-    .unwrap()
-    .summary
+    support::run::run(w.clone(), None).1.summary
 }
 
 #[test]

@@ -3,13 +3,16 @@
 //! written completely before the kill are hits, and a damaged file is
 //! never served.
 
+mod support;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use support::{process, wait};
 
 /// The origin's object `n`: deterministic bytes, some of them large.
 fn body(n: u64) -> Vec<u8> {
@@ -72,7 +75,7 @@ struct ProxyProcess {
 }
 
 fn start_proxy(disk: &Path) -> ProxyProcess {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cacheoff"))
+    let mut child = process::command()
         .args(["proxy", "--listen", "127.0.0.1:0", "--mem", "1MB", "--disk"])
         .arg(disk)
         .args(["--disk-size", "256MB"])
@@ -148,15 +151,14 @@ fn the_disk_store_survives_kill_9_and_never_serves_a_damaged_object() {
         assert_eq!((x.as_str(), b.len()), ("MISS", body(n).len()));
     }
     // Disk writes follow the replies; wait until all 30 are on disk.
-    for _ in 0..200 {
-        if files_under(&disk.join("objects")) == 30 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait::within(Duration::from_secs(10), || {
+        files_under(&disk.join("objects")) == 30
+    });
     assert_eq!(files_under(&disk.join("objects")), 30);
-    // Kill it while large objects are being fetched and written.
+    // Kill it while large objects are being fetched and written: once the
+    // origin has had all four requests.
     let addr = p.addr;
+    let asked = served.load(Ordering::SeqCst);
     let in_flight: Vec<_> = (100..104)
         .map(|k| {
             std::thread::spawn(move || {
@@ -164,7 +166,11 @@ fn the_disk_store_survives_kill_9_and_never_serves_a_damaged_object() {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(30));
+    wait::wait_until(
+        "the large fetches at the origin",
+        Duration::from_secs(20),
+        || served.load(Ordering::SeqCst) >= asked + 4,
+    );
     p.child.kill().unwrap();
     p.child.wait().unwrap();
     for t in in_flight {

@@ -1,39 +1,24 @@
 //! Report cards and exports of real runs: complete, interrupted, and killed
 //! (no summary, a torn last interval line).
 
-use cacheoff::run_cmd::{run_in, RunResult};
+mod support;
+
+use cacheoff::run_cmd::RunResult;
 use cacheoff_agent::StopHandle;
-use cacheoff_base::{Dur, Rate};
 use cacheoff_report::{export, html, RunState};
-use cacheoff_workload::{load, Overrides, Workload};
+use cacheoff_workload::Workload;
 use std::path::Path;
-
-#[path = "support/wait.rs"]
-mod wait;
-
-#[path = "support/proxy.rs"]
-mod proxy_support;
+use support::run::{compressed, phase, run_into, simple, stop_after};
+use support::{proxy, repo_file};
 
 fn workload(duration_s: f64) -> Workload {
-    load(
-        "simple",
-        &Overrides {
-            rate: Some(Rate(400.0).into()),
-            robots: Some(40),
-            servers: Some(8),
-            warmup: Some(Dur::secs(5.0)),
-            duration: Some(Dur::secs(duration_s)),
-            ..Default::default()
-        },
-    )
-    .unwrap()
+    simple(400.0, 40, 8, 5.0, duration_s)
 }
 
+/// Runs `w` into `dir` through a caching proxy, with one worker.
 fn run(dir: &Path, w: Workload, stop: &StopHandle) -> RunResult {
-    let proxy = proxy_support::caching();
-    run_in(dir, w, Some(proxy.addr()), 1, true, &["test".into()], stop)
-        .map_err(|f| f.error)
-        .unwrap()
+    let proxy = proxy::caching();
+    run_into(dir, w, Some(proxy.addr()), 1, stop)
 }
 
 /// `(data-points, data-series)` of every chart figure.
@@ -99,7 +84,7 @@ fn a_complete_run_gets_every_section_with_data() {
         2,
         "errors and hit ratio pass"
     );
-    let meas = &r.summary.phases.iter().find(|p| p.name == "meas").unwrap();
+    let meas = phase(&r.summary, "meas");
     assert!(page.contains(&format!("{:.1}%", meas.dhr.measured)));
 }
 
@@ -107,15 +92,8 @@ fn a_complete_run_gets_every_section_with_data() {
 fn an_interrupted_run_is_marked_and_still_complete_in_form() {
     let dir = tempfile::tempdir().unwrap();
     let stop = StopHandle::new();
-    let stopper = {
-        let stop = stop.clone();
-        let run = dir.path().to_path_buf();
-        std::thread::spawn(move || {
-            // Stopped once the warm-up interval is on disk.
-            wait::wait_for_intervals(&run, 1);
-            stop.stop();
-        })
-    };
+    // Stopped once the warm-up interval is on disk.
+    let stopper = stop_after(dir.path(), 1, &stop);
     run(dir.path(), workload(60.0), &stop);
     stopper.join().unwrap();
     let run = cacheoff_rundir::RunDir::open(dir.path()).unwrap();
@@ -187,14 +165,8 @@ fn a_killed_run_renders_from_its_intervals_and_exports_match_the_schemas() {
     // The distributions need the summary; the seven time charts do not.
     assert_eq!(figures(&page).len(), 7);
 
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/docs/schema/export.schema.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(&repo_file("docs/schema/export.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     for (name, run) in [
         (
@@ -219,14 +191,8 @@ fn a_killed_run_renders_from_its_intervals_and_exports_match_the_schemas() {
             run.intervals.len()
         );
 
-        let cols: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/docs/schema/export-csv.json"
-            ))
-            .unwrap(),
-        )
-        .unwrap();
+        let cols: serde_json::Value =
+            serde_json::from_str(&repo_file("docs/schema/export-csv.json")).unwrap();
         let text_columns: Vec<&str> = cols["text_columns"]
             .as_array()
             .unwrap()
@@ -282,26 +248,8 @@ fn compare_builds_the_executive_summary() {
         std::fs::create_dir(d).unwrap();
     }
     run(&proxied, workload(8.0), &StopHandle::new());
-    run_in(
-        &direct,
-        workload(8.0),
-        None,
-        1,
-        true,
-        &["test".into()],
-        &StopHandle::new(),
-    )
-    .map_err(|f| f.error)
-    .unwrap();
-    let dt = load(
-        "downtime",
-        &Overrides {
-            rate: Some(Rate(60.0).into()),
-            plateau: Some(Dur::secs(12.0)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    run_into(&direct, workload(8.0), None, 1, &StopHandle::new());
+    let dt = compressed("downtime", 60.0, 12.0, None);
     run(&downtime, dt, &StopHandle::new());
 
     let products_path = root.path().join("products.toml");

@@ -1,15 +1,17 @@
 //! Squid from Debian as the proxy under test. `.ci/run` installs Squid and
 //! runs this test (it is ignored by a plain `cargo test`).
 
-use cacheoff::run_cmd::{run_in, RunResult};
+mod support;
+
+use cacheoff::run_cmd::RunResult;
 use cacheoff_agent::StopHandle;
-use cacheoff_base::{Dur, Rate};
-use cacheoff_workload::{load, load_text, Overrides};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use support::run::{compressed, from_text, phase, run_into, simple, WORKERS};
+use support::{process, repo_file, wait};
 
 struct Squid {
     child: Child,
@@ -18,19 +20,8 @@ struct Squid {
 
 impl Drop for Squid {
     fn drop(&mut self) {
-        // SIGTERM, then wait; shutdown_lifetime is 1 s.
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // SIGTERM, then wait (its shutdown_lifetime is 1 s).
+        process::terminate(&mut self.child, Duration::from_secs(15));
     }
 }
 
@@ -46,15 +37,8 @@ fn squid_binary() -> &'static str {
 }
 
 fn start_squid(dir: &Path) -> Squid {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let template =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ops/squid/squid.conf"))
-            .unwrap();
-    let conf = template
+    let port = support::free_port();
+    let conf = repo_file("ops/squid/squid.conf")
         .replace("@PORT@", &port.to_string())
         .replace("@DIR@", dir.to_str().unwrap());
     // Squid drops root privileges to its own user, which must write here.
@@ -68,15 +52,11 @@ fn start_squid(dir: &Path) -> Squid {
         .spawn()
         .expect("start squid");
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(addr).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "squid did not listen on {addr}; cache.log:\n{}",
-            std::fs::read_to_string(dir.join("cache.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    assert!(
+        wait::within(Duration::from_secs(30), || wait::accepting(addr)),
+        "squid did not listen on {addr}; cache.log:\n{}",
+        std::fs::read_to_string(dir.join("cache.log")).unwrap_or_default()
+    );
     Squid { child, addr }
 }
 
@@ -87,17 +67,7 @@ fn run_through_squid(w: cacheoff_workload::Workload) -> (RunResult, String) {
     let squid = start_squid(dir.path());
     let run_dir = dir.path().join("run");
     std::fs::create_dir(&run_dir).unwrap();
-    let r = run_in(
-        &run_dir,
-        w,
-        Some(squid.addr),
-        2,
-        true,
-        &["squid-test".into()],
-        &StopHandle::new(),
-    )
-    .map_err(|f| f.error)
-    .unwrap();
+    let r = run_into(&run_dir, w, Some(squid.addr), WORKERS, &StopHandle::new());
     drop(squid); // stops Squid, which flushes its access log
     let log = std::fs::read_to_string(dir.path().join("access.log")).unwrap();
     (r, log)
@@ -106,18 +76,7 @@ fn run_through_squid(w: cacheoff_workload::Workload) -> (RunResult, String) {
 #[test]
 #[ignore = "needs Debian's squid; .ci/run installs it and runs this"]
 fn squid_hits_match_its_access_log() {
-    let w = load(
-        "simple",
-        &Overrides {
-            rate: Some(Rate(300.0).into()),
-            robots: Some(300),
-            servers: Some(50),
-            warmup: Some(Dur::secs(5.0)),
-            duration: Some(Dur::secs(60.0)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let w = simple(300.0, 300, 50, 5.0, 60.0);
     let (r, log) = run_through_squid(w);
     let t = &r.summary.total;
     let squid_hits = log
@@ -182,7 +141,7 @@ measured = true
 #[test]
 #[ignore = "needs Debian's squid; .ci/run installs it and runs this"]
 fn squid_answers_every_request_type_correctly() {
-    let w = load_text("squid-mix.toml", SPECIAL_MIX, &Overrides::default()).unwrap();
+    let w = from_text("squid-mix.toml", SPECIAL_MIX);
     let (r, _log) = run_through_squid(w);
     let t = &r.summary.total;
     eprintln!(
@@ -202,19 +161,10 @@ fn squid_answers_every_request_type_correctly() {
 #[test]
 #[ignore = "needs Debian's squid; .ci/run installs it and runs this"]
 fn squid_runs_a_compressed_polymix_3() {
-    let w = load(
-        "polymix-3",
-        &Overrides {
-            rate: Some(Rate(200.0).into()),
-            cache_size: Some(cacheoff_base::Bytes(16 << 20)),
-            plateau: Some(Dur::secs(15.0)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let w = compressed("polymix-3", 200.0, 15.0, Some(16 << 20));
     let (r, _log) = run_through_squid(w);
     let t = &r.summary.total;
-    let top2 = r.summary.phases.iter().find(|p| p.name == "top2").unwrap();
+    let top2 = phase(&r.summary, "top2");
     eprintln!(
         "total {} xacts, errors {:?}; top2 {} xacts, DHR {} of {}, rt hit {} miss {}",
         t.xacts,

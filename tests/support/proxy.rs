@@ -1,6 +1,5 @@
 //! The reference proxy as the root scenario tests start it: in-process on
 //! 127.0.0.1:0, with its counters to compare with what the robots saw.
-#![allow(dead_code)] // each test file uses its own part
 
 use cacheoff_proxy::{Proxy, ProxyConfig, ProxyStats};
 
@@ -21,6 +20,15 @@ pub fn start(tune: impl FnOnce(&mut ProxyConfig)) -> Proxy {
 /// stays until it expires.
 pub fn caching() -> Proxy {
     start(|_| {})
+}
+
+/// The reference proxy as `cacheoff run` starts it without `--proxy`:
+/// two workers and `memory` bytes of store.
+pub fn reference(memory: u64) -> Proxy {
+    start(|c| {
+        c.memory = memory;
+        c.workers = 2;
+    })
 }
 
 /// Replies the proxy served from its store.

@@ -1,19 +1,35 @@
-//! Readiness signals for tests: wait for what a run leaves behind instead
-//! of sleeping a fixed time.
+//! Readiness signals for tests: wait for what a run or a process leaves
+//! behind (intervals on disk, a listening port, an exit, a count reached)
+//! instead of sleeping a fixed time. The only sleep here is the polling
+//! step.
 
+use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Polls `ready` until it holds; panics naming `what` after `limit`.
-pub fn wait_until(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
+/// Polls `ready` until it holds (true) or `limit` has passed (false).
+pub fn within(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
     let t = Instant::now();
     while !ready() {
-        assert!(
-            t.elapsed() < limit,
-            "gave up waiting for {what} after {limit:?}"
-        );
+        if t.elapsed() >= limit {
+            return false;
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
+    true
+}
+
+/// Polls `ready` until it holds; panics naming `what` after `limit`.
+pub fn wait_until(what: &str, limit: Duration, ready: impl FnMut() -> bool) {
+    assert!(
+        within(limit, ready),
+        "gave up waiting for {what} after {limit:?}"
+    );
+}
+
+/// Whether something accepts connections on `addr` now.
+pub fn accepting(addr: SocketAddr) -> bool {
+    TcpStream::connect(addr).is_ok()
 }
 
 /// Complete (newline-ended) lines in a run's `intervals.jsonl` so far.

@@ -50,9 +50,7 @@ fn complete_head(
     match parsed {
         httparse::Status::Complete(n) if n > max_head => Err(HttpError::HeadTooLarge(max_head)),
         httparse::Status::Complete(n) => Ok(Some(n)),
-        httparse::Status::Partial if buffered > max_head => {
-            Err(HttpError::HeadTooLarge(max_head))
-        }
+        httparse::Status::Partial if buffered > max_head => Err(HttpError::HeadTooLarge(max_head)),
         httparse::Status::Partial => Ok(None),
     }
 }

@@ -161,7 +161,10 @@ fn reply(f: &Facts<'_>, outcome: Outcome, ask: &Ask) -> Result<(), ErrorKind> {
     let older = matches!((head.last_modified, ask.lm_at_send), (Some(got), Some(cur)) if got < cur);
     // A copy that had expired a whole second before the request (Expires
     // has one-second resolution) was not revalidated.
-    let expired = hit && head.expires.is_some_and(|e| (e + 1) as f64 <= ask.sent_unix);
+    let expired = hit
+        && head
+            .expires
+            .is_some_and(|e| (e + 1) as f64 <= ask.sent_unix);
     if head.status == 200 && (older || expired) {
         return Err(ErrorKind::StaleContent);
     }
@@ -257,14 +260,20 @@ mod tests {
             judge_whole(&reply_head(200, 7, &lm(T)), &basic),
             Ok(Outcome::Miss)
         );
-        assert_eq!(judge_whole(&reply_head(200, 5, &lm(T)), &basic), Ok(Outcome::Hit));
+        assert_eq!(
+            judge_whole(&reply_head(200, 5, &lm(T)), &basic),
+            Ok(Outcome::Hit)
+        );
         assert_eq!(
             judge_whole(&reply_head(200, 0, &lm(T)), &basic),
             Err(ErrorKind::ForeignSource)
         );
         // An echo-less 304 came from a cache.
         let ims = ask(RequestType::Ims304);
-        assert_eq!(judge_whole(&reply_head(304, 0, &lm(T)), &ims), Ok(Outcome::Hit));
+        assert_eq!(
+            judge_whole(&reply_head(304, 0, &lm(T)), &ims),
+            Ok(Outcome::Hit)
+        );
     }
 
     #[test]
@@ -330,7 +339,10 @@ mod tests {
             "expired 40 s before the request"
         );
         let fresh = format!("Expires: {}\r\n", date::format(T + 50));
-        assert_eq!(judge_whole(&reply_head(200, 5, &fresh), &basic), Ok(Outcome::Hit));
+        assert_eq!(
+            judge_whole(&reply_head(200, 5, &fresh), &basic),
+            Ok(Outcome::Hit)
+        );
     }
 
     #[test]

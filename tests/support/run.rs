@@ -1,0 +1,185 @@
+//! Workloads as the root tests build them, and in-process runs of them
+//! (`cacheoff::run_cmd::run_in`), each into its own directory.
+//!
+//! Runs share this machine's 2 cores and one process's descriptors: the
+//! [`Gate`] lets at most two run at once, and a big one (thousands of
+//! robots) alone.
+
+use cacheoff::run_cmd::{run_in, RunResult};
+use cacheoff_agent::StopHandle;
+use cacheoff_base::{Bytes, Dur, Rate};
+use cacheoff_rundir::Summary;
+use cacheoff_stats::Entry;
+use cacheoff_workload::{
+    load, load_text, Dist, LifeCycle, Overrides, Quantity, RequestMix, Workload,
+};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex};
+use std::thread::JoinHandle;
+
+/// Workers of a run: one per core of this machine.
+pub const WORKERS: usize = 2;
+
+/// The built-in `simple` workload: `rate` requests per second from
+/// `robots` robots to `servers` servers, `warmup_s` seconds of warm-up,
+/// then `measured_s` measured.
+pub fn simple(rate: f64, robots: u32, servers: u32, warmup_s: f64, measured_s: f64) -> Workload {
+    load(
+        "simple",
+        &Overrides {
+            rate: Some(Rate(rate).into()),
+            robots: Some(robots),
+            servers: Some(servers),
+            warmup: Some(Dur::secs(warmup_s)),
+            duration: Some(Dur::secs(measured_s)),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// A built-in workload at `rate` requests per second, its phases
+/// compressed so that the plateau lasts `plateau_s` seconds, with a cache
+/// of `cache_size` bytes (for fill goals) where given.
+pub fn compressed(name: &str, rate: f64, plateau_s: f64, cache_size: Option<u64>) -> Workload {
+    load(
+        name,
+        &Overrides {
+            rate: Some(Rate(rate).into()),
+            cache_size: cache_size.map(Bytes),
+            plateau: Some(Dur::secs(plateau_s)),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// A workload from the `text` of a workload file named `file`.
+pub fn from_text(file: &str, text: &str) -> Workload {
+    load_text(file, text, &Overrides::default()).unwrap()
+}
+
+/// PolyMix-3's content types (workloads.md) in a short workload.
+const POLYMIX_CONTENT: &str = r#"
+name = "polymix-content"
+peak_rate = "2000/s"
+content = "polymix"
+[robots]
+count = 200
+[servers]
+count = 20
+[popularity]
+recurrence = 0.7237
+[[phases]]
+name = "warm"
+duration = "1s"
+[[phases]]
+name = "meas"
+duration = "8s"
+measured = true
+"#;
+
+/// PolyMix-3's content types: pages with embedded images, and more.
+pub fn polymix_content() -> Workload {
+    from_text("polymix-content.toml", POLYMIX_CONTENT)
+}
+
+/// PolyMix's request types: 80% basic, 5% IMS answered 200, 10% IMS
+/// answered 304, 5% reloads.
+pub fn polymix_requests(w: &mut Workload) {
+    w.requests = RequestMix {
+        basic: 0.80,
+        ims200: 0.05,
+        ims304: 0.10,
+        reload: 0.05,
+        ..RequestMix::basic_only()
+    };
+}
+
+/// Objects that change every `mean_s` seconds on average, `with_lmt` of
+/// them with a Last-Modified date.
+pub fn changing(w: &mut Workload, mean_s: f64, with_lmt: f64) {
+    w.content[0].life_cycle = LifeCycle {
+        length: Dist::exp(Quantity::Time, mean_s),
+        variance: 0.5,
+        with_lmt,
+        modified_ago: None,
+    };
+}
+
+struct Gate {
+    used: Mutex<u32>,
+    freed: Condvar,
+}
+
+static GATE: Gate = Gate {
+    used: Mutex::new(0),
+    freed: Condvar::new(),
+};
+
+/// Slots of the gate held by one run, given back when dropped.
+struct Slots(u32);
+
+impl Drop for Slots {
+    fn drop(&mut self) {
+        *GATE.used.lock().unwrap_or_else(|e| e.into_inner()) -= self.0;
+        GATE.freed.notify_all();
+    }
+}
+
+fn take_slots(w: &Workload) -> Slots {
+    let n = if w.robots.count >= 1000 { 2 } else { 1 };
+    let mut used = GATE.used.lock().unwrap_or_else(|e| e.into_inner());
+    while *used + n > 2 {
+        used = GATE.freed.wait(used).unwrap_or_else(|e| e.into_inner());
+    }
+    *used += n;
+    Slots(n)
+}
+
+/// Runs `w` into `dir` (an existing, empty directory) with `workers`
+/// workers, through `proxy` if any, until its end or `stop`; panics if
+/// the run fails.
+pub fn run_into(
+    dir: &Path,
+    w: Workload,
+    proxy: Option<SocketAddr>,
+    workers: usize,
+    stop: &StopHandle,
+) -> RunResult {
+    let _slots = take_slots(&w);
+    // The manifest's command line names the test file that ran it.
+    let argv = [env!("CARGO_CRATE_NAME").to_string()];
+    run_in(dir, w, proxy, workers, true, &argv, stop)
+        .map_err(|f| f.error)
+        .unwrap()
+}
+
+/// Runs `w` with [`WORKERS`] workers into a new temporary directory,
+/// which lasts as long as the returned handle.
+pub fn run(w: Workload, proxy: Option<SocketAddr>) -> (tempfile::TempDir, RunResult) {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_into(dir.path(), w, proxy, WORKERS, &StopHandle::new());
+    (dir, r)
+}
+
+/// A thread that uses `stop` once the run in `dir` has written
+/// `intervals` intervals.
+pub fn stop_after(dir: &Path, intervals: usize, stop: &StopHandle) -> JoinHandle<()> {
+    let (dir, stop): (PathBuf, _) = (dir.to_path_buf(), stop.clone());
+    std::thread::spawn(move || {
+        super::wait::wait_for_intervals(&dir, intervals);
+        stop.stop();
+    })
+}
+
+/// The phase `name` of a run's summary.
+pub fn phase<'a>(s: &'a Summary, name: &str) -> &'a Entry {
+    s.phases.iter().find(|p| p.name == name).unwrap()
+}
+
+/// The names of a run's phases, in order.
+pub fn phase_names(s: &Summary) -> Vec<&str> {
+    s.phases.iter().map(|p| p.name.as_str()).collect()
+}
