@@ -10,12 +10,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 size=${1:-32MB}
 duration=${2:-60s}
-command -v jq >/dev/null || { apt-get update -qq && apt-get install -y -qq jq >/dev/null; }
-cargo build --release -q
-bin=target/release/cacheoff
-work=$(mktemp -d)
-pid=
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 . bench/lib.sh
 
 echo "machine: $(nproc) cores, $(uname -r); $("$bin" --version); memory store $size, measured $duration"

@@ -1,5 +1,14 @@
 # Shared by the bench scripts that start `cacheoff proxy` themselves.
-# Expects $bin (the cacheoff binary) and $work (a scratch directory).
+# Sourcing it installs jq if missing, builds the release binary and sets
+# $bin (the cacheoff binary), $work (a scratch directory, removed on exit)
+# and $pid (the proxy started, stopped on exit).
+
+command -v jq >/dev/null || { apt-get update -qq && apt-get install -y -qq jq >/dev/null; }
+cargo build --release -q
+bin=target/release/cacheoff
+work=$(mktemp -d)
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 
 # start_proxy LOG ARGS...: starts `cacheoff proxy --listen 127.0.0.1:0 ARGS`
 # with its console in LOG; sets $pid and $addr (the port it got).

@@ -231,7 +231,7 @@ fn collect(
                 })
             }
             WorkerMsg::Interval(m) => {
-                if let Some(d) = m.digest {
+                if let Some(d) = m.last {
                     digests[m.worker as usize] = d;
                 }
                 merger.push(m);

@@ -19,17 +19,15 @@ pub enum WorkerMsg {
     Failed(u32, std::io::Error),
 }
 
-/// One worker's snapshot of one interval.
+/// One worker's snapshot of one interval, ending at schedule time `end_s`.
 pub struct WorkerInterval {
     pub worker: u32,
     pub index: u32,
-    /// Schedule time the interval ended for this worker.
     pub end_s: f64,
-    /// The worker's final snapshot (schedule over, or stopped).
-    pub last: bool,
     pub snap: Box<Snapshot>,
-    /// With the last snapshot: the digest of the requests it planned.
-    pub digest: Option<PlanDigest>,
+    /// On the worker's final snapshot (schedule over, or stopped): the
+    /// digest of the requests it planned.
+    pub last: Option<PlanDigest>,
 }
 
 /// A complete interval.
@@ -81,7 +79,7 @@ impl Merger {
         e.workers += 1;
         e.snap.add(&m.snap);
         e.end_s = e.end_s.max(m.end_s);
-        if m.last {
+        if m.last.is_some() {
             self.finished[m.worker as usize] = Some(m.index);
         }
     }
@@ -162,9 +160,8 @@ mod tests {
             worker,
             index,
             end_s: f64::from(index + 1) * 5.0,
-            last,
             snap: Box::new(snap),
-            digest: None,
+            last: last.then(PlanDigest::default),
         }
     }
 

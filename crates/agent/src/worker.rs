@@ -130,8 +130,7 @@ fn send(clients: &Clients, to: &Sender<WorkerMsg>, index: u32, end_s: f64, open:
         worker: clients.local.id,
         index,
         end_s,
-        last,
         snap: Box::new(snap),
-        digest: last.then(|| clients.digest.get()),
+        last: last.then(|| clients.digest.get()),
     }));
 }

@@ -144,16 +144,7 @@ pub fn render(run: &Run) -> Result<String, ReportError> {
 
 /// Writes `report.html` into the run directory; returns its path.
 pub fn write(run: &Run) -> Result<std::path::PathBuf, ReportError> {
-    let html = render(run)?;
-    let path = run.dir.join("report.html");
-    let tmp = run.dir.join(".report.html.tmp");
-    std::fs::write(&tmp, html)
-        .and_then(|_| std::fs::rename(&tmp, &path))
-        .map_err(|source| ReportError::Write {
-            path: path.clone(),
-            source,
-        })?;
-    Ok(path)
+    Ok(run.write_report(&render(run)?)?)
 }
 
 /// Figures for the sections' tests: real entries built from snapshots.

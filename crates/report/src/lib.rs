@@ -15,11 +15,6 @@ use std::path::PathBuf;
 pub enum ReportError {
     #[error(transparent)]
     RunDir(#[from] cacheoff_rundir::RunDirError),
-    #[error("cannot write {path}: {source}")]
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
     #[error("{path}: {why}")]
     Products { path: PathBuf, why: String },
     #[error("cannot draw chart {chart:?}: {why}")]

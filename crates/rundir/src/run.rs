@@ -3,7 +3,8 @@
 use crate::files::{read_json, read_lines};
 use crate::records::measured_phase;
 use crate::{
-    IntervalRecord, Manifest, RunDirError, Summary, INTERVALS_FILE, MANIFEST_FILE, SUMMARY_FILE,
+    IntervalRecord, Manifest, RunDirError, Summary, INTERVALS_FILE, MANIFEST_FILE, REPORT_FILE,
+    SUMMARY_FILE,
 };
 use cacheoff_stats::Entry;
 use std::path::{Path, PathBuf};
@@ -135,6 +136,20 @@ impl Run {
         self.measured_phase()
             .and_then(|m| phases.into_iter().find(|p| p.name == m))
             .unwrap_or_else(|| self.total())
+    }
+
+    /// Writes the report card (rendered by the caller) as `report.html`,
+    /// atomically; returns its path.
+    pub fn write_report(&self, html: &str) -> Result<PathBuf, RunDirError> {
+        let path = self.dir.join(REPORT_FILE);
+        let tmp = self.dir.join(format!(".{REPORT_FILE}.tmp"));
+        std::fs::write(&tmp, html)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|source| RunDirError::Write {
+                path: path.clone(),
+                source,
+            })?;
+        Ok(path)
     }
 
     /// The proxy under test: its label and address.

@@ -134,10 +134,8 @@ pub async fn exchange(
     let deadline = tokio::time::Instant::from_std(sent + w.timeouts.xact.0);
     let ask = Ask {
         xact,
+        object: p.info,
         rtype,
-        cachable: p.info.cachable,
-        size: p.info.size,
-        body_seed: p.info.body_seed,
         ims_lmt,
         lm_at_send,
         sent_unix: unix_now(),
@@ -262,7 +260,7 @@ async fn read_body(
 ) -> Result<(BodyCheck, bool), Unsuccessful> {
     let size = ask.body_len(head);
     let idle = clients.shared().workload.timeouts.idle.0;
-    let mut check = BodyCheck::new(ask.body_seed, size);
+    let mut check = BodyCheck::new(ask.object.body_seed, size);
     let start = head.head_len;
     match head.framing {
         Framing::Length(n) => {

@@ -9,23 +9,20 @@ use cacheoff_http::body::{self as bodies, BodyCheck};
 use cacheoff_http::echo::{echo_of, xact_of_echo};
 use cacheoff_http::{Framing, ResponseHead};
 use cacheoff_stats::{ErrorKind, Outcome};
+use cacheoff_workload::ObjectInfo;
 
-/// What a request asked for, as far as judging its reply goes.
+/// What transaction `xact` asked for, as far as judging its reply goes:
+/// `object` by `rtype` (the type actually sent: an IMS request for an
+/// object without `Last-Modified` goes out as basic), sent at `sent_unix`
+/// by the wall clock, when the object's `Last-Modified` was `lm_at_send`;
+/// `ims_lmt` is the `Last-Modified` its IMS date was derived from.
 #[derive(Debug, Clone, Copy)]
 pub struct Ask {
     pub xact: XactId,
-    /// The type actually sent (an IMS request for an object without
-    /// `Last-Modified` goes out as basic).
+    pub object: ObjectInfo,
     pub rtype: RequestType,
-    pub cachable: bool,
-    /// The object's size and body seed.
-    pub size: u64,
-    pub body_seed: u64,
-    /// The `Last-Modified` the IMS date was derived from.
     pub ims_lmt: Option<i64>,
-    /// The object's `Last-Modified` when the request was sent.
     pub lm_at_send: Option<i64>,
-    /// When the request was sent, by the wall clock (Unix seconds).
     pub sent_unix: f64,
 }
 
@@ -40,7 +37,7 @@ impl Ask {
         if self.bodiless(head) {
             0
         } else {
-            self.size
+            self.object.size
         }
     }
 }
@@ -119,7 +116,9 @@ fn body(check: &BodyCheck) -> Result<(), ErrorKind> {
 fn reply(f: &Facts<'_>, outcome: Outcome, ask: &Ask) -> Result<(), ErrorKind> {
     let head = f.head;
     if let Some(md5) = &head.content_md5 {
-        if !ask.bodiless(head) && md5[..] != bodies::md5_digest(ask.body_seed, ask.size) {
+        if !ask.bodiless(head)
+            && md5[..] != bodies::md5_digest(ask.object.body_seed, ask.object.size)
+        {
             return Err(ErrorKind::Md5Mismatch);
         }
     }
@@ -148,7 +147,7 @@ fn reply(f: &Facts<'_>, outcome: Outcome, ask: &Ask) -> Result<(), ErrorKind> {
     if hit && ask.rtype == RequestType::Post {
         return Err(ErrorKind::PostHit);
     }
-    if hit && head.status == 200 && !ask.cachable {
+    if hit && head.status == 200 && !ask.object.cachable {
         return Err(ErrorKind::UncachableHit);
     }
     if let (true, Some(echo)) = (hit, head.echo) {
@@ -184,10 +183,19 @@ mod tests {
     fn ask(rtype: RequestType) -> Ask {
         Ask {
             xact: XactId::new(1, 7),
+            object: ObjectInfo {
+                oid: 1,
+                ctype: 0,
+                ext: None,
+                size: 100,
+                cachable: true,
+                md5: false,
+                embeds: 0,
+                server: 0,
+                body_seed: SEED,
+                life_seed: 0,
+            },
             rtype,
-            cachable: true,
-            size: 100,
-            body_seed: SEED,
             ims_lmt: matches!(rtype, RequestType::Ims200 | RequestType::Ims304).then_some(T),
             lm_at_send: Some(T),
             sent_unix: T as f64 + 50.0,
@@ -312,7 +320,7 @@ mod tests {
         assert_eq!(hit(RequestType::Reload), Err(ErrorKind::ReloadHit));
         assert_eq!(hit(RequestType::Post), Err(ErrorKind::PostHit));
         let mut uncachable = ask(RequestType::Basic);
-        uncachable.cachable = false;
+        uncachable.object.cachable = false;
         assert_eq!(
             judge_whole(&reply_head(200, 5, &lm(T)), &uncachable),
             Err(ErrorKind::UncachableHit)
