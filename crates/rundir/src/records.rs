@@ -40,9 +40,9 @@ pub struct Summary {
     /// whole run); absent in older runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distributions: Option<Distributions>,
-    /// Digest of every request the plan issued, in plan order (16 hex
-    /// digits): the same seed and workload on as many workers give the
-    /// same digest. Absent in older runs.
+    /// Digest of every open-loop request the plan issued, in plan order
+    /// (16 hex digits): the same seed and workload on as many workers give
+    /// the same digest. Absent in older runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_digest: Option<String>,
 }

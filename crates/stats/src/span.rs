@@ -28,7 +28,7 @@ pub struct RunStats {
     pub total: Accum,
     /// Stopped before its schedule ended.
     pub interrupted: bool,
-    /// Digest of every request the plan issued, in plan order: the same
-    /// seed and workload on as many workers give the same digest.
+    /// Digest of every open-loop request the plan issued, in plan order:
+    /// the same seed and workload on as many workers give the same digest.
     pub plan_digest: u64,
 }

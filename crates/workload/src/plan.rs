@@ -308,6 +308,7 @@ pub struct PlanDigest(u64);
 
 impl PlanDigest {
     /// Adds the request of robot `robot` intended `t_ns` after the start.
+    #[inline]
     pub fn add(&mut self, t_ns: u64, robot: u32, p: &Planned) {
         for v in [
             t_ns,

@@ -74,6 +74,7 @@ pub async fn start(clients: Rc<Clients>, robots: Vec<Rc<Robot>>) {
                 .borrow_mut()
                 .record_issue(us_since(intended, Instant::now()));
             let due = plan(&clients, &robots[robot], intended);
+            record_in_digest(&clients, &robots[robot], &due);
             dispatch(&clients, &robots[robot], due);
         },
     )
@@ -82,16 +83,21 @@ pub async fn start(clients: Rc<Clients>, robots: Vec<Rc<Robot>>) {
 
 /// The plan's next request of `robot`, due at `intended`.
 fn plan(clients: &Clients, robot: &Robot, intended: Instant) -> Due {
-    let shared = clients.shared();
-    let plan = clients
-        .plan
-        .borrow_mut()
-        .request(robot.idx, shared.schedule_s_at(intended));
-    let mut digest = clients.digest.get();
-    let t_ns = intended.saturating_duration_since(shared.start).as_nanos() as u64;
-    digest.add(t_ns, clients.plan.borrow().robots()[robot.idx], &plan);
-    clients.digest.set(digest);
+    let sched_s = clients.shared().schedule_s_at(intended);
+    let plan = clients.plan.borrow_mut().request(robot.idx, sched_s);
     Due { plan, intended }
+}
+
+/// Adds an open-loop request to the plan digest. (Closed-loop requests
+/// follow the replies' timing, so they have no plan to repeat.)
+fn record_in_digest(clients: &Clients, robot: &Robot, due: &Due) {
+    let t_ns = due
+        .intended
+        .saturating_duration_since(clients.shared().start)
+        .as_nanos() as u64;
+    let mut digest = clients.digest.get();
+    digest.add(t_ns, clients.plan.borrow().robots()[robot.idx], &due.plan);
+    clients.digest.set(digest);
 }
 
 /// Best effort: one request after another on one connection slot.
