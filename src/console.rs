@@ -1,20 +1,22 @@
 //! The live console: one line per interval while a run goes, and a table of
-//! phases at the end.
+//! phases at the end. Response times are shown on both clocks, each named.
 
 use cacheoff_rundir::{IntervalRecord, Summary};
-use cacheoff_stats::Entry;
+use cacheoff_stats::{Entry, RtClock};
 use std::io::Write;
+use std::sync::OnceLock;
 
 /// The per-interval console line; `xacts_so_far` counts the whole run.
 pub fn interval_line(r: &IntervalRecord, xacts_so_far: u64) -> String {
     let s = &r.stats;
     format!(
-        "{:>7.1}s  {:<6} {:>11} {:>11.1} {:>10.2}ms {:>8.1}% of {:>5.1}% {:>9} {:>10}",
+        "{:>7.1}s  {:<6} {:>11} {:>11.1} {:>9.2} {:>9.2} {:>8.1}% of {:>5.1}% {:>9} {:>10}",
         r.end_s,
         r.phase,
         xacts_so_far,
         s.rate_xps,
         s.rt_ms.all.mean,
+        s.rt_polygraph_ms.all.mean,
         s.dhr.measured,
         s.dhr.offered,
         s.errors.total,
@@ -22,53 +24,93 @@ pub fn interval_line(r: &IntervalRecord, xacts_so_far: u64) -> String {
     )
 }
 
-/// The console header matching [`interval_line`].
+/// What each response-time column's mark means.
+fn legend() -> String {
+    RtClock::ALL
+        .iter()
+        .map(|&c| format!("{}: {}", mark(c), c.description()))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The mark of a response-time column on `clock`.
+fn mark(clock: RtClock) -> &'static str {
+    match clock {
+        RtClock::Intended => "(i)",
+        RtClock::Polygraph => "(c)",
+    }
+}
+
+/// The console header matching [`interval_line`], with a legend of the
+/// response-time columns.
 pub fn header() -> &'static str {
-    "   time  phase         xacts   replies/s  mean resp.  hit ratio (offered)    errors open conns"
+    static HEADER: OnceLock<String> = OnceLock::new();
+    HEADER.get_or_init(|| {
+        format!(
+            "mean response time in ms, {}\n   time  phase         xacts   replies/s {:>9} {:>9}  hit ratio (offered)    errors open conns",
+            legend(),
+            format!("rt{}", mark(RtClock::Intended)),
+            format!("rt{}", mark(RtClock::Polygraph)),
+        )
+    })
 }
 
 fn phase_row(e: &Entry) -> String {
-    format!(
-        "{:<8} {:>8.1}s {:>10} {:>10.1} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>6.1}/{:<6.1} {:>6.1}/{:<6.1} {:>8} {:>7.3}%",
-        e.name,
-        e.duration_s,
-        e.xacts,
-        e.rate_xps,
-        e.rt_ms.all.mean,
-        e.rt_ms.hit.mean,
-        e.rt_ms.miss.mean,
-        e.rt_ms.all.p99,
+    let mut row = format!(
+        "{:<8} {:>8.1}s {:>10} {:>10.1}",
+        e.name, e.duration_s, e.xacts, e.rate_xps
+    );
+    for c in RtClock::ALL {
+        let rt = e.rt(*c);
+        row.push_str(&format!(
+            " {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+            rt.all.mean, rt.hit.mean, rt.miss.mean, rt.all.p99
+        ));
+    }
+    row.push_str(&format!(
+        " {:>6.1}/{:<6.1} {:>6.1}/{:<6.1} {:>8} {:>7.3}%",
         e.dhr.measured,
         e.dhr.offered,
         e.bhr.measured,
         e.bhr.offered,
         e.errors.total,
         e.errors.percent,
-    )
+    ));
+    row
 }
 
-/// The end-of-run table: one row per phase and the total.
+/// The end-of-run table: one row per phase and the total, response times
+/// on both clocks side by side.
 pub fn summary_table(s: &Summary) -> String {
-    let mut out = String::new();
+    let mut out = format!("{:<8} {:>9} {:>10} {:>10}", "", "", "", "");
+    for c in RtClock::ALL {
+        out.push_str(&format!(
+            " {:<39}",
+            format!("response time, ms {}", mark(*c))
+        ));
+    }
+    out.truncate(out.trim_end().len());
+    out.push('\n');
     out.push_str(&format!(
-        "{:<8} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>13} {:>13} {:>8} {:>8}\n",
-        "phase",
-        "duration",
-        "xacts",
-        "replies/s",
-        "rt ms",
-        "hit ms",
-        "miss ms",
-        "p99 ms",
-        "DHR meas/off",
-        "BHR meas/off",
-        "errors",
-        "err %"
+        "{:<8} {:>9} {:>10} {:>10}",
+        "phase", "duration", "xacts", "replies/s"
+    ));
+    for _ in RtClock::ALL {
+        out.push_str(&format!(
+            " {:>9} {:>9} {:>9} {:>9}",
+            "all", "hit", "miss", "p99"
+        ));
+    }
+    out.push_str(&format!(
+        " {:>13} {:>13} {:>8} {:>8}\n",
+        "DHR meas/off", "BHR meas/off", "errors", "err %"
     ));
     for e in s.phases.iter().chain(std::iter::once(&s.total)) {
         out.push_str(&phase_row(e));
         out.push('\n');
     }
+    out.push_str(&legend());
+    out.push('\n');
     if let Some(m) = &s.measured_phase {
         out.push_str(&format!("measured phase: {m}"));
     }
@@ -84,4 +126,91 @@ pub fn print(text: &str) {
     let mut o = std::io::stdout().lock();
     let _ = writeln!(o, "{text}");
     let _ = o.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cacheoff_stats::{Accum, Outcome, Snapshot, XactRecord};
+    use cacheoff_workload::RequestType;
+
+    /// A phase of 10 misses, 8 ms from their intended start and 3 ms from
+    /// their connection.
+    fn entry(name: &str) -> Entry {
+        let mut s = Snapshot::default();
+        for _ in 0..10 {
+            s.record_send(10);
+            s.record_xact(&XactRecord {
+                outcome: Outcome::Miss,
+                fills_cache: true,
+                bytes: 100,
+                full_body: true,
+                rtype: RequestType::Basic,
+                ctype: 0,
+                offered_hit: false,
+                rt_corrected_us: 8000,
+                rt_polygraph_us: 3000,
+            });
+        }
+        let mut a = Accum::default();
+        a.add_interval(&s, 5.0);
+        a.entry(name, &["object".to_string()])
+    }
+
+    /// The column of `text`'s line `row` under `head`'s `at`-th occurrence
+    /// in line `head_line`, right-aligned as the tables are.
+    fn under(text: &str, head_line: usize, head: &str, at: usize, row: usize) -> String {
+        let lines: Vec<&str> = text.lines().collect();
+        let end = lines[head_line]
+            .match_indices(head)
+            .nth(at)
+            .map(|(i, _)| i + head.len())
+            .unwrap();
+        let line = lines[row];
+        let start = line[..end].rfind(' ').unwrap() + 1;
+        line[start..end].to_string()
+    }
+
+    #[test]
+    fn both_clocks_are_shown_side_by_side_and_named() {
+        let summary = Summary {
+            format: cacheoff_rundir::SUMMARY_FORMAT.into(),
+            version: cacheoff_rundir::FORMAT_VERSION,
+            workload: "w".into(),
+            interrupted: false,
+            measured_phase: Some("meas".into()),
+            phases: vec![entry("meas")],
+            total: entry("total"),
+            distributions: None,
+            plan_digest: None,
+        };
+        let t = summary_table(&summary);
+        // Line 0 names the clocks, line 1 the columns, line 2 is `meas`.
+        assert!(t.lines().next().unwrap().contains("response time, ms (i)"));
+        assert!(t.lines().next().unwrap().contains("response time, ms (c)"));
+        assert_eq!(under(&t, 1, "all", 0, 2), "8.00");
+        assert_eq!(under(&t, 1, "all", 1, 2), "3.00");
+        assert_eq!(under(&t, 1, "miss", 1, 2), "3.00");
+        for c in RtClock::ALL {
+            assert!(t.contains(c.description()), "{t}");
+            assert!(header().contains(c.description()));
+        }
+
+        let r = IntervalRecord {
+            version: cacheoff_rundir::FORMAT_VERSION,
+            interval: 0,
+            phase: "meas".into(),
+            start_s: 0.0,
+            end_s: 5.0,
+            robots: 1,
+            load: 1.0,
+            stats: entry("meas"),
+        };
+        let line = interval_line(&r, 10);
+        let h = header().lines().nth(1).unwrap();
+        let text = format!("{h}\n{line}");
+        assert_eq!(under(&text, 0, "rt(i)", 0, 1), "8.00");
+        assert_eq!(under(&text, 0, "rt(c)", 0, 1), "3.00");
+        assert!(h.contains("hit ratio (offered)"));
+    }
 }

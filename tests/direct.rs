@@ -1,13 +1,16 @@
-//! Direct runs, robots -> origin servers with no proxy, in-process on port
-//! 0: what a workload offers (hit ratios, request and content mixes,
-//! rates) and how the robots measure it (latency from the intended start,
-//! WAN emulation).
+//! Direct runs, robots -> origin servers with no proxy (or a relay that
+//! caches nothing), in-process on port 0: what a workload offers (hit
+//! ratios, request and content mixes, rates) and how the robots measure it
+//! (latency from the intended start and from the connection, WAN
+//! emulation).
 
 mod support;
 
 use cacheoff_base::Dur;
 use cacheoff_rundir::RunDir;
-use cacheoff_workload::{Dist, Quantity};
+use cacheoff_workload::{Arrivals, Dist, Quantity};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 use support::run::{changing, phase_names, polymix_content, polymix_requests, run, simple};
 
 #[test]
@@ -61,6 +64,10 @@ fn direct_run_has_no_hits_and_offers_the_configured_hit_ratio() {
             "/rt_ms/all/p99",
             "/rt_ms/hit/mean",
             "/rt_ms/miss/mean",
+            "/rt_polygraph_ms/all/mean",
+            "/rt_polygraph_ms/all/p99",
+            "/rt_polygraph_ms/hit/mean",
+            "/rt_polygraph_ms/miss/mean",
             "/errors/total",
             "/errors/by_kind",
         ] {
@@ -74,8 +81,18 @@ fn direct_run_has_no_hits_and_offers_the_configured_hit_ratio() {
     assert_eq!(sum, t.xacts, "intervals add up to the total");
 }
 
+/// The mean from the intended start exceeds the mean on Polygraph's clock
+/// by more than `ms`: the waits for a connection it leaves out.
+fn assert_waits_left_out(t: &cacheoff_stats::Entry, ms: f64) {
+    let (intended, pg) = (t.rt_ms.all.mean, t.rt_polygraph_ms.all.mean);
+    assert!(
+        intended > pg + ms,
+        "intended start {intended} vs connection {pg}"
+    );
+}
+
 #[test]
-fn latency_is_measured_from_the_intended_start() {
+fn latency_is_measured_from_the_intended_start_and_from_the_connection() {
     // Two robots with one connection each, 100 ms think time: capacity is
     // 20 req/s but the plan asks for 30, so requests wait for a connection.
     let mut w = simple(30.0, 2, 2, 1.0, 3.0);
@@ -84,15 +101,121 @@ fn latency_is_measured_from_the_intended_start() {
     let (_dir, r) = run(w, None);
     let t = &r.summary.total;
     assert!(t.xacts > 30);
-    // Uncorrected time is the think time; corrected adds the queueing.
-    assert!(t.rt_uncorrected_ms.all.mean >= 100.0 && t.rt_uncorrected_ms.all.mean < 150.0);
+    assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    // Polygraph's clock starts once the connection is had: the think time
+    // and little more. The intended start adds the wait for it.
+    let pg = &t.rt_polygraph_ms.all;
     assert!(
-        t.rt_ms.all.mean > t.rt_uncorrected_ms.all.mean + 100.0,
-        "corrected {} vs uncorrected {}",
-        t.rt_ms.all.mean,
-        t.rt_uncorrected_ms.all.mean
+        pg.mean >= 100.0 && pg.mean < 150.0,
+        "Polygraph clock {pg:?}"
     );
+    assert!(pg.p50 >= 100.0, "Polygraph clock {pg:?}");
+    assert_waits_left_out(t, 100.0);
     assert!(t.send_lag_ms.max > 300.0, "lag max {}", t.send_lag_ms.max);
+}
+
+/// `ListenDrops` of this network namespace: SYNs the kernel dropped, e.g.
+/// at a full accept queue.
+fn listen_drops() -> u64 {
+    let text = std::fs::read_to_string("/proc/net/netstat").unwrap();
+    let lines: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| l.starts_with("TcpExt:"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let at = lines[0].iter().position(|k| *k == "ListenDrops").unwrap();
+    lines[1][at].parse().unwrap()
+}
+
+/// A forward "proxy" that relays connections to `origin` one at a time
+/// and makes each connect after the first take a second. Its accept queue
+/// holds one connection: while it relays a transaction a plug connection
+/// fills it, so the robot's next connect (its one connection slot is free
+/// again only then) has its SYN dropped; once the kernel has counted the
+/// drop the plug is taken out, and the SYN the robot's kernel sends again
+/// after TCP's initial retransmission timeout (1 s) gets in. Relays until
+/// `stop` fires.
+async fn slow_connects(
+    listener: tokio::net::TcpListener,
+    origin: SocketAddr,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    use tokio::net::TcpStream;
+    let here = listener.local_addr().unwrap();
+    loop {
+        let mut robot = tokio::select! {
+            r = listener.accept() => r.unwrap().0,
+            _ = &mut stop => return,
+        };
+        let plug = TcpStream::connect(here).await.unwrap();
+        let drops = listen_drops();
+        if let Ok(mut server) = TcpStream::connect(origin).await {
+            let (mut rr, mut rw) = robot.split();
+            let (mut sr, mut sw) = server.split();
+            // Until the robot closes (one transaction per connection) or
+            // the origin does.
+            tokio::select! {
+                _ = tokio::io::copy(&mut rr, &mut sw) => {}
+                _ = tokio::io::copy(&mut sr, &mut rw) => {}
+            }
+        }
+        drop(robot);
+        // The robot's next connect follows at once when it has a request
+        // waiting; give one due later 2 s to come.
+        let waited = Instant::now();
+        while listen_drops() == drops && waited.elapsed() < Duration::from_secs(2) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // The queue holds only the plug: take it out.
+        drop(listener.accept().await.unwrap());
+        drop(plug);
+    }
+}
+
+#[test]
+fn the_polygraph_clock_counts_the_connect_but_not_the_wait_for_a_connection() {
+    // One robot with one connection slot and a new connection for every
+    // request, 2 requests/s at equal gaps, through the slow-connect relay
+    // to one origin server that answers at once: each connect after the
+    // first takes 1 s, so requests also queue for the robot's slot.
+    let mut w = simple(2.0, 1, 1, 0.5, 2.0);
+    w.robots.max_conns = 1;
+    w.robots.arrivals = Arrivals::Constant;
+    w.robots.conn_reuse = Dist::constant(Quantity::Count, 1.0);
+    w.servers.port = support::free_port();
+    let origin = SocketAddr::new(w.servers.first_ip.into(), w.servers.port);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        socket.listen(0).unwrap()
+    });
+    let relay_addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let relay = std::thread::spawn(move || rt.block_on(slow_connects(listener, origin, stopped)));
+    let (_dir, r) = run(w, Some(relay_addr));
+    stop.send(()).unwrap();
+    relay.join().unwrap();
+
+    let t = &r.summary.total;
+    assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    // 2.5 s at 2/s, one connection each.
+    assert!((4..=6).contains(&t.xacts), "xacts {}", t.xacts);
+    assert_eq!(t.conns.opened, t.xacts);
+    let pg = &t.rt_polygraph_ms.all;
+    // From the send, every transaction is quick: the relay answers at
+    // once (mean send time = mean intended start + mean send lag).
+    let from_send = t.rt_ms.all.mean - t.send_lag_ms.mean;
+    assert!(from_send < 100.0, "from the send {from_send} ms");
+    // Polygraph's clock includes the 1 s connects of all but the first.
+    assert!(pg.max >= 1000.0 && pg.p50 >= 1000.0, "{pg:?}");
+    assert!(pg.mean >= 700.0, "{pg:?}");
+    // The intended start adds the waits for the one slot (0.5 s, 1 s and
+    // 1.5 s for the third to the fifth).
+    assert_waits_left_out(t, 250.0);
 }
 
 #[test]
@@ -195,8 +318,9 @@ fn wan_emulation_adds_the_expected_round_trips() {
         });
         let (_dir, r) = run(w, None);
         assert_eq!(r.summary.total.errors.total, 0);
-        r.summary.total.rt_uncorrected_ms.all.p50
+        r.summary.total.rt_polygraph_ms.all.p50
     };
+    // From the connection, as Polygraph (the emulated handshake is in it).
     // New connection each time: SYN, SYN-ACK, request, response = 4 x 40 ms.
     let fresh = case(1.0, 1024.0);
     assert!((fresh - 160.0).abs() < 12.0, "new connection {fresh} ms");

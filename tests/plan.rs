@@ -38,7 +38,7 @@ fn run(w: &Workload) -> Summary {
 #[test]
 fn the_same_seed_gives_the_same_plan_and_the_same_figures() {
     let w = workload();
-    let objects = ObjectSpace::new(w.seed, &w.content, w.servers.count, WORKERS as u32);
+    let objects = ObjectSpace::new(w.seed, &w.content);
     let planned = format!("{:016x}", digest(&w, &objects, WORKERS as u32).get());
     let a = run(&w);
     let b = run(&w);
@@ -55,7 +55,7 @@ fn the_same_seed_gives_the_same_plan_and_the_same_figures() {
     // Another seed, another plan.
     let mut other = w.clone();
     other.seed += 1;
-    let objects = ObjectSpace::new(other.seed, &other.content, other.servers.count, 2);
+    let objects = ObjectSpace::new(other.seed, &other.content);
     assert_ne!(
         format!("{:016x}", digest(&other, &objects, 2).get()),
         planned

@@ -86,6 +86,14 @@ fn a_complete_run_gets_every_section_with_data() {
     );
     let meas = phase(&r.summary, "meas");
     assert!(page.contains(&format!("{:.1}%", meas.dhr.measured)));
+    // Response times on both clocks, each named for what it measures.
+    assert!(page.contains("id=\"response-times\""));
+    for c in cacheoff_stats::RtClock::ALL {
+        assert!(
+            page.contains(&format!("response time, {}", c.description())),
+            "{c:?}"
+        );
+    }
 }
 
 #[test]
@@ -274,9 +282,21 @@ fn compare_builds_the_executive_summary() {
     assert!((p.req_per_kusd.unwrap() - head.rate_xps / 2.5).abs() < 1e-9);
     let hits_per_s = head.rt_ms.hit.count as f64 / head.duration_s;
     assert!((p.hits_per_kusd.unwrap() - hits_per_s / 2.5).abs() < 1e-9);
-    let base = baseline.headline().rt_ms.all.mean;
-    assert!((p.time_savings.unwrap() - (base - head.rt_ms.all.mean) / base * 100.0).abs() < 1e-9);
-    assert_eq!(d.time_savings, Some(0.0));
+    // Time savings on each clock, against the baseline's on the same one.
+    for (t, clock) in [
+        (&p.rt, cacheoff_stats::RtClock::Intended),
+        (&p.rt_polygraph, cacheoff_stats::RtClock::Polygraph),
+    ] {
+        let base = baseline.headline().rt(clock).all.mean;
+        let mean = head.rt(clock).all.mean;
+        assert_eq!(t.all, mean);
+        assert!((t.savings.unwrap() - (base - mean) / base * 100.0).abs() < 1e-9);
+    }
+    assert_ne!(p.rt.all, p.rt_polygraph.all, "two clocks");
+    assert_eq!(
+        (d.rt.savings, d.rt_polygraph.savings),
+        (Some(0.0), Some(0.0))
+    );
     assert!(p.dhr > 40.0 && d.dhr == 0.0);
     assert_eq!((d.price, d.req_per_kusd, d.ttfm_s), (None, None, None));
     // The proxy stayed up through the dark phase: the first interval after
@@ -291,10 +311,11 @@ fn compare_builds_the_executive_summary() {
     let page = compare::html(&rows).unwrap();
     assert_self_contained(&page);
     assert!(page.contains("class=\"sortable\"") && page.contains("Ideal box"));
-    // A chart per measure that has a value for some product: all 13 but
+    // A chart per measure that has a value for some product: all 17 but
     // the cache age (these runs name no cache size).
     let figs = figures(&page);
-    assert_eq!(figs.len(), 12, "{figs:?}");
+    assert_eq!(figs.len(), 16, "{figs:?}");
+    assert!(page.contains("All, ms, Polygraph clock") && page.contains("All, ms, intended start"));
     assert!(figs.iter().all(|&(points, _)| points == 2));
 
     // More than 3% errors disqualifies: marked, and best at nothing.

@@ -112,11 +112,11 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
     let wl = cfg.workload;
     let workers = cfg.workers.max(1);
     let hosts = wl.robots.hosts() as usize;
-    if hosts * workers > cacheoff_workload::MAX_WORLDS {
+    if hosts * workers > cacheoff_workload::MAX_GALAXIES {
         return Err(AgentError::TooManyWorlds {
             hosts,
             workers,
-            max: cacheoff_workload::MAX_WORLDS,
+            max: cacheoff_workload::MAX_GALAXIES,
         });
     }
     // Robot and server ends of every connection, listeners, and slack.
@@ -135,8 +135,7 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
         .collect();
     let start_wall = SystemTime::now() + START_DELAY;
     let shared = Arc::new(Shared {
-        objects: ObjectSpace::new(wl.seed, &wl.content, wl.servers.count, workers as u32)
-            .for_run(run_nonce()),
+        objects: ObjectSpace::new(wl.seed, &wl.content).for_run(run_nonce()),
         timeline: Timeline::new(&wl),
         server_hosts: servers.iter().map(|a| a.to_string()).collect(),
         servers: servers.clone(),

@@ -46,6 +46,8 @@ pub enum Stream {
     Objects,
     /// Abort decisions (hashed with the transaction id).
     Aborts,
+    /// A galaxy's order of visiting servers during the warm-up.
+    Galaxy(u32),
 }
 
 impl Stream {
@@ -57,6 +59,7 @@ impl Stream {
             Stream::Aborts => 4 << 40,
             Stream::Choices(i) => (5 << 40) | u64::from(i),
             Stream::Conns(i) => (6 << 40) | u64::from(i),
+            Stream::Galaxy(i) => (7 << 40) | u64::from(i),
         }
     }
 }

@@ -5,6 +5,7 @@
 use crate::charts::BarChart;
 use crate::html::esc;
 use crate::{ReportError, Run};
+use cacheoff_stats::{Entry, RtClock};
 use serde::Deserialize;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -56,18 +57,48 @@ impl Products {
     }
 }
 
+/// Mean response times of a run on one clock, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Times {
+    pub hit: Option<f64>,
+    pub all: f64,
+    pub miss: Option<f64>,
+    /// (baseline mean − this mean) ÷ baseline mean, in percent.
+    pub savings: Option<f64>,
+}
+
+impl Times {
+    /// `h`'s times on `clock`, with savings against `baseline`'s.
+    fn of(h: &Entry, clock: RtClock, baseline: Option<&Entry>) -> Times {
+        let rt = h.rt(clock);
+        let some_if = |count: u64, v: f64| (count > 0).then_some(v);
+        Times {
+            hit: some_if(rt.hit.count, rt.hit.mean),
+            all: rt.all.mean,
+            miss: some_if(rt.miss.count, rt.miss.mean),
+            savings: baseline.map(|b| {
+                let base = b.rt(clock).all.mean;
+                if base > 0.0 {
+                    (base - rt.all.mean) / base * 100.0
+                } else {
+                    0.0
+                }
+            }),
+        }
+    }
+}
+
 /// One row of the executive summary.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     pub label: String,
     pub price: Option<f64>,
     pub throughput: f64,
-    pub rt_hit_ms: Option<f64>,
-    pub rt_all_ms: f64,
-    pub rt_miss_ms: Option<f64>,
+    /// From the intended start (corrected for coordinated omission).
+    pub rt: Times,
+    /// From the connection, as Web Polygraph.
+    pub rt_polygraph: Times,
     pub dhr: f64,
-    /// (baseline mean − this mean) ÷ baseline mean, in percent.
-    pub time_savings: Option<f64>,
     pub req_per_kusd: Option<f64>,
     pub hits_per_kusd: Option<f64>,
     /// Time till first miss and first hit after power returns (downtime).
@@ -79,6 +110,14 @@ pub struct Row {
 }
 
 impl Row {
+    /// The response times on `clock`.
+    pub fn times(&self, clock: RtClock) -> &Times {
+        match clock {
+            RtClock::Intended => &self.rt,
+            RtClock::Polygraph => &self.rt_polygraph,
+        }
+    }
+
     /// The cache-off's rule: more than 3% errors disqualifies a run.
     pub fn disqualified(&self) -> bool {
         self.errors_percent > crate::html::MAX_ERROR_PERCENT
@@ -154,14 +193,7 @@ fn row(run: &Run, product: Option<&Product>, baseline: Option<&Run>) -> Result<R
     };
     let price = product.and_then(|p| p.price).filter(|p| *p > 0.0);
     let hits_per_s = h.rt_ms.hit.count as f64 / h.duration_s.max(1e-9);
-    let time_savings = baseline.map(|b| {
-        let base = b.headline().rt_ms.all.mean;
-        if base > 0.0 {
-            (base - h.rt_ms.all.mean) / base * 100.0
-        } else {
-            0.0
-        }
-    });
+    let base = baseline.map(Run::headline);
     let (ttfm_s, ttfh_s) = match product.and_then(|p| p.downtime.as_ref()) {
         Some(d) => time_till_first(&cacheoff_rundir::RunDir::open(d)?),
         None => (None, None),
@@ -173,16 +205,13 @@ fn row(run: &Run, product: Option<&Product>, baseline: Option<&Run>) -> Result<R
         .cache_size
         .filter(|_| fill_per_h > 0.0)
         .map(|c| c.0 as f64 / fill_per_h);
-    let some_if = |count: u64, v: f64| (count > 0).then_some(v);
     Ok(Row {
         label,
         price,
         throughput: h.rate_xps,
-        rt_hit_ms: some_if(h.rt_ms.hit.count, h.rt_ms.hit.mean),
-        rt_all_ms: h.rt_ms.all.mean,
-        rt_miss_ms: some_if(h.rt_ms.miss.count, h.rt_ms.miss.mean),
+        rt: Times::of(&h, RtClock::Intended, base.as_ref()),
+        rt_polygraph: Times::of(&h, RtClock::Polygraph, base.as_ref()),
         dhr: h.dhr.measured,
-        time_savings,
         req_per_kusd: price.map(|p| h.rate_xps / (p / 1000.0)),
         hits_per_kusd: price.map(|p| hits_per_s / (p / 1000.0)),
         ttfm_s,
@@ -203,19 +232,31 @@ pub fn rows(
         .collect()
 }
 
-/// A column: heading (with its unit), value, decimals shown, and whether
-/// more is better.
+/// A column: heading (with its unit), the clock a response time reads,
+/// value, decimals shown, and whether more is better.
 struct Column {
     head: &'static str,
+    clock: Option<RtClock>,
     get: fn(&Row) -> Option<f64>,
     digits: usize,
     higher_is_better: bool,
+}
+
+impl Column {
+    /// The heading, naming the clock of a response time.
+    fn head(&self) -> String {
+        match self.clock {
+            Some(c) => format!("{}, {}", self.head, c.short_label()),
+            None => self.head.into(),
+        }
+    }
 }
 
 /// A column where more is better.
 const fn more(head: &'static str, digits: usize, get: fn(&Row) -> Option<f64>) -> Column {
     Column {
         head,
+        clock: None,
         get,
         digits,
         higher_is_better: true,
@@ -230,14 +271,31 @@ const fn less(head: &'static str, digits: usize, get: fn(&Row) -> Option<f64>) -
     }
 }
 
+/// `c` reading `clock`.
+const fn on(clock: RtClock, c: Column) -> Column {
+    Column {
+        clock: Some(clock),
+        ..c
+    }
+}
+
+use RtClock::{Intended, Polygraph};
+
 const COLUMNS: &[Column] = &[
     less("Price, $", 0, |r| r.price),
     more("Peak throughput, req/s", 1, |r| Some(r.throughput)),
-    less("Hit time, ms", 1, |r| r.rt_hit_ms),
-    less("All, ms", 1, |r| Some(r.rt_all_ms)),
-    less("Miss time, ms", 1, |r| r.rt_miss_ms),
+    on(Intended, less("Hit time, ms", 1, |r| r.rt.hit)),
+    on(Polygraph, less("Hit time, ms", 1, |r| r.rt_polygraph.hit)),
+    on(Intended, less("All, ms", 1, |r| Some(r.rt.all))),
+    on(Polygraph, less("All, ms", 1, |r| Some(r.rt_polygraph.all))),
+    on(Intended, less("Miss time, ms", 1, |r| r.rt.miss)),
+    on(Polygraph, less("Miss time, ms", 1, |r| r.rt_polygraph.miss)),
     more("DHR, %", 1, |r| Some(r.dhr)),
-    more("Time savings, %", 1, |r| r.time_savings),
+    on(Intended, more("Time savings, %", 1, |r| r.rt.savings)),
+    on(
+        Polygraph,
+        more("Time savings, %", 1, |r| r.rt_polygraph.savings),
+    ),
     more("Req/s per $1,000", 1, |r| r.req_per_kusd),
     more("Hits/s per $1,000", 1, |r| r.hits_per_kusd),
     less("TTFM, s", 0, |r| r.ttfm_s),
@@ -260,13 +318,27 @@ fn cell(v: Option<f64>, digits: usize) -> String {
     })
 }
 
-const HOW_TO_READ: &str = "Each row is one product's run, measured over its last plateau. Time savings compare the mean response time with a run without a proxy. A cache-off compares products under the same workload, rate and duration; rows from different workloads or peak rates do not compare. Throughput is what the product was offered and kept up with, not its limit. Hit ratio depends on cache size, so read it with the cache age. Prices make price/performance, not quality: a cheap box with errors is not a bargain, and a run with more than 3% errors is disqualified.";
+/// How to read the summary, saying what each clock measures.
+fn how_to_read() -> String {
+    let clock = |c: RtClock| {
+        format!(
+            "\u{201c}{}\u{201d} times each reply {}",
+            c.short_label(),
+            c.description()
+        )
+    };
+    format!(
+        "Each row is one product's run, measured over its last plateau. Response times are shown on two clocks: {}; {}, which leaves out waits for one of the robot's connections and compares with results published with Web Polygraph. Time savings compare the mean response time, on each clock, with a run without a proxy. A cache-off compares products under the same workload, rate and duration; rows from different workloads or peak rates do not compare. Throughput is what the product was offered and kept up with, not its limit. Hit ratio depends on cache size, so read it with the cache age. Prices make price/performance, not quality: a cheap box with errors is not a bargain, and a run with more than 3% errors is disqualified.",
+        clock(RtClock::Intended),
+        clock(RtClock::Polygraph),
+    )
+}
 
 /// The Markdown summary.
 pub fn markdown(rows: &[Row]) -> String {
     let mut o = String::from("# cacheoff executive summary\n\n| Product |");
     for c in COLUMNS {
-        let _ = write!(o, " {} |", c.head);
+        let _ = write!(o, " {} |", c.head());
     }
     o.push_str("\n|---|");
     for _ in COLUMNS {
@@ -280,7 +352,7 @@ pub fn markdown(rows: &[Row]) -> String {
         }
         o.push('\n');
     }
-    let _ = write!(o, "\n{HOW_TO_READ}\n");
+    let _ = write!(o, "\n{}\n", how_to_read());
     o
 }
 
@@ -316,7 +388,7 @@ th{{cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom}}th
     o.push_str("<h1>cacheoff executive summary</h1><p class=\"sub\">Click a column heading to sort. Best value per column in green.</p>");
     o.push_str("<div style=\"overflow-x:auto\"><table class=\"sortable\" id=\"summary\"><thead><tr><th>Product</th>");
     for c in COLUMNS {
-        let _ = write!(o, "<th>{}</th>", esc(c.head));
+        let _ = write!(o, "<th>{}</th>", esc(&c.head()));
     }
     o.push_str("</tr></thead><tbody>");
     let best: Vec<Option<f64>> = COLUMNS
@@ -366,15 +438,15 @@ th{{cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom}}th
     let _ = write!(
         o,
         "<h2>How (not) to read this</h2><p class=\"note\">{}</p><h2>Per measure</h2>",
-        esc(HOW_TO_READ)
+        esc(&how_to_read())
     );
     for c in COLUMNS {
         if rows.iter().all(|r| (c.get)(r).is_none()) {
             continue;
         }
         let chart = BarChart {
-            title: c.head.into(),
-            y_label: c.head.into(),
+            title: c.head(),
+            y_label: c.head(),
             bars: rows
                 .iter()
                 .map(|r| (r.label.clone(), (c.get)(r).unwrap_or(0.0).max(0.0)))
@@ -383,7 +455,7 @@ th{{cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom}}th
         let svg = chart.svg((960, 260))?;
         let title = format!(
             "{}{}",
-            c.head,
+            c.head(),
             if c.higher_is_better {
                 " (higher is better)"
             } else {
@@ -400,4 +472,66 @@ th{{cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom}}th
     }
     let _ = write!(o, "</main><script>{SORT_SCRIPT}</script></body></html>");
     Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(label: &str, intended_ms: f64, polygraph_ms: f64) -> Row {
+        let times = |all: f64| Times {
+            hit: Some(all / 4.0),
+            all,
+            miss: Some(all * 2.0),
+            savings: Some(all / 10.0),
+        };
+        Row {
+            label: label.into(),
+            price: None,
+            throughput: 100.0,
+            rt: times(intended_ms),
+            rt_polygraph: times(polygraph_ms),
+            dhr: 40.0,
+            req_per_kusd: None,
+            hits_per_kusd: None,
+            ttfm_s: None,
+            ttfh_s: None,
+            cache_age_h: None,
+            errors_percent: 0.0,
+        }
+    }
+
+    #[test]
+    fn each_response_time_shows_both_clocks_side_by_side() {
+        let heads: Vec<String> = COLUMNS.iter().map(Column::head).collect();
+        for what in [
+            "Hit time, ms",
+            "All, ms",
+            "Miss time, ms",
+            "Time savings, %",
+        ] {
+            let at = heads.iter().position(|h| h.starts_with(what)).unwrap();
+            assert_eq!(
+                heads[at..at + 2],
+                [
+                    format!("{what}, intended start"),
+                    format!("{what}, Polygraph clock")
+                ]
+            );
+        }
+        let md = markdown(&[row("box", 40.0, 24.0)]);
+        let line = |start: &str| -> Vec<String> {
+            let l = md.lines().find(|l| l.starts_with(start)).unwrap();
+            l.split('|').map(|c| c.trim().to_string()).collect()
+        };
+        let (head, cells) = (line("| Product"), line("| box"));
+        let cell = |h: &str| &cells[head.iter().position(|c| c == h).unwrap()];
+        assert_eq!(cell("All, ms, intended start"), "40.0");
+        assert_eq!(cell("All, ms, Polygraph clock"), "24.0");
+        assert_eq!(cell("Miss time, ms, Polygraph clock"), "48.0");
+        assert_eq!(cell("Time savings, %, intended start"), "4.0");
+        for c in RtClock::ALL {
+            assert!(md.contains(c.description()), "{md}");
+        }
+    }
 }

@@ -153,7 +153,8 @@ mod sample {
     use cacheoff_stats::{Accum, Entry, ErrorKind, Outcome, Snapshot, XactRecord};
     use cacheoff_workload::RequestType;
 
-    /// A span with `hits` hits of 2 ms and `misses` misses of 10 ms (1 KB
+    /// A span with `hits` hits of 2 ms and `misses` misses of 10 ms from
+    /// their intended start (1 and 5 ms from their connection; 1 KB
     /// objects, content type `image`), `errors` body mismatches, and every
     /// request sent.
     pub fn entry(name: &str, hits: u64, misses: u64, errors: u64) -> Entry {
@@ -170,7 +171,7 @@ mod sample {
                 ctype: 0,
                 offered_hit: hit,
                 rt_corrected_us: if hit { 2000 } else { 10_000 },
-                rt_uncorrected_us: if hit { 1000 } else { 5000 },
+                rt_polygraph_us: if hit { 1000 } else { 5000 },
             });
         }
         for _ in 0..errors {

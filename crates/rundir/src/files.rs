@@ -9,8 +9,11 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// Version of the run-directory formats; bumped on incompatible change.
-/// Readers refuse files of a newer version.
-pub const FORMAT_VERSION: u32 = 1;
+/// Readers refuse files of a newer version and read older ones. 2: the
+/// second response time is Web Polygraph's (`rt_polygraph_ms`, from the
+/// connection) instead of `rt_uncorrected_ms` (from the send); manifest
+/// times have milliseconds.
+pub const FORMAT_VERSION: u32 = 2;
 
 pub const MANIFEST_FILE: &str = "manifest.json";
 pub const INTERVALS_FILE: &str = "intervals.jsonl";

@@ -86,7 +86,8 @@ impl RunDir {
 
     /// `runs/<UTC timestamp>-<workload>`, e.g. `runs/20261122T001530Z-simple`.
     pub fn default_path(workload: &str) -> PathBuf {
-        let stamp: String = now_rfc3339()
+        let stamp: String = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+            .to_string()
             .chars()
             .filter(|c| c.is_ascii_alphanumeric())
             .collect();

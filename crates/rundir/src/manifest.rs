@@ -24,6 +24,8 @@ pub struct Manifest {
     pub command_line: Vec<String>,
     pub cacheoff_version: String,
     pub git_revision: String,
+    /// UTC, RFC 3339 to the millisecond (to the second before format 2),
+    /// to line a run up with a proxy's log.
     pub started_at: String,
     pub finished_at: Option<String>,
     pub seed: u64,
@@ -103,7 +105,7 @@ impl Host {
     }
 }
 
-/// The current UTC time, to the second (RFC 3339).
+/// The current UTC time, to the millisecond (RFC 3339).
 pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }

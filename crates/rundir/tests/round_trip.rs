@@ -5,7 +5,8 @@ use cacheoff_rundir::{
     Build, Manifest, RunDir, RunDirError, RunState, FORMAT_VERSION, INTERVALS_FILE, MANIFEST_FILE,
     REPORT_FILE, SUMMARY_FILE,
 };
-use cacheoff_stats::{Accum, IntervalStats, RunStats, Snapshot};
+use cacheoff_stats::{Accum, IntervalStats, Outcome, RunStats, Snapshot, XactRecord};
+use cacheoff_workload::RequestType;
 use cacheoff_workload::{load, Overrides, Workload};
 use std::path::Path;
 
@@ -21,10 +22,24 @@ fn manifest() -> Manifest {
     Manifest::new(workload(), None, None, 2, &["test".into()], &build)
 }
 
+/// `xacts` misses of 2 ms from their intended start, 1 ms from their
+/// connection.
 fn snap(xacts: u64) -> Snapshot {
     let mut s = Snapshot::default();
-    s.counters.xacts = xacts;
-    s.counters.sent = xacts;
+    for _ in 0..xacts {
+        s.record_send(100);
+        s.record_xact(&XactRecord {
+            outcome: Outcome::Miss,
+            fills_cache: true,
+            bytes: 1000,
+            full_body: true,
+            rtype: RequestType::Basic,
+            ctype: 0,
+            offered_hit: false,
+            rt_corrected_us: 2000,
+            rt_polygraph_us: 1000,
+        });
+    }
     s
 }
 
@@ -121,6 +136,72 @@ fn newer_formats_and_strangers_are_refused_by_name() {
     let e = RunDir::open(dir.path()).unwrap_err();
     assert!(matches!(e, RunDirError::NewerFormat { .. }), "{e}");
     assert!(e.to_string().contains("newer cacheoff"), "{e}");
+}
+
+#[test]
+fn manifest_times_have_milliseconds() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path());
+    let m = RunDir::open(dir.path()).unwrap().manifest;
+    let finished = m.finished_at.clone().unwrap();
+    for t in [&m.started_at, &finished] {
+        // 2026-11-22T00:15:30.123Z
+        assert_eq!(t.len(), 24, "{t}");
+        assert!(t[20..23].bytes().all(|b| b.is_ascii_digit()), "{t}");
+        assert!(humantime::parse_rfc3339(t).is_ok(), "{t}");
+    }
+    assert_eq!(&m.started_at[19..20], ".");
+    assert!(m.started_at <= finished);
+}
+
+/// Rewrites `file` in `dir` through `edit`.
+fn rewrite(dir: &Path, file: &str, edit: impl Fn(String) -> String) {
+    let path = dir.join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, edit(text)).unwrap();
+}
+
+#[test]
+fn a_run_of_format_1_reads_its_send_clock_as_the_second_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path());
+    let new = RunDir::open(dir.path()).unwrap();
+    assert_eq!(new.headline().rt_polygraph_ms.all.mean, 1.0);
+    assert_eq!(new.headline().rt_ms.all.mean, 2.0);
+    // What a format-1 run wrote: times to the second, and the second
+    // clock under its old name.
+    let v1 = |text: String| {
+        text.replace("\"version\": 2", "\"version\": 1")
+            .replace("\"version\":2", "\"version\":1")
+            .replace("rt_polygraph_ms", "rt_uncorrected_ms")
+    };
+    rewrite(dir.path(), SUMMARY_FILE, v1);
+    rewrite(dir.path(), INTERVALS_FILE, v1);
+    rewrite(dir.path(), MANIFEST_FILE, |text| {
+        let m: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let to_seconds = |k: &str| m[k].as_str().unwrap().to_string();
+        let (started, finished) = (to_seconds("started_at"), to_seconds("finished_at"));
+        v1(text)
+            .replace(&started, &format!("{}Z", &started[..19]))
+            .replace(&finished, &format!("{}Z", &finished[..19]))
+    });
+    let text = std::fs::read_to_string(dir.path().join(SUMMARY_FILE)).unwrap();
+    assert!(text.contains("rt_uncorrected_ms") && !text.contains("rt_polygraph_ms"));
+    let old = RunDir::open(dir.path()).unwrap();
+    assert_eq!(old.manifest.version, 1);
+    assert_eq!(old.manifest.started_at.len(), 20);
+    assert_eq!(old.summary.as_ref().unwrap().version, 1);
+    assert_eq!(old.intervals[0].version, 1);
+    assert_eq!(old.headline(), new.headline());
+    assert_eq!(old.total(), new.total());
+    assert_eq!(
+        old.summary.unwrap().distributions,
+        new.summary.unwrap().distributions
+    );
+    // Killed before its summary: the intervals fold the same way.
+    std::fs::remove_file(dir.path().join(SUMMARY_FILE)).unwrap();
+    let killed = RunDir::open(dir.path()).unwrap();
+    assert_eq!(killed.headline().rt_polygraph_ms.all.mean, 1.0);
 }
 
 /// Top-level keys of a JSON object.

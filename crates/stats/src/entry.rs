@@ -6,7 +6,7 @@
 //! (from the entries of its parts) go through it, so the two agree.
 
 use crate::counters::{Counts, TypeCount, MAX_CONTENT_TYPES};
-use crate::kinds::ErrorKind;
+use crate::kinds::{ErrorKind, RtClock};
 use crate::snapshot::{Accum, RtHists};
 use cacheoff_base::RequestType;
 use hdrhistogram::Histogram;
@@ -154,8 +154,11 @@ pub struct Entry {
     pub bhr: Ratio,
     /// From the intended start time.
     pub rt_ms: LatencySet,
-    /// From the actual send.
-    pub rt_uncorrected_ms: LatencySet,
+    /// From the moment the transaction got its connection, as Web
+    /// Polygraph. Runs before format 2 wrote `rt_uncorrected_ms`, timed
+    /// from the send, which is read in its place.
+    #[serde(alias = "rt_uncorrected_ms")]
+    pub rt_polygraph_ms: LatencySet,
     pub send_lag_ms: Latency,
     /// Share of requests sent more than 10 ms after their intended time,
     /// in percent.
@@ -187,7 +190,7 @@ struct Parts {
     duration_s: f64,
     errors: BTreeMap<String, u64>,
     rt_ms: LatencySet,
-    rt_uncorrected_ms: LatencySet,
+    rt_polygraph_ms: LatencySet,
     send_lag_ms: Latency,
     conns_open: u64,
     conns_open_max: u64,
@@ -222,7 +225,7 @@ impl Parts {
                 measured: percent(c.basic_hit_bytes, c.basic_bytes),
             },
             rt_ms: self.rt_ms,
-            rt_uncorrected_ms: self.rt_uncorrected_ms,
+            rt_polygraph_ms: self.rt_polygraph_ms,
             send_lag_ms: self.send_lag_ms,
             sent_late_percent: percent(c.sent_late, c.sent),
             issued_late_percent: percent(c.issued_late, c.issued),
@@ -264,7 +267,7 @@ impl Entry {
                 .map(|k| (k.name().to_string(), c.errors[*k as usize]))
                 .collect(),
             rt_ms: LatencySet::of(&a.snap.rt),
-            rt_uncorrected_ms: LatencySet::of(&a.snap.rt_uncorrected),
+            rt_polygraph_ms: LatencySet::of(&a.snap.rt_polygraph),
             send_lag_ms: Latency::of(&a.snap.send_lag),
             conns_open: c.conns_open,
             conns_open_max: a.conns_open_max,
@@ -312,9 +315,17 @@ impl Entry {
         }
         let each = || parts.iter().copied();
         p.rt_ms = LatencySet::fold(each().map(|e| &e.rt_ms));
-        p.rt_uncorrected_ms = LatencySet::fold(each().map(|e| &e.rt_uncorrected_ms));
+        p.rt_polygraph_ms = LatencySet::fold(each().map(|e| &e.rt_polygraph_ms));
         p.send_lag_ms = Latency::fold(each().map(|e| &e.send_lag_ms));
         p.entry(name)
+    }
+
+    /// The response times read on `clock`.
+    pub fn rt(&self, clock: RtClock) -> &LatencySet {
+        match clock {
+            RtClock::Intended => &self.rt_ms,
+            RtClock::Polygraph => &self.rt_polygraph_ms,
+        }
     }
 
     /// Requests that errors are a share of: those sent, or more when
@@ -380,7 +391,7 @@ mod tests {
                 ctype: (n % 3) as u16,
                 offered_hit: hit || n % 11 == 0,
                 rt_corrected_us: 300 + 41 * n * (i + 1),
-                rt_uncorrected_us: 200 + 29 * n,
+                rt_polygraph_us: 200 + 29 * n,
             });
         }
         for _ in 0..i + 1 {
@@ -418,7 +429,7 @@ mod tests {
         // Latencies apart, the folded entry is the accumulated one.
         let same = |e: &Entry| Entry {
             rt_ms: LatencySet::default(),
-            rt_uncorrected_ms: LatencySet::default(),
+            rt_polygraph_ms: LatencySet::default(),
             send_lag_ms: Latency::default(),
             ..e.clone()
         };
@@ -431,7 +442,7 @@ mod tests {
             (got.rt_ms.all, want.rt_ms.all),
             (got.rt_ms.hit, want.rt_ms.hit),
             (got.rt_ms.miss, want.rt_ms.miss),
-            (got.rt_uncorrected_ms.all, want.rt_uncorrected_ms.all),
+            (got.rt_polygraph_ms.all, want.rt_polygraph_ms.all),
             (got.send_lag_ms, want.send_lag_ms),
         ];
         for (g, w) in pairs {
@@ -441,6 +452,24 @@ mod tests {
         }
         let none = Entry::fold("none", &[]);
         assert_eq!(none, Accum::default().entry("none", &[]));
+    }
+
+    #[test]
+    fn the_polygraph_clock_is_written_once_and_read_from_older_runs_too() {
+        let mut a = Accum::default();
+        a.add_interval(&interval(2), 5.0);
+        let new = a.entry("i", &names());
+        assert_ne!(new.rt_polygraph_ms, new.rt_ms, "two clocks, two figures");
+        assert_eq!(new.rt(RtClock::Polygraph), &new.rt_polygraph_ms);
+        assert_eq!(new.rt(RtClock::Intended), &new.rt_ms);
+        let mut v = serde_json::to_value(&new).unwrap();
+        let o = v.as_object_mut().unwrap();
+        assert!(!o.contains_key("rt_uncorrected_ms"), "one name per figure");
+        // Before format 2 the second clock was written under another name.
+        let old = o.remove("rt_polygraph_ms").unwrap();
+        o.insert("rt_uncorrected_ms".into(), old);
+        let read: Entry = serde_json::from_value(v).unwrap();
+        assert_eq!(read, new);
     }
 
     #[test]

@@ -41,6 +41,26 @@ closed_set! {
     }
 }
 
+closed_set! {
+    /// Which clock a response time reads: where it starts. Every response
+    /// time ends at the reply's last byte.
+    RtClock {
+        Intended = "intended": "from the intended start (corrected for coordinated omission)",
+        Polygraph = "polygraph": "from the connection, as Web Polygraph",
+    }
+}
+
+impl RtClock {
+    /// A few words for column headings; [`RtClock::description`] says it
+    /// in full.
+    pub fn short_label(self) -> &'static str {
+        match self {
+            RtClock::Intended => "intended start",
+            RtClock::Polygraph => "Polygraph clock",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,8 @@
 //!
 //! - [`ErrorKind`] and [`Outcome`]: the closed sets that are counted, each
 //!   with a stable name and a one-line description (docs and reports reuse
-//!   them).
+//!   them); [`RtClock`]: the two clocks response times read (from the
+//!   intended start, and from the connection as Web Polygraph).
 //! - [`Counter`], [`Counters`], [`Counts`]: the counter table
 //!   (`counters.rs`), each counter named and described once.
 //! - [`Snapshot`]: counters and latency histograms of one worker for one
@@ -22,6 +23,6 @@ mod span;
 
 pub use counters::{Counter, Counters, Counts, TypeCount, MAX_CONTENT_TYPES};
 pub use entry::{Entry, Latency, LatencySet, Ratio};
-pub use kinds::{ErrorKind, Outcome};
+pub use kinds::{ErrorKind, Outcome, RtClock};
 pub use snapshot::{Accum, Cdf, CdfSet, Distributions, Snapshot, XactRecord};
 pub use span::{IntervalStats, RunStats};

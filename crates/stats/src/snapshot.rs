@@ -7,7 +7,7 @@
 
 use crate::counters::{Counters, MAX_CONTENT_TYPES};
 use crate::entry::Entry;
-use crate::kinds::{ErrorKind, Outcome};
+use crate::kinds::{ErrorKind, Outcome, RtClock};
 use cacheoff_base::RequestType;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -82,8 +82,9 @@ pub struct XactRecord {
     pub offered_hit: bool,
     /// From the intended start time (open-loop, corrected).
     pub rt_corrected_us: u64,
-    /// From the actual send.
-    pub rt_uncorrected_us: u64,
+    /// From the moment the transaction got its connection (an idle one
+    /// taken, or the start of the connect), as Web Polygraph times it.
+    pub rt_polygraph_us: u64,
 }
 
 /// Counters and histograms of one interval (of one worker, or merged).
@@ -91,7 +92,7 @@ pub struct XactRecord {
 pub struct Snapshot {
     pub counters: Counters,
     pub rt: RtHists,
-    pub rt_uncorrected: RtHists,
+    pub rt_polygraph: RtHists,
     /// How late requests were sent: actual send − intended start.
     pub send_lag: Histogram<u64>,
     /// Body sizes of replies that carried the whole object, in bytes.
@@ -103,7 +104,7 @@ impl Default for Snapshot {
         Snapshot {
             counters: Counters::default(),
             rt: RtHists::new(),
-            rt_uncorrected: RtHists::new(),
+            rt_polygraph: RtHists::new(),
             send_lag: new_hist(),
             sizes: new_size_hist(),
         }
@@ -140,7 +141,7 @@ impl Snapshot {
             }
         }
         self.rt.record(x.outcome, x.rt_corrected_us);
-        self.rt_uncorrected.record(x.outcome, x.rt_uncorrected_us);
+        self.rt_polygraph.record(x.outcome, x.rt_polygraph_us);
     }
 
     pub fn record_error(&mut self, kind: ErrorKind) {
@@ -176,7 +177,7 @@ impl Snapshot {
     pub fn add(&mut self, o: &Snapshot) {
         self.counters.add(&o.counters);
         self.rt.add(&o.rt);
-        self.rt_uncorrected.add(&o.rt_uncorrected);
+        self.rt_polygraph.add(&o.rt_polygraph);
         let _ = self.send_lag.add(&o.send_lag);
         let _ = self.sizes.add(&o.sizes);
     }
@@ -185,7 +186,7 @@ impl Snapshot {
     pub fn reset(&mut self) {
         self.counters = Counters::default();
         self.rt.reset();
-        self.rt_uncorrected.reset();
+        self.rt_polygraph.reset();
         self.send_lag.reset();
         self.sizes.reset();
     }
@@ -237,11 +238,23 @@ pub struct Distributions {
     pub span: String,
     /// From the intended start.
     pub rt_ms: CdfSet,
-    /// From the actual send.
-    pub rt_uncorrected_ms: CdfSet,
+    /// From the connection, as Web Polygraph. Runs before format 2 wrote
+    /// `rt_uncorrected_ms`, timed from the send, which is read in its place.
+    #[serde(alias = "rt_uncorrected_ms")]
+    pub rt_polygraph_ms: CdfSet,
     /// Whole-object reply sizes: `[upper bound in bytes, replies]` per
     /// power-of-two bucket (the bucket holds sizes above half its bound).
     pub sizes: Vec<[u64; 2]>,
+}
+
+impl Distributions {
+    /// The response-time CDFs read on `clock`.
+    pub fn rt(&self, clock: RtClock) -> &CdfSet {
+        match clock {
+            RtClock::Intended => &self.rt_ms,
+            RtClock::Polygraph => &self.rt_polygraph_ms,
+        }
+    }
 }
 
 /// Snapshots added over time (a phase, or the whole run). Its gauges
@@ -271,7 +284,7 @@ impl Accum {
         Distributions {
             span: span.into(),
             rt_ms: CdfSet::of(&self.snap.rt),
-            rt_uncorrected_ms: CdfSet::of(&self.snap.rt_uncorrected),
+            rt_polygraph_ms: CdfSet::of(&self.snap.rt_polygraph),
             sizes,
         }
     }
@@ -306,7 +319,7 @@ mod tests {
             ctype: 0,
             offered_hit: offered,
             rt_corrected_us: us,
-            rt_uncorrected_us: us / 2,
+            rt_polygraph_us: us / 2,
         }
     }
 
@@ -339,7 +352,7 @@ mod tests {
         let close = |a: f64, b: f64| (a - b).abs() <= b * 0.001 + 1e-9;
         assert!(close(e.rt_ms.all.mean, 3.0), "{}", e.rt_ms.all.mean);
         assert!(close(e.rt_ms.hit.p50, 2.0), "{}", e.rt_ms.hit.p50);
-        assert!(close(e.rt_uncorrected_ms.miss.max, 2.0));
+        assert!(close(e.rt_polygraph_ms.miss.max, 2.0));
         assert_eq!(e.errors.total, 1);
         assert_eq!(e.errors.by_kind.get("body_mismatch"), Some(&1));
         assert!((e.errors.percent - 33.333).abs() < 0.01);
@@ -357,5 +370,23 @@ mod tests {
         a.reset();
         assert_eq!(a.counters.xacts, 0);
         assert!(a.rt.all.is_empty());
+    }
+
+    #[test]
+    fn distributions_keep_both_clocks_and_read_the_older_name() {
+        let mut s = Snapshot::default();
+        s.record_xact(&xact(Outcome::Miss, 10, false, 8000));
+        let mut acc = Accum::default();
+        acc.add_interval(&s, 1.0);
+        let d = acc.distributions("meas");
+        // The largest sample, to the histograms' 3 significant digits.
+        let top = |c: RtClock| d.rt(c).all.last().unwrap()[0];
+        assert!((top(RtClock::Intended) - 8.0).abs() < 0.01);
+        assert!((top(RtClock::Polygraph) - 4.0).abs() < 0.01);
+        let text = serde_json::to_string(&d)
+            .unwrap()
+            .replace("rt_polygraph_ms", "rt_uncorrected_ms");
+        let old: Distributions = serde_json::from_str(&text).unwrap();
+        assert_eq!(old, d);
     }
 }

@@ -192,6 +192,11 @@ impl Mix {
         Ok(Mix { direct, embed_of })
     }
 
+    /// The directly requested types: (cumulative share, type index).
+    pub fn direct(&self) -> &[(f64, u16)] {
+        &self.direct
+    }
+
     /// The directly requested type for a uniform `u` in [0, 1).
     pub fn direct_type(&self, u: f64) -> u16 {
         self.direct

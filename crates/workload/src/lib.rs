@@ -16,6 +16,7 @@
 mod content;
 mod describe;
 mod dist;
+mod expect;
 mod file;
 mod lifecycle;
 mod model;
@@ -32,17 +33,19 @@ pub use cacheoff_base::RequestType;
 pub use content::{content_set, ContentType, Embeds, Extension, Mix};
 pub use describe::describe;
 pub use dist::{Dist, DistError, Quantity};
+pub use expect::{expected_offered, Offered};
 pub use file::{builtin_names, load, load_text, LoadError};
 pub use lifecycle::{LifeCycle, ObjectTimes};
 pub use model::{
     Aborts, Arrivals, LinkConfig, RequestMix, RobotConfig, ServerConfig, Timeouts, Workload,
 };
 pub use objects::{
-    embedded_oid, split_oid, ObjectInfo, ObjectSpace, MAX_EMBEDDED, MAX_WORLDS, WORLD_SHIFT,
+    embedded_oid, split_oid, ObjectInfo, ObjectSpace, Place, MAX_EMBEDDED, MAX_GALAXIES,
+    MAX_SERVERS, MAX_TYPES,
 };
 pub use overrides::{Overrides, Param, PeakRate};
 pub use plan::{choose_request, digest, ArrivalTimes, Plan, PlanDigest, Planned};
 pub use popularity::{HotSet, PopModel, Popularity};
 pub use schedule::{Factors, FillGoal, Interval, Load, Phase, Schedule};
 pub use validate::WorkloadError;
-pub use world::{Pick, World};
+pub use world::{Galaxy, Pick};

@@ -1,23 +1,66 @@
 //! The object universe: every property of an object follows from its id.
 //!
-//! Object ids: bits 0..40 a sequence number, bits 40..52 the world (the
-//! worker that created the object), bits 52..59 the index of an embedded
-//! object within its page (0 for pages and other directly requested
-//! objects). An embedded object lives on its page's server.
+//! As in Web Polygraph, objects live in worlds: one per client host (its
+//! galaxy, see [`crate::Galaxy`]), origin server and directly requested
+//! content type, each a sequence of names 0, 1, 2, ... An object id packs
+//! them (low bits first): the name (29 bits), the content type (3), the
+//! server (13), the galaxy (12) and the index of an embedded object within
+//! its page (7; 0 for pages and other directly requested objects). An
+//! embedded object lives on its page's server.
 
 use crate::content::{ContentType, Mix};
 use crate::lifecycle::ObjectTimes;
 use cacheoff_base::rng::{key, mix2, unit_f64, Stream};
 use std::sync::Arc;
 
-pub const WORLD_SHIFT: u32 = 40;
-const WORLD_MASK: u64 = 0xFFF;
-/// Distinct working sets (worlds) that object ids can name.
-pub const MAX_WORLDS: usize = WORLD_MASK as usize + 1;
-const EMBED_SHIFT: u32 = 52;
+const NAME_BITS: u32 = 29;
+const TYPE_SHIFT: u32 = NAME_BITS;
+const SERVER_SHIFT: u32 = TYPE_SHIFT + 3;
+const GALAXY_SHIFT: u32 = SERVER_SHIFT + 13;
+const EMBED_SHIFT: u32 = GALAXY_SHIFT + 12;
+/// Most content types a workload can have.
+pub const MAX_TYPES: usize = 1 << 3;
+/// Most origin servers a workload can have.
+pub const MAX_SERVERS: u32 = 1 << 13;
+/// Distinct galaxies (client hosts x workers) that object ids can name.
+pub const MAX_GALAXIES: usize = 1 << 12;
 /// Most embedded objects per page.
 pub const MAX_EMBEDDED: u32 = 127;
+/// Names a world can hand out before ids would collide.
+pub const MAX_NAMES: u64 = 1 << NAME_BITS;
 const URL_PREFIX: &str = "/cacheoff/";
+
+/// Where an object lives: its world (galaxy, server, content type) and
+/// its name there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    pub galaxy: u32,
+    pub server: u32,
+    /// Index of the directly requested content type.
+    pub ctype: u16,
+    pub name: u64,
+}
+
+impl Place {
+    /// The id of the directly requested object at this place.
+    pub fn oid(self) -> u64 {
+        u64::from(self.galaxy) << GALAXY_SHIFT
+            | u64::from(self.server) << SERVER_SHIFT
+            | u64::from(self.ctype) << TYPE_SHIFT
+            | (self.name & (MAX_NAMES - 1))
+    }
+
+    /// The place of an object (of its page, for an embedded object).
+    pub fn of(oid: u64) -> Place {
+        let field = |shift: u32, bits: u32| (oid >> shift) & ((1 << bits) - 1);
+        Place {
+            galaxy: field(GALAXY_SHIFT, 12) as u32,
+            server: field(SERVER_SHIFT, 13) as u32,
+            ctype: field(TYPE_SHIFT, 3) as u16,
+            name: field(0, NAME_BITS),
+        }
+    }
+}
 
 /// The id of the `k`-th (1-based) object embedded in `page`.
 pub fn embedded_oid(page: u64, k: u32) -> u64 {
@@ -32,7 +75,6 @@ pub fn split_oid(oid: u64) -> (u64, u32) {
 
 #[derive(Clone, Copy)]
 enum Property {
-    Type,
     Cachable,
     Embeds,
 }
@@ -62,12 +104,6 @@ pub struct ObjectInfo {
 }
 
 /// Maps object ids to [`ObjectInfo`]; cheap to clone and share read-only.
-///
-/// Servers are split into `partitions` groups (server `i` is in group
-/// `i mod partitions`); objects of world `w` live on servers of group
-/// `w mod partitions`. With one partition per worker, a worker's robots
-/// only talk to its own servers in a direct run, which keeps traffic off
-/// other cores.
 #[derive(Debug, Clone)]
 pub struct ObjectSpace {
     key: u64,
@@ -76,62 +112,51 @@ pub struct ObjectSpace {
     run: u32,
     types: Arc<[ContentType]>,
     mix: Arc<Mix>,
-    servers: u32,
-    partitions: u32,
 }
 
 impl ObjectSpace {
     /// The content types must pass [`Mix::new`] (workload validation
     /// checks that).
-    pub fn new(seed: u64, types: &[ContentType], servers: u32, partitions: u32) -> ObjectSpace {
-        let servers = servers.max(1);
+    pub fn new(seed: u64, types: &[ContentType]) -> ObjectSpace {
         ObjectSpace {
             key: key(seed, Stream::Objects),
             run: 0,
             mix: Arc::new(Mix::new(types).expect("validated content types")),
             types: types.into(),
-            servers,
-            partitions: partitions.clamp(1, servers),
         }
+    }
+
+    pub fn mix(&self) -> &Mix {
+        &self.mix
     }
 
     pub fn types(&self) -> &[ContentType] {
         &self.types
     }
 
-    fn server_of(&self, page: u64) -> u32 {
-        let part = (((page >> WORLD_SHIFT) & WORLD_MASK) % u64::from(self.partitions)) as u32;
-        // Servers part, part + partitions, part + 2 * partitions, ...
-        let in_part = (self.servers - part).div_ceil(self.partitions);
-        let h = mix2(self.key ^ 3, page);
-        part + self.partitions * (h % u64::from(in_part)) as u32
-    }
-
     /// A uniform number for a property of an object. Pages (directly
-    /// requested objects) take it from a Weyl sequence over their sequence
-    /// number, one irrational step per property (rationally independent,
-    /// so the properties are jointly equidistributed): any run of
-    /// consecutive objects has its shares almost exactly, and a compressed
-    /// run's small working set offers the nominal mix and hit ratio.
+    /// requested objects) take it from a Weyl sequence over their name in
+    /// their world, one irrational step per property (rationally
+    /// independent, so the properties are jointly equidistributed): any run
+    /// of consecutive objects of a world has its shares almost exactly.
     /// Embedded objects use a hash.
     fn uniform(&self, oid: u64, property: Property) -> f64 {
         let (page, k) = split_oid(oid);
         let (salt, step) = match property {
-            Property::Type => (6, 0.618_033_988_749_894_9), // golden ratio - 1
             Property::Cachable => (2, 0.414_213_562_373_095_1), // sqrt(2) - 1
-            Property::Embeds => (8, 0.732_050_807_568_877_2), // sqrt(3) - 1
+            Property::Embeds => (8, 0.732_050_807_568_877_2),   // sqrt(3) - 1
         };
         if k > 0 {
             return unit_f64(mix2(self.key ^ salt, oid));
         }
-        let seq = page & ((1 << WORLD_SHIFT) - 1);
-        let offset = unit_f64(mix2(self.key ^ salt, page >> WORLD_SHIFT));
-        (offset + seq as f64 * step).fract()
+        let name = Place::of(page).name;
+        let offset = unit_f64(mix2(self.key ^ salt, page >> NAME_BITS));
+        (offset + name as f64 * step).fract()
     }
 
     fn type_of(&self, oid: u64) -> u16 {
         let (page, k) = split_oid(oid);
-        let page_type = self.mix.direct_type(self.uniform(page, Property::Type));
+        let page_type = Place::of(page).ctype;
         if k == 0 {
             page_type
         } else {
@@ -171,7 +196,7 @@ impl ObjectSpace {
             cachable: self.uniform(oid, Property::Cachable) < t.cachable,
             md5: unit_f64(h(9)) < t.md5,
             embeds,
-            server: self.server_of(page),
+            server: Place::of(page).server,
             body_seed: h(4),
             life_seed: h(5),
         }
@@ -212,6 +237,9 @@ impl ObjectSpace {
         let rest = path.strip_prefix(URL_PREFIX)?;
         let hex = rest.get(9..25)?;
         let oid = u64::from_str_radix(hex, 16).ok()?;
+        if usize::from(Place::of(oid).ctype) >= self.types.len() {
+            return None;
+        }
         let info = self.get(oid);
         let mut canonical = String::with_capacity(path.len());
         self.write_path(&mut canonical, &info);
@@ -225,6 +253,17 @@ mod tests {
     use crate::content::{Embeds, Extension};
     use crate::{Dist, LifeCycle, Quantity};
 
+    /// Object `name` of galaxy `g`'s world on `server` of type `ctype`.
+    fn at(g: u32, server: u32, ctype: u16, name: u64) -> u64 {
+        Place {
+            galaxy: g,
+            server,
+            ctype,
+            name,
+        }
+        .oid()
+    }
+
     fn one_type() -> Vec<ContentType> {
         vec![ContentType::single(
             "obj",
@@ -237,69 +276,63 @@ mod tests {
     #[test]
     fn properties_depend_on_id_only_and_match_shares() {
         let types = one_type();
-        let a = ObjectSpace::new(5, &types, 10, 1);
-        let b = ObjectSpace::new(5, &types, 10, 1);
+        let a = ObjectSpace::new(5, &types);
+        let b = ObjectSpace::new(5, &types);
         let n = 100_000u64;
         let mut cachable = 0;
         let mut size = 0u64;
-        let mut per_server = [0u32; 10];
-        for oid in 0..n {
+        for name in 0..n {
+            let oid = at(3, 7, 0, name);
             let o = a.get(oid);
             assert_eq!(o, b.get(oid));
+            assert_eq!(o.server, 7, "the server comes from the id");
+            assert_eq!(Place::of(oid).name, name);
             cachable += u64::from(o.cachable);
             size += o.size;
-            per_server[o.server as usize] += 1;
         }
         let share = cachable as f64 / n as f64;
         assert!((share - 0.8).abs() < 0.0001, "cachable share {share}");
-        // Any run of consecutive objects has the share too.
-        let run = (5000..7000).filter(|o| a.get(*o).cachable).count();
+        // Any run of consecutive objects of a world has the share too.
+        let run = (5000..7000)
+            .filter(|&k| a.get(at(3, 7, 0, k)).cachable)
+            .count();
         assert!((run as f64 / 2000.0 - 0.8).abs() < 0.002, "{run}");
+        // ...and so does a small world.
+        let small = (0..50).filter(|&k| a.get(at(1, 2, 0, k)).cachable).count();
+        assert!((39..=41).contains(&small), "{small} of 50");
         let mean = size as f64 / n as f64;
         assert!(
             (mean / (13.0 * 1024.0) - 1.0).abs() < 0.02,
             "mean size {mean}"
         );
-        assert!(per_server.iter().all(|&c| c > 9_000 && c < 11_000));
-        // Partitioned: world w's objects stay on servers i with i % 3 == w % 3.
-        let p = ObjectSpace::new(5, &types, 10, 3);
-        for world in 0..6u64 {
-            for seq in 0..1000 {
-                let o = p.get(world << WORLD_SHIFT | seq);
-                assert_eq!(u64::from(o.server) % 3, world % 3);
-                assert!(o.server < 10);
-            }
-        }
         // Another seed gives another universe.
-        let c = ObjectSpace::new(6, &types, 10, 1);
-        assert!((0..100).any(|oid| c.get(oid) != a.get(oid)));
+        let c = ObjectSpace::new(6, &types);
+        assert!((0..100).any(|k| c.get(at(0, 0, 0, k)) != a.get(at(0, 0, 0, k))));
     }
 
     #[test]
-    fn type_and_cachability_are_independent_draws() {
+    fn the_type_comes_from_the_id_and_bogus_ids_are_refused() {
         let types = crate::content_set("polymix").unwrap();
-        let s = ObjectSpace::new(3, &types, 10, 1);
-        let mut count = [0u32; 4];
-        let mut cachable = [0u32; 4];
-        for seq in 0..200_000u64 {
-            let o = s.get(seq);
-            count[o.ctype as usize] += 1;
-            cachable[o.ctype as usize] += u32::from(o.cachable);
-        }
+        let s = ObjectSpace::new(3, &types);
         for (i, t) in types.iter().enumerate() {
-            if t.embedded_only {
-                assert_eq!(count[i], 0);
-                continue;
+            let mut cachable = 0u32;
+            for name in 0..10_000 {
+                let o = s.get(at(0, 1, i as u16, name));
+                assert_eq!(o.ctype, i as u16);
+                cachable += u32::from(o.cachable);
             }
-            let share = f64::from(count[i]) / 200_000.0;
-            assert!(
-                (share - t.share / 0.35).abs() < 0.002,
-                "{} share {share}",
-                t.name
-            );
-            let c = f64::from(cachable[i]) / f64::from(count[i]);
-            assert!((c - t.cachable).abs() < 0.02, "{} cachable {c}", t.name);
+            let c = f64::from(cachable) / 10_000.0;
+            assert!((c - t.cachable).abs() < 0.002, "{} cachable {c}", t.name);
         }
+        // A URL naming a type the workload lacks names no object.
+        let mut path = String::new();
+        s.write_path(&mut path, &s.get(at(0, 1, 0, 5)));
+        let bogus = path.replace(
+            &format!("{:016x}", at(0, 1, 0, 5)),
+            &format!("{:016x}", at(0, 1, 7, 5)),
+        );
+        assert_ne!(bogus, path);
+        assert_eq!(s.parse_path(&bogus), None);
     }
 
     #[test]
@@ -340,13 +373,12 @@ mod tests {
         );
         other.share = 0.5;
         let types = vec![page, image, other.clone()];
-        let s = ObjectSpace::new(1, &types, 50, 2);
+        let s = ObjectSpace::new(1, &types);
         let mut pages = 0;
         let mut embedded = 0u64;
         let mut html_ext = 0;
         for seq in 0..20_000u64 {
-            let o = s.get(1 << WORLD_SHIFT | seq);
-            assert_ne!(o.ctype, 1, "images are never requested directly");
+            let o = s.get(at(1, 9, if seq % 2 == 0 { 0 } else { 2 }, seq / 2));
             if o.ctype == 0 {
                 pages += 1;
                 embedded += u64::from(o.embeds);
@@ -369,8 +401,7 @@ mod tests {
             assert_ne!(theirs, path);
             assert_eq!(other.parse_path(&theirs), Some(o));
         }
-        let share = f64::from(pages) / 20_000.0;
-        assert!((share - 0.5).abs() < 0.015, "page share {share}");
+        assert_eq!(pages, 10_000);
         let mean = embedded as f64 / f64::from(pages);
         assert!((mean - 4.45).abs() < 0.15, "embedded per page {mean}");
         let html = html_ext as f64 / f64::from(pages);
@@ -384,8 +415,9 @@ mod tests {
         // workloads.md: image exp(4.5KB) 80%, HTML exp(8.5KB) 90%,
         // download logn(300KB,300KB) 95%, other logn(25KB,10KB) 72%.
         let types = crate::content_set("polymix").unwrap();
-        let s = ObjectSpace::new(3, &types, 100, 2);
+        let s = ObjectSpace::new(3, &types);
         let n = types.len();
+        let mix = Mix::new(&types).unwrap();
         let (mut count, mut bytes, mut cachable) = (vec![0u64; n], vec![0f64; n], vec![0u64; n]);
         let mut note = |o: ObjectInfo| {
             let t = usize::from(o.ctype);
@@ -394,7 +426,8 @@ mod tests {
             cachable[t] += u64::from(o.cachable);
         };
         for seq in 0..400_000u64 {
-            let o = s.get(1 << WORLD_SHIFT | seq);
+            let ctype = mix.direct_type(((seq as f64) * 0.618_033_988_749_894_9).fract());
+            let o = s.get(at(2, (seq % 100) as u32, ctype, seq / 100));
             note(o);
             for k in 1..=o.embeds {
                 note(s.get(embedded_oid(o.oid, k)));

@@ -10,15 +10,16 @@
 //! images of a page once it arrived, as a cache-less browser fetches them.
 //!
 //! Random streams (from the seed): `Robot(id)` for a robot's arrivals,
-//! `Choices(id)` for its objects and request types; a page's images draw
-//! from a seed the page carries, so their choices do not depend on when
-//! the page arrived.
+//! `Choices(id)` for its objects and request types, `Galaxy(id)` for a
+//! galaxy's warm-up order. A page's images copy its request type and
+//! repeat choice (as Polygraph's robots do), decided with the page, so
+//! nothing about them depends on when the page arrived.
 
-use crate::world::World;
+use crate::world::Galaxy;
 use crate::{embedded_oid, ObjectInfo, ObjectSpace};
 use crate::{Arrivals, Workload};
 use crate::{Factors, Schedule};
-use cacheoff_base::rng::{mix2, seeded, stream, Rng, RngCore, SimRng, Stream};
+use cacheoff_base::rng::{mix2, stream, Rng, SimRng, Stream};
 use cacheoff_base::RequestType;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -35,8 +36,9 @@ pub struct Planned {
     pub rtype: RequestType,
     /// Body bytes of a POST.
     pub post_len: u64,
-    /// Seed of the choices for the page's embedded objects.
-    pub embed_seed: u64,
+    /// Which of the page's embedded objects an earlier request could have
+    /// put in a cache (bit k-1 for the k-th), decided with the page.
+    pub embeds_held: u128,
 }
 
 /// The factors outside the schedule (closed-loop runs past the end).
@@ -132,16 +134,18 @@ pub struct Plan {
     /// Client host of each robot (by index into `robots`).
     hosts: Vec<u32>,
     choices: Vec<SimRng>,
-    /// One working set per client host; each host's robots on this worker
-    /// share it.
-    worlds: Vec<World>,
+    /// One galaxy per client host; each host's robots on this worker share
+    /// it.
+    galaxies: Vec<Galaxy>,
     /// This worker's robots per client host.
     host_robots: Vec<u32>,
 }
 
 impl Plan {
     /// The plan of worker `worker` of `workers`: robots `r` with
-    /// `r % workers == worker`, each client host's working set its own.
+    /// `r % workers == worker`, each client host's galaxy its own, over
+    /// this worker's share of the servers (so a direct run keeps each
+    /// worker's traffic on its own servers).
     pub fn new(w: &Workload, objects: &ObjectSpace, worker: u32, workers: u32) -> Plan {
         let robots: Vec<u32> = (0..w.robots.count)
             .filter(|r| r % workers == worker)
@@ -151,14 +155,18 @@ impl Plan {
         for &r in &robots {
             host_robots[w.robots.host_of(r) as usize] += 1;
         }
-        let worlds = (0..n_hosts)
+        let partitions = workers.clamp(1, w.servers.count.max(1));
+        let servers = (worker % partitions, partitions, w.servers.count);
+        let galaxies = (0..n_hosts)
             .map(|h| {
                 // The cap is divided among hosts and workers by robot count.
                 let cap = w
                     .popularity
                     .working_set_cap
                     .map(|c| c * u64::from(host_robots[h as usize]) / u64::from(w.robots.count));
-                World::new(h * workers + worker, cap)
+                let id = h * workers + worker;
+                let mut rng = stream(w.seed, Stream::Galaxy(id));
+                Galaxy::new(id, servers, objects.mix().direct().to_vec(), cap, &mut rng)
             })
             .collect();
         Plan {
@@ -168,7 +176,7 @@ impl Plan {
                 .map(|&r| stream(w.seed, Stream::Choices(r)))
                 .collect(),
             robots,
-            worlds,
+            galaxies,
             host_robots,
             workload: w.clone(),
             objects: objects.clone(),
@@ -201,14 +209,20 @@ impl Plan {
     }
 
     /// The request of robot `robot` (an index into [`robots`](Self::robots))
-    /// at schedule time `sched_s`.
+    /// at schedule time `sched_s`, and with it what its page's embedded
+    /// objects will be: the page's request type (a POST's images are plain
+    /// GETs), fetched only if the page comes with a body. Fill transactions
+    /// (basic requests of cachable objects no earlier request could have
+    /// put in a cache) count towards the working-set freeze here, images
+    /// included.
     pub fn request(&mut self, robot: usize, sched_s: f64) -> Planned {
         let f = self.schedule.factors_at(sched_s).unwrap_or(NEUTRAL);
+        let phase = self.schedule.phase_at(sched_s).unwrap_or(usize::MAX);
         let w = &self.workload;
         let objects = &self.objects;
         let rng = &mut self.choices[robot];
-        let world = &mut self.worlds[self.hosts[robot] as usize];
-        let pick = world.pick(
+        let galaxy = &mut self.galaxies[self.hosts[robot] as usize];
+        let pick = galaxy.pick(
             rng,
             (w.popularity.recurrence * f.recurrence).clamp(0.0, 1.0),
             &w.popularity,
@@ -219,59 +233,82 @@ impl Plan {
         );
         let info = objects.get(pick.oid);
         let (rtype, post_len) = choose_request(w, rng, f.special);
-        if !pick.repeat && rtype == RequestType::Head {
-            // A browser that only asked for the page's head fetches none
-            // of its images.
-            for k in 1..=info.embeds {
-                world.note_unfetched(embedded_oid(info.oid, k));
+        let held = galaxy.note_request(info.oid, pick.repeat, rtype);
+        let offered_hit = held && info.cachable;
+        if rtype == RequestType::Basic && info.cachable && !offered_hit {
+            galaxy.note_fill(phase);
+        }
+        let mut embeds_held = 0u128;
+        for k in 1..=info.embeds {
+            let e = objects.get(embedded_oid(info.oid, k));
+            if !brings_images(rtype) {
+                if !pick.repeat {
+                    // Never fetched: revisits offer no hit until fetched.
+                    galaxy.note_unfetched(e.oid);
+                }
+                continue;
+            }
+            let img_type = image_request(rtype);
+            if galaxy.note_request(e.oid, pick.repeat, img_type) {
+                embeds_held |= 1 << (k - 1);
+            } else if img_type == RequestType::Basic && e.cachable {
+                galaxy.note_fill(phase);
             }
         }
-        let held = world.note_request(info.oid, pick.repeat, rtype);
         Planned {
             info,
             repeat: pick.repeat,
-            offered_hit: held && info.cachable,
+            offered_hit,
             rtype,
             post_len,
-            embed_seed: rng.next_u64(),
+            embeds_held,
         }
     }
 
-    /// The embedded objects of `page` (requested by robot `robot`), once
-    /// the page arrived at schedule time `sched_s`: each a request of its
-    /// own that follows the request-type mix like any other.
-    pub fn embedded<'a>(
-        &'a mut self,
-        robot: usize,
-        page: &Planned,
-        sched_s: f64,
-    ) -> impl Iterator<Item = Planned> + 'a {
-        let special = self.schedule.factors_at(sched_s).unwrap_or(NEUTRAL).special;
-        let mut rng = seeded(page.embed_seed);
-        let (repeat, oid) = (page.repeat, page.info.oid);
-        let host = self.hosts[robot] as usize;
-        (1..=page.info.embeds).map(move |k| {
-            let info = self.objects.get(embedded_oid(oid, k));
-            let (rtype, post_len) = choose_request(&self.workload, &mut rng, special);
-            let held = self.worlds[host].note_request(info.oid, repeat, rtype);
+    /// The embedded objects of `page`, once its body arrived: each a
+    /// request of its own, asked for the way the page was.
+    pub fn embedded<'a>(&'a self, page: &'a Planned) -> impl Iterator<Item = Planned> + 'a {
+        let rtype = image_request(page.rtype);
+        let n = if brings_images(page.rtype) {
+            page.info.embeds
+        } else {
+            0
+        };
+        (1..=n).map(move |k| {
+            let info = self.objects.get(embedded_oid(page.info.oid, k));
             Planned {
                 info,
-                repeat,
-                offered_hit: held && info.cachable,
+                repeat: page.repeat,
+                offered_hit: info.cachable && page.embeds_held & (1 << (k - 1)) != 0,
                 rtype,
-                post_len,
-                embed_seed: 0,
+                post_len: 0,
+                embeds_held: 0,
             }
         })
     }
 
-    /// Every client host with robots here has a full (sliding) working set.
+    /// Every client host with robots here has a frozen working set.
     pub fn working_sets_full(&self) -> bool {
-        self.worlds
+        self.galaxies
             .iter()
             .zip(&self.host_robots)
             .filter(|(_, n)| **n > 0)
-            .all(|(w, _)| w.is_full())
+            .all(|(g, _)| g.is_frozen())
+    }
+}
+
+/// A page asked for this way comes with a body whose images the browser
+/// fetches (a HEAD or a 304 brings none).
+fn brings_images(page: RequestType) -> bool {
+    !matches!(page, RequestType::Head | RequestType::Ims304)
+}
+
+/// How a page's images are asked for: the way the page was, except that
+/// images are always fetched with GET.
+fn image_request(page: RequestType) -> RequestType {
+    match page {
+        RequestType::Post | RequestType::Head => RequestType::Basic,
+        t => t,
     }
 }
 
@@ -316,7 +353,8 @@ impl PlanDigest {
             p.info.oid,
             p.rtype as u64,
             p.post_len,
-            p.embed_seed,
+            p.embeds_held as u64,
+            (p.embeds_held >> 64) as u64,
             u64::from(p.offered_hit),
         ] {
             self.0 = mix2(self.0, v);
@@ -380,13 +418,13 @@ mod tests {
     #[test]
     fn the_same_seed_gives_the_same_plan_and_another_seed_another() {
         let w = polymix_like();
-        let objects = ObjectSpace::new(w.seed, &w.content, w.servers.count, 2);
+        let objects = ObjectSpace::new(w.seed, &w.content);
         let a = digest(&w, &objects, 2);
         assert_eq!(a, digest(&w, &objects, 2));
         assert_ne!(a, PlanDigest::default());
         let mut other = w.clone();
         other.seed += 1;
-        let objects = ObjectSpace::new(other.seed, &other.content, other.servers.count, 2);
+        let objects = ObjectSpace::new(other.seed, &other.content);
         assert_ne!(a, digest(&other, &objects, 2));
     }
 
@@ -420,7 +458,7 @@ mod tests {
     #[test]
     fn requests_follow_the_mix_and_pages_bring_their_images() {
         let w = polymix_like();
-        let objects = ObjectSpace::new(w.seed, &w.content, w.servers.count, 1);
+        let objects = ObjectSpace::new(w.seed, &w.content);
         let mut plan = Plan::new(&w, &objects, 0, 1);
         let mut counts = [0u32; RequestType::COUNT];
         let mut images = 0usize;
@@ -429,17 +467,22 @@ mod tests {
         for k in 0..n {
             let p = plan.request(k % plan.robots().len(), 1.0);
             counts[p.rtype as usize] += 1;
-            let embedded: Vec<Planned> = plan.embedded(k % 40, &p, 1.0).collect();
-            assert_eq!(embedded.len() as u32, p.info.embeds);
-            // The same page seed gives the same images' choices.
-            let again: Vec<RequestType> = {
-                let mut rng = seeded(p.embed_seed);
-                (0..p.info.embeds)
-                    .map(|_| choose_request(&w, &mut rng, special).0)
-                    .collect()
-            };
-            let got: Vec<RequestType> = embedded.iter().map(|e| e.rtype).collect();
-            assert_eq!(got, again);
+            let embedded: Vec<Planned> = plan.embedded(&p).collect();
+            // Images copy the page's choices; a HEAD or a 304 brings none.
+            let brings = !matches!(p.rtype, RequestType::Head | RequestType::Ims304);
+            assert_eq!(
+                embedded.len() as u32,
+                if brings { p.info.embeds } else { 0 }
+            );
+            for e in &embedded {
+                let want = match p.rtype {
+                    RequestType::Post => RequestType::Basic,
+                    t => t,
+                };
+                assert_eq!((e.rtype, e.repeat, e.post_len), (want, p.repeat, 0));
+                assert_eq!(e.info.server, p.info.server);
+                assert!(!e.offered_hit || (p.repeat && e.info.cachable));
+            }
             images += embedded.len();
         }
         assert!(images > 0, "PolyMix pages embed images");

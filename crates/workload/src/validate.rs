@@ -61,6 +61,23 @@ impl Workload {
             .map_err(|why| err("robots.first_ip", self.robots.first_ip.to_string(), &why))?;
         check_ip_range(self.servers.first_ip, self.servers.count)
             .map_err(|why| err("servers.first_ip", self.servers.first_ip.to_string(), &why))?;
+        if self.servers.count > crate::MAX_SERVERS {
+            return Err(err(
+                "servers.count",
+                self.servers.count.to_string(),
+                &format!(
+                    "at most {} servers (object ids name them)",
+                    crate::MAX_SERVERS
+                ),
+            ));
+        }
+        if self.content.len() > crate::MAX_TYPES {
+            return Err(err(
+                "content",
+                format!("{} types", self.content.len()),
+                &format!("at most {} content types", crate::MAX_TYPES),
+            ));
+        }
         if self.robots.max_conns == 0 {
             return Err(err("robots.max_conns", "0".into(), "must be at least 1"));
         }

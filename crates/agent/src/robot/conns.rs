@@ -27,6 +27,10 @@ pub struct Conn {
     /// Transactions this connection may carry before the robot closes it.
     limit: u32,
     idle_since: Instant,
+    /// When the transaction it serves got it: an idle connection taken,
+    /// or the start of the connect for a new one. Web Polygraph's response
+    /// time starts here, so a wait for a free connection is not in it.
+    pub held_since: Instant,
     /// Request, then response head (and the body bytes read with it).
     pub buf: Vec<u8>,
     clients: Rc<Clients>,
@@ -42,9 +46,11 @@ impl Drop for Conn {
 
 impl Conn {
     /// Counts a finished transaction; the connection if it may carry
-    /// another (`keep_alive`: the reply allows it).
+    /// another (`keep_alive`: the reply allows it). Its driver runs the
+    /// next one at once, so that one holds it from now.
     pub fn reuse(mut self, keep_alive: bool) -> Option<Conn> {
         self.uses += 1;
+        self.held_since = Instant::now();
         (keep_alive && self.uses < self.limit).then_some(self)
     }
 }
@@ -81,7 +87,9 @@ impl Pool {
         let mut idle = self.idle.borrow_mut();
         idle.retain(|c| c.idle_since.elapsed() < keep_alive);
         let i = idle.iter().position(|c| c.target == target)?;
-        Some(idle.swap_remove(i))
+        let mut conn = idle.swap_remove(i);
+        conn.held_since = Instant::now();
+        Some(conn)
     }
 
     /// Keeps `conn` for a later request.
@@ -102,6 +110,7 @@ impl Pool {
 
     /// Opens a connection to `target` from the robot's address.
     pub async fn connect(&self, clients: &Rc<Clients>, target: Target) -> Result<Conn, ErrorKind> {
+        let began = Instant::now();
         let shared = clients.shared();
         let addr: SocketAddr = match target {
             Target::Proxy => shared.proxy.expect("proxy target only with a proxy"),
@@ -140,6 +149,7 @@ impl Pool {
             uses: 0,
             limit,
             idle_since: Instant::now(),
+            held_since: began,
             buf: Vec::with_capacity(HEAD_CHUNK),
             clients: clients.clone(),
         })

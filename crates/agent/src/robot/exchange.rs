@@ -39,7 +39,6 @@ pub struct Reply {
     /// Body bytes received.
     pub bytes: u64,
     pub keep_alive: bool,
-    pub sent: Instant,
     pub done: Instant,
 }
 
@@ -164,7 +163,6 @@ pub async fn exchange(
             status,
             bytes,
             keep_alive,
-            sent,
             done: Instant::now(),
         }),
         Ok(Err(f)) => Err(f),

@@ -214,7 +214,8 @@ async fn run_one(
     let mut result = exchange::exchange(clients, &mut conn, &due).await;
     if reused && matches!(result, Err(Unsuccessful::StaleConn)) {
         // A reused connection the peer had already closed: retry once on a
-        // fresh one, as browsers do for idempotent requests.
+        // fresh one, as browsers do for idempotent requests. The Polygraph
+        // clock restarts with that connect.
         drop(conn);
         conn = match robot.conns.connect(clients, target).await {
             Ok(c) => c,
@@ -233,23 +234,18 @@ async fn run_one(
     conn
 }
 
-/// The browser has the page (a fresh body, or a 304 for the copy it
-/// holds), so it goes on to the embedded objects.
+/// The browser has a page body to parse, so it goes on to the embedded
+/// objects (a 304 or a HEAD brings none, as in Polygraph).
 fn page_arrived(r: &Result<Reply, Unsuccessful>) -> bool {
     r.as_ref()
-        .is_ok_and(|r| (r.status == 200 && r.rtype != RequestType::Head) || r.status == 304)
+        .is_ok_and(|r| r.status == 200 && r.rtype != RequestType::Head)
 }
 
 /// The page's embedded objects, due now. A page that arrives while the
 /// run drains at its end still brings them: they belong to the plan.
 fn fetch_embedded(clients: &Rc<Clients>, robot: &Rc<Robot>, page: &Due) {
     let now = Instant::now();
-    let sched_s = clients.shared().schedule_s_at(now);
-    let embedded: Vec<Planned> = clients
-        .plan
-        .borrow_mut()
-        .embedded(robot.idx, &page.plan, sched_s)
-        .collect();
+    let embedded: Vec<Planned> = clients.plan.borrow().embedded(&page.plan).collect();
     for plan in embedded {
         dispatch(
             clients,
@@ -281,7 +277,7 @@ fn finish(
                 ctype: info.ctype,
                 offered_hit: due.plan.offered_hit,
                 rt_corrected_us: us_since(due.intended, reply.done),
-                rt_uncorrected_us: us_since(reply.sent, reply.done),
+                rt_polygraph_us: us_since(conn.held_since, reply.done),
             });
             conn.reuse(reply.keep_alive)
         }

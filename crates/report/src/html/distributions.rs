@@ -3,7 +3,7 @@
 use super::{esc, figure, lines_figure, Marks, CHART_SIZE};
 use crate::charts::{BarChart, CdfChart, Series};
 use crate::ReportError;
-use cacheoff_stats::{Cdf, Distributions};
+use cacheoff_stats::{Cdf, Distributions, RtClock};
 use std::fmt::Write;
 
 fn cdf_series(name: &str, cdf: &Cdf) -> Series {
@@ -36,11 +36,12 @@ fn cdf_charts(d: &Distributions) -> [CdfChart; 2] {
             series: hit_miss,
         },
         CdfChart {
-            title: "Response time: from the intended start vs from the send".into(),
+            title: "Response time: from the intended start vs from the connection (Web Polygraph's clock)".into(),
             x_label: "ms".into(),
             series: vec![
-                cdf_series("from the intended start", &d.rt_ms.all),
-                cdf_series("from the actual send", &d.rt_uncorrected_ms.all).reference(),
+                cdf_series(RtClock::Intended.description(), &d.rt(RtClock::Intended).all),
+                cdf_series(RtClock::Polygraph.description(), &d.rt(RtClock::Polygraph).all)
+                    .reference(),
             ],
         },
     ]
@@ -100,7 +101,7 @@ mod tests {
                 ctype: 0,
                 offered_hit: false,
                 rt_corrected_us: us,
-                rt_uncorrected_us: us / 2,
+                rt_polygraph_us: us / 2,
             });
         }
         let mut a = Accum::default();
@@ -131,6 +132,18 @@ mod tests {
         let names: Vec<&str> = hm.series.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["all", "misses"]);
         assert!(vs.series[1].reference);
+        let clocks: Vec<&str> = vs.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            clocks,
+            [
+                "from the intended start (corrected for coordinated omission)",
+                "from the connection, as Web Polygraph"
+            ]
+        );
+        // Each line reads its own clock: the slowest reply took 40 ms from
+        // its intended start and 20 ms from its connection.
+        let top = |i: usize| vs.series[i].points.last().unwrap().0;
+        assert!((top(0) - 40.0).abs() < 0.1 && (top(1) - 20.0).abs() < 0.1);
         // 3000 B, 48000 B and 768000 B: buckets up to 4K, 64K and 1M.
         let bars = size_chart(&d).bars;
         assert_eq!(bars.first().unwrap(), &("≤4K".to_string(), 1.0));
@@ -144,7 +157,7 @@ mod tests {
                 hit: vec![],
                 miss: vec![],
             },
-            rt_uncorrected_ms: CdfSet {
+            rt_polygraph_ms: CdfSet {
                 all: vec![],
                 hit: vec![],
                 miss: vec![],

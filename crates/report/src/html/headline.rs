@@ -1,10 +1,10 @@
 //! The page's head: what was run, and the headline figures with the
 //! cache-off's verdicts on them.
 
-use super::tables::{latency_cells, table};
+use super::tables::latency_cells;
 use super::{esc, ms, pct};
 use crate::{Run, RunState};
-use cacheoff_stats::Entry;
+use cacheoff_stats::{Entry, RtClock};
 use std::fmt::Write;
 
 /// The cache-off's disqualification rules.
@@ -145,47 +145,49 @@ fn card(o: &mut String, k: &str, v: &str, d: &str) {
 }
 
 /// The headline figures of `head` (the `measured` phase, or the whole
-/// run): cards, the verdicts and the response times.
+/// run): cards, the verdicts and the response times on both clocks.
 pub(super) fn figures(o: &mut String, head: &Entry, measured: Option<&str>, proxied: bool) {
     let _ = write!(
         o,
         "<h2 id=\"summary\">Headline figures ({})</h2><div class=\"cards\">",
         esc(&measured.map_or("whole run".into(), |p| format!("phase {p}")))
     );
-    let rt = &head.rt_ms;
-    for (k, v, d) in [
+    let rt_cards = RtClock::ALL.iter().map(|&c| {
+        let rt = head.rt(c);
         (
-            "throughput",
-            format!("{:.1}/s", head.rate_xps),
-            format!("{} replies", head.xacts),
-        ),
-        (
-            "response time, all",
+            format!("response time, {}", c.description()),
             format!("{} ms", ms(rt.all.mean)),
-            format!("p50 {} · p99 {} ms", ms(rt.all.p50), ms(rt.all.p99)),
-        ),
+            format!(
+                "hits {} · misses {} · p99 {} ms",
+                ms(rt.hit.mean),
+                ms(rt.miss.mean),
+                ms(rt.all.p99)
+            ),
+        )
+    });
+    let throughput = (
+        "throughput".to_string(),
+        format!("{:.1}/s", head.rate_xps),
+        format!("{} replies", head.xacts),
+    );
+    for (k, v, d) in std::iter::once(throughput).chain(rt_cards).chain([
         (
-            "hits / misses",
-            format!("{} / {} ms", ms(rt.hit.mean), ms(rt.miss.mean)),
-            "mean response time".into(),
-        ),
-        (
-            "document hit ratio",
+            "document hit ratio".to_string(),
             pct(head.dhr.measured),
             format!("offered {}", pct(head.dhr.offered)),
         ),
         (
-            "byte hit ratio",
+            "byte hit ratio".to_string(),
             pct(head.bhr.measured),
             format!("offered {}", pct(head.bhr.offered)),
         ),
         (
-            "errors",
+            "errors".to_string(),
             pct(head.errors.percent),
             format!("{} of {} requests", head.errors.total, head.sent),
         ),
-    ] {
-        card(o, k, &v, &d);
+    ]) {
+        card(o, &k, &v, &d);
     }
     o.push_str("</div>");
     o.push_str("<table id=\"verdict\"><thead><tr><th>cache-off rule</th><th>result</th><th>why</th></tr></thead><tbody>");
@@ -203,14 +205,37 @@ pub(super) fn figures(o: &mut String, head: &Entry, measured: Option<&str>, prox
         );
     }
     o.push_str("</tbody></table>");
-    table(o, &["response time, ms", "mean", "p50", "p99", "replies"]);
-    for (k, l) in [("hits", &rt.hit), ("all", &rt.all), ("misses", &rt.miss)] {
+    response_times(o, head);
+}
+
+/// Response times of hits, all and misses on both clocks, side by side.
+fn response_times(o: &mut String, head: &Entry) {
+    o.push_str("<table id=\"response-times\"><thead><tr><th rowspan=\"2\">response time, ms</th>");
+    for c in RtClock::ALL {
         let _ = write!(
             o,
-            "<tr><td>{k}</td>{}<td>{}</td></tr>",
-            latency_cells(l),
-            l.count
+            "<th colspan=\"3\" data-clock=\"{}\" style=\"text-align:center;white-space:normal\">{}</th>",
+            c.name(),
+            esc(c.description())
         );
+    }
+    o.push_str("<th rowspan=\"2\">replies</th></tr><tr>");
+    for _ in RtClock::ALL {
+        o.push_str("<th>mean</th><th>p50</th><th>p99</th>");
+    }
+    o.push_str("</tr></thead><tbody>");
+    type Pick = fn(&cacheoff_stats::LatencySet) -> &cacheoff_stats::Latency;
+    let rows: [(&str, Pick); 3] = [
+        ("hits", |s| &s.hit),
+        ("all", |s| &s.all),
+        ("misses", |s| &s.miss),
+    ];
+    for (k, pick) in rows {
+        let _ = write!(o, "<tr><td>{k}</td>");
+        for c in RtClock::ALL {
+            o.push_str(&latency_cells(pick(head.rt(*c))));
+        }
+        let _ = write!(o, "<td>{}</td></tr>", pick(&head.rt_ms).count);
     }
     o.push_str("</tbody></table>");
 }
@@ -233,8 +258,34 @@ mod tests {
             o.contains(">2.4%<") && o.contains("1 of 41 requests"),
             "{o}"
         );
-        // Means: 2 ms hits, 10 ms misses, 4 ms over all.
-        assert!(o.contains("2.00 / 10.0 ms") && o.contains("4.00 ms"), "{o}");
+        // Both clocks, each named: means of 2 ms hits, 10 ms misses, 4 ms
+        // over all from the intended start; half that from the connection.
+        let card = |clock: RtClock| {
+            let k = format!(
+                "<div class=\"k\">response time, {}</div>",
+                clock.description()
+            );
+            let at = o.find(&k).unwrap_or_else(|| panic!("no card {k} in {o}")) + k.len();
+            o[at..at + o[at..].find("</div></div>").unwrap()].to_string()
+        };
+        assert_eq!(
+            card(RtClock::Intended),
+            "<div class=\"v\">4.00 ms</div><div class=\"d\">hits 2.00 · misses 10.0 · p99 10.0 ms"
+        );
+        assert_eq!(
+            card(RtClock::Polygraph),
+            "<div class=\"v\">2.00 ms</div><div class=\"d\">hits 1.00 · misses 5.00 · p99 5.00 ms"
+        );
+        // The table sets the clocks side by side, the intended start first.
+        let table = &o[o.find("id=\"response-times\"").unwrap()..];
+        assert!(
+            table.find(RtClock::Intended.description())
+                < table.find(RtClock::Polygraph.description())
+        );
+        assert!(
+            table.contains("<tr><td>all</td><td>4.00</td><td>2.00</td><td>10.0</td><td>2.00</td><td>1.00</td><td>5.00</td><td>40</td></tr>"),
+            "{table}"
+        );
         assert_eq!(o.matches("class=\"pass\"").count(), 2, "{o}");
 
         let bad = sample::entry("total", 5, 30, 2);

@@ -129,7 +129,11 @@ fn charts(iv: &[IntervalRecord]) -> Vec<TimeChart> {
                 series(iv, "requests sent/s", |r| per_s(r, r.stats.sent)).reference(),
             ],
         ),
-        chart("Response time", "ms", response_times(iv)),
+        chart(
+            "Response time from the intended start",
+            "ms",
+            response_times(iv),
+        ),
         chart(
             "Document hit ratio",
             "% of basic requests",
@@ -213,7 +217,7 @@ mod tests {
         assert_eq!(bands, [("warm", 0.0, 10.0), ("meas", 10.0, 30.0)]);
 
         // The warm-up had no hits: the hits' lines skip it.
-        let rt = find(&c, "Response time");
+        let rt = find(&c, "Response time from the intended start");
         assert_eq!(
             names(rt),
             [
