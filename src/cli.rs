@@ -182,6 +182,9 @@ pub enum WorkloadCommand {
     Show {
         /// A built-in workload name or a workload file (TOML).
         workload: String,
+        // --rate, --plateau, ... as for `run`.
+        #[command(flatten)]
+        settings: WorkloadArgs,
     },
     /// Check a workload file; errors name the line and column.
     Check {

@@ -3,7 +3,7 @@
 use crate::cli::WorkloadCommand;
 use crate::console::print;
 use crate::Failure;
-use cacheoff_workload::{builtin_names, describe, load, Overrides};
+use cacheoff_workload::{builtin_names, describe, expected_offered, load, Overrides};
 
 pub fn run(cmd: &WorkloadCommand) -> Result<(), Failure> {
     match cmd {
@@ -14,9 +14,21 @@ pub fn run(cmd: &WorkloadCommand) -> Result<(), Failure> {
             }
             Ok(())
         }
-        WorkloadCommand::Show { workload } => {
-            let w = load(workload, &Overrides::default()).map_err(Failure::usage)?;
+        WorkloadCommand::Show { workload, settings } => {
+            let w = load(workload, &settings.0).map_err(Failure::usage)?;
             print(&describe(&w));
+            let e = expected_offered(&w);
+            let pct = |v: f64| format!("{:.1}%", v * 100.0);
+            print(&format!(
+                "\nExpected offered hit ratio in the measured phase (the plan run without sockets)\n  \
+                 {:<22} DHR {}, BHR {}\n  {:<22} DHR {}, BHR {} (also counts images of pages first answered 304)",
+                "ideal cache",
+                pct(e.dhr),
+                pct(e.bhr),
+                "as Polygraph counts",
+                pct(e.dhr_polygraph),
+                pct(e.bhr_polygraph),
+            ));
             Ok(())
         }
         WorkloadCommand::Check { file } => {

@@ -115,6 +115,7 @@ async fn connection(
                     keep_alive,
                     content_type: ctx.shared.objects.mime(&info),
                     content_md5: md5.as_deref(),
+                    http10: cfg.http10,
                 },
             )
         });

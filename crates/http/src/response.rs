@@ -1,7 +1,7 @@
 //! Responses: written by origin servers, parsed by robots and proxies.
 
 use crate::echo::{parse_hex, write_hex16, ECHO_HEADER};
-use crate::status::write_status_line;
+use crate::status::write_status_line_as;
 use crate::{complete_head, has_token, parse_u64, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
 
 /// How the body of a response is delimited.
@@ -30,11 +30,13 @@ pub struct ResponseSpec<'a> {
     pub content_type: &'a str,
     /// `Content-MD5` value.
     pub content_md5: Option<&'a str>,
+    /// Answer as HTTP/1.0 (persistent only with `Connection: keep-alive`).
+    pub http10: bool,
 }
 
 /// Appends a response head.
 pub fn write_response_head(out: &mut Vec<u8>, r: &ResponseSpec<'_>) {
-    write_status_line(out, r.status);
+    write_status_line_as(out, r.http10, r.status);
     out.extend_from_slice(b"Date: ");
     out.extend_from_slice(r.date.as_bytes());
     if r.status != 304 {
@@ -232,6 +234,7 @@ mod tests {
                 keep_alive: true,
                 content_type: "image/gif",
                 content_md5: Some("1B2M2Y8AsgTpgAmY7PhCfg=="),
+                http10: false,
             },
         );
         let h = parse_response(&b, false, true).unwrap().unwrap();

@@ -56,7 +56,12 @@ pub fn reason(status: u16) -> &'static str {
 
 /// Appends `HTTP/1.1 <status> <reason>\r\n`.
 pub fn write_status_line(out: &mut Vec<u8>, status: u16) {
-    out.extend_from_slice(b"HTTP/1.1 ");
+    write_status_line_as(out, false, status);
+}
+
+/// Appends a status line of HTTP/1.0 (`http10`) or HTTP/1.1.
+pub fn write_status_line_as(out: &mut Vec<u8>, http10: bool, status: u16) {
+    out.extend_from_slice(if http10 { b"HTTP/1.0 " } else { b"HTTP/1.1 " });
     out.extend_from_slice(status.to_string().as_bytes());
     out.push(b' ');
     out.extend_from_slice(reason(status).as_bytes());

@@ -77,7 +77,7 @@ pub fn describe(w: &Workload) -> String {
         &mut out,
         "origin servers",
         format!(
-            "{} at {} .. {}, port {}; think time {}; connections reused {}, closed after {} idle",
+            "{} at {} .. {}, port {}; {}; think time {}; connections reused {}, closed after {} idle",
             s.count,
             s.first_ip,
             last_ip(s.first_ip, s.count),
@@ -85,6 +85,11 @@ pub fn describe(w: &Workload) -> String {
                 "any free one".to_string()
             } else {
                 s.port.to_string()
+            },
+            if s.http10 {
+                "HTTP/1.0 with keep-alive"
+            } else {
+                "HTTP/1.1"
             },
             s.think_time,
             s.conn_reuse
@@ -157,7 +162,7 @@ pub fn describe(w: &Workload) -> String {
             w.popularity
                 .working_set_cap
                 .map_or(String::new(), |c| format!(
-                    ", among the last {c} objects{}",
+                    ", per server and content type; working sets frozen after {c} fill transactions in a phase{}",
                     if w.robots.hosts() > 1 {
                         " divided among the client hosts"
                     } else {
@@ -173,9 +178,9 @@ pub fn describe(w: &Workload) -> String {
     );
     row(
         &mut out,
-        "offered hit ratio",
+        "nominal hit ratio",
         format!(
-            "about {} (recurrence x cachable share)",
+            "{} (recurrence x cachable share; less is offered, as worlds without objects cannot repeat)",
             pct(w.offered_dhr())
         ),
     );

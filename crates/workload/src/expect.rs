@@ -21,15 +21,18 @@ pub struct Offered {
     pub bhr_polygraph: f64,
 }
 
-/// Planned requests followed on the schedule before sampling, at most.
-const WALK_LIMIT: u64 = 4_000_000;
-/// Requests sampled at the measured phase's factors.
+/// Planned requests followed on the schedule, at most.
+const WALK_LIMIT: u64 = 6_000_000;
+/// Requests sampled at the measured phase's factors when the walk is too
+/// long.
 const SAMPLE: usize = 300_000;
 
 /// The offered hit ratios of `w`'s measured phase (its last phase if none
-/// is marked): follow the plan's own arrivals until every working set is
-/// frozen (or the measured phase begins), which decides the worlds that
-/// can repeat; then sample requests at the measured phase's middle.
+/// is marked). The plan's own arrivals are followed through the schedule
+/// as a run against an ideal cache goes (a goal phase ends once its goal
+/// is met) and the measured phase is tallied. A schedule too long to walk
+/// is followed until every working set is frozen, which decides the
+/// worlds that can repeat, and the measured phase sampled at its middle.
 pub fn expected_offered(w: &Workload) -> Offered {
     let objects = ObjectSpace::new(w.seed, &w.content);
     let mut plan = Plan::new(w, &objects, 0, 1);
@@ -39,37 +42,67 @@ pub fn expected_offered(w: &Workload) -> Offered {
         .iter()
         .position(|p| p.measured)
         .unwrap_or(phases.len().saturating_sub(1));
-    let start: f64 = phases[..measured]
-        .iter()
-        .map(|p| p.duration.as_secs_f64())
-        .sum();
-    let mid = start
-        + phases
-            .get(measured)
-            .map_or(0.0, |p| p.duration.as_secs_f64() / 2.0);
+    let start_of = |i: usize| -> f64 { phases[..i].iter().map(|p| p.duration.as_secs_f64()).sum() };
+    let (start, end) = (start_of(measured), start_of(measured + 1));
+    let cache = w.cache_size.map_or(f64::INFINITY, |c| c.0 as f64);
+    let mut tally = Tally::default();
     if let Some(mut arrivals) = plan.arrivals() {
-        let mut walked = 0;
+        let (mut walked, mut shift, mut jumped) = (0, 0.0, false);
+        let (mut phase, mut phase_fill) = (usize::MAX, 0.0);
         while let Some(t) = arrivals.peek_ns() {
-            let s = t as f64 / 1e9;
-            if s >= start || walked >= WALK_LIMIT || plan.working_sets_full() {
+            let s = t as f64 / 1e9 + shift;
+            if s >= end
+                || walked >= WALK_LIMIT
+                || (s < start && plan.working_sets_full() && end - start > 3600.0)
+            {
                 break;
             }
-            if let Some(i) = arrivals.pop(schedule.factors_at(s)) {
-                plan.request(i, s);
-                walked += 1;
+            let Some(i) = arrivals.pop(schedule.factors_at(s)) else {
+                continue;
+            };
+            walked += 1;
+            let now = schedule.phase_at(s).unwrap_or(usize::MAX);
+            if now != phase {
+                (phase, phase_fill) = (now, 0.0);
+            }
+            let page = plan.request(i, s);
+            for p in std::iter::once(page).chain(plan.embedded(&page)) {
+                if now == measured {
+                    tally.add(&p);
+                }
+                if p.info.cachable && !p.offered_hit && fills(p.rtype) {
+                    phase_fill += p.info.size as f64;
+                }
+            }
+            let goal = phases.get(now).and_then(|p| p.goal);
+            if let Some(g) = goal.filter(|_| !jumped) {
+                if phase_fill >= g.fill * cache && (!g.freeze || plan.working_sets_full()) {
+                    shift += start_of(now + 1) - s;
+                    jumped = true;
+                }
             }
         }
     }
-    let robots = plan.robots().len().max(1);
-    let mut tally = Tally::default();
-    for k in 0..SAMPLE {
-        let page = plan.request(k % robots, mid);
-        tally.add(&page);
-        for e in plan.embedded(&page) {
-            tally.add(&e);
+    if tally.basic == 0 {
+        let mid = (start + end) / 2.0;
+        let robots = plan.robots().len().max(1);
+        for k in 0..SAMPLE {
+            let page = plan.request(k % robots, mid);
+            tally.add(&page);
+            for e in plan.embedded(&page) {
+                tally.add(&e);
+            }
         }
     }
     tally.offered()
+}
+
+/// A reply to this request carries a body a cache can store.
+fn fills(t: RequestType) -> bool {
+    !matches!(
+        t,
+        RequestType::Head | RequestType::Ims304 | RequestType::Post
+    )
 }
 
 #[derive(Default)]

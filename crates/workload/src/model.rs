@@ -130,6 +130,9 @@ pub struct ServerConfig {
     /// WAN emulation on the servers' connections.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<LinkConfig>,
+    /// Answer as HTTP/1.0 with keep-alive (PolyMix's servers), not 1.1.
+    #[serde(default)]
+    pub http10: bool,
 }
 
 /// Packet delay and loss of a server's link (both directions).

@@ -16,8 +16,9 @@ pub struct Popularity {
     /// How revisits spread over the working set.
     #[serde(default)]
     pub model: PopModel,
-    /// Most objects that repeat requests choose from (the most recent
-    /// ones, split evenly among workers); `None` means 4M per worker.
+    /// Fill transactions within one phase after which every world's
+    /// working set is frozen at its size (split among client hosts and
+    /// workers by robots); `None`: never frozen.
     #[serde(default)]
     pub working_set_cap: Option<u64>,
     /// A slice of the working set that gets a share of the repeat requests.

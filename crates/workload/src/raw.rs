@@ -68,6 +68,7 @@ pub(crate) struct RawServers {
     conn_reuse: Option<Dist>,
     idle_timeout: Dur,
     link: Option<LinkConfig>,
+    http10: bool,
 }
 
 impl Default for RawServers {
@@ -82,6 +83,7 @@ impl Default for RawServers {
             conn_reuse: None,
             idle_timeout: Dur::secs(15.0),
             link: None,
+            http10: false,
         }
     }
 }
@@ -212,6 +214,7 @@ impl RawWorkload {
                 conn_reuse: servers.conn_reuse,
                 idle_timeout: servers.idle_timeout,
                 link: servers.link,
+                http10: servers.http10,
             },
             content: self.content,
             popularity,
