@@ -497,4 +497,33 @@ mod tests {
             assert!((got - want).abs() < 0.01, "{}: {got} vs {want}", t.name());
         }
     }
+
+    #[test]
+    fn fill_transactions_images_included_freeze_the_working_set() {
+        let mut w = polymix_like();
+        w.requests.basic = 1.0;
+        (w.requests.ims200, w.requests.ims304, w.requests.reload) = (0.0, 0.0, 0.0);
+        (w.requests.post, w.requests.head) = (0.0, 0.0);
+        w.popularity.recurrence = 0.0;
+        w.popularity.working_set_cap = Some(500);
+        let objects = ObjectSpace::new(w.seed, &w.content);
+        let mut plan = Plan::new(&w, &objects, 0, 1);
+        assert_eq!(w.robots.hosts(), 1);
+        // Every request is a new basic one: a fill if cachable, and so is
+        // each cachable image of a page.
+        let mut fills = 0;
+        let mut images = 0;
+        while fills < 500 {
+            assert!(!plan.working_sets_full(), "frozen after {fills} fills");
+            let p = plan.request(0, 1.0);
+            assert!(!p.repeat && !p.offered_hit);
+            fills += u32::from(p.info.cachable);
+            for e in plan.embedded(&p) {
+                images += 1;
+                fills += u32::from(e.info.cachable);
+            }
+        }
+        assert!(images > 100, "pages brought {images} images");
+        assert!(plan.working_sets_full(), "the 500th fill froze it");
+    }
 }
