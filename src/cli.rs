@@ -184,7 +184,7 @@ pub enum WorkloadCommand {
         workload: String,
         // --rate, --plateau, ... as for `run`.
         #[command(flatten)]
-        settings: WorkloadArgs,
+        settings: Box<WorkloadArgs>,
     },
     /// Check a workload file; errors name the line and column.
     Check {
