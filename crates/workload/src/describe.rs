@@ -306,7 +306,7 @@ mod tests {
             "600 at 127.2.0.1 .. 127.2.2.88",
             "object                 100% of the content mix; size exp(13KB); 80% cachable",
             "68.75% of requests revisit",
-            "about 55%",
+            "55% (recurrence x cachable share",
             "basic 100%, ims200 0%",
             "   1  warm            10s  100%          100%          100%          100%",
             "   2  meas           1min  100%          100%          100%          100%          measured",
