@@ -36,6 +36,7 @@ fn snap(xacts: u64) -> Snapshot {
             rtype: RequestType::Basic,
             ctype: 0,
             offered_hit: false,
+            offered_hit_polygraph: false,
             rt_corrected_us: 2000,
             rt_polygraph_us: 1000,
         });

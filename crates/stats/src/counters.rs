@@ -126,6 +126,8 @@ counter_table! {
         BasicBytes basic_bytes: "body bytes of successful basic GETs",
         OfferedHits offered_hits: "successful basic GETs the workload offered as hits",
         OfferedHitBytes offered_hit_bytes: "body bytes of the offered hits",
+        OfferedHitsPolygraph offered_hits_polygraph: "successful basic GETs Web Polygraph counts as offered hits (every revisit of a cachable object)",
+        OfferedHitBytesPolygraph offered_hit_bytes_polygraph: "body bytes of the hits Web Polygraph counts as offered",
         BasicHits basic_hits: "successful basic GETs answered by a cache",
         BasicHitBytes basic_hit_bytes: "body bytes of the basic GETs answered by a cache",
         AbortsRobot aborts_robot: "transactions robots aborted on purpose",

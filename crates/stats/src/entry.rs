@@ -18,6 +18,9 @@ use std::collections::BTreeMap;
 pub struct Ratio {
     pub offered: f64,
     pub measured: f64,
+    /// Offered as Web Polygraph counts it (absent in older runs: 0).
+    #[serde(default)]
+    pub offered_polygraph: f64,
 }
 
 /// Rounded to 3 decimals: figures are written at this precision.
@@ -219,10 +222,12 @@ impl Parts {
             dhr: Ratio {
                 offered: percent(c.offered_hits, c.basic),
                 measured: percent(c.basic_hits, c.basic),
+                offered_polygraph: percent(c.offered_hits_polygraph, c.basic),
             },
             bhr: Ratio {
                 offered: percent(c.offered_hit_bytes, c.basic_bytes),
                 measured: percent(c.basic_hit_bytes, c.basic_bytes),
+                offered_polygraph: percent(c.offered_hit_bytes_polygraph, c.basic_bytes),
             },
             rt_ms: self.rt_ms,
             rt_polygraph_ms: self.rt_polygraph_ms,
@@ -360,6 +365,8 @@ impl Entry {
             basic_bytes: self.bytes,
             offered_hits: of(self.dhr.offered, basic),
             offered_hit_bytes: of(self.bhr.offered, self.bytes),
+            offered_hits_polygraph: of(self.dhr.offered_polygraph, basic),
+            offered_hit_bytes_polygraph: of(self.bhr.offered_polygraph, self.bytes),
             basic_hits: of(self.dhr.measured, basic),
             basic_hit_bytes: of(self.bhr.measured, self.bytes),
             aborts_robot: self.aborts.robot,
@@ -390,6 +397,7 @@ mod tests {
                 rtype: RequestType::ALL[(n % 8).min(5) as usize],
                 ctype: (n % 3) as u16,
                 offered_hit: hit || n % 11 == 0,
+                offered_hit_polygraph: hit || n % 11 == 0,
                 rt_corrected_us: 300 + 41 * n * (i + 1),
                 rt_polygraph_us: 200 + 29 * n,
             });

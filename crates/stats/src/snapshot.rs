@@ -80,6 +80,9 @@ pub struct XactRecord {
     pub ctype: u16,
     /// The workload offered a hit (repeat of a cachable, fetched object).
     pub offered_hit: bool,
+    /// Web Polygraph counts it as offered: a revisit of a cachable object,
+    /// fetched before or not.
+    pub offered_hit_polygraph: bool,
     /// From the intended start time (open-loop, corrected).
     pub rt_corrected_us: u64,
     /// From the moment the transaction got its connection (an idle one
@@ -134,6 +137,10 @@ impl Snapshot {
             if x.offered_hit {
                 c.offered_hits += 1;
                 c.offered_hit_bytes += x.bytes;
+            }
+            if x.offered_hit_polygraph {
+                c.offered_hits_polygraph += 1;
+                c.offered_hit_bytes_polygraph += x.bytes;
             }
             if x.outcome == Outcome::Hit {
                 c.basic_hits += 1;
@@ -318,6 +325,7 @@ mod tests {
             fills_cache: false,
             ctype: 0,
             offered_hit: offered,
+            offered_hit_polygraph: offered,
             rt_corrected_us: us,
             rt_polygraph_us: us / 2,
         }
@@ -344,7 +352,8 @@ mod tests {
             e.dhr,
             Ratio {
                 offered: 100.0,
-                measured: 50.0
+                measured: 50.0,
+                offered_polygraph: 100.0,
             }
         );
         assert_eq!(e.bhr.measured, 25.0);

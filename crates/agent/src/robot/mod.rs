@@ -276,6 +276,7 @@ fn finish(
                 rtype: reply.rtype,
                 ctype: info.ctype,
                 offered_hit: due.plan.offered_hit,
+                offered_hit_polygraph: due.plan.repeat && info.cachable,
                 rt_corrected_us: us_since(due.intended, reply.done),
                 rt_polygraph_us: us_since(conn.held_since, reply.done),
             });
