@@ -310,10 +310,10 @@ impl Workload {
             .map(|r| r.per_sec() / f64::from(self.robots.count.max(1)))
     }
 
-    /// Offered document hit ratio implied by the parameters (0..1): the
-    /// recurrence times the cachable share of all requests (embedded
-    /// objects of a revisited page are revisits too), before the effect of
-    /// requests that overlap their object's first fetch.
+    /// The nominal document hit ratio (0..1): the recurrence times the
+    /// cachable share of all requests (embedded objects of a revisited page
+    /// are revisits too). An upper bound: worlds without objects cannot
+    /// repeat; [`crate::expected_offered`] gives what the plan offers.
     pub fn offered_dhr(&self) -> f64 {
         let direct: f64 = self
             .content
