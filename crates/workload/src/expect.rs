@@ -51,10 +51,9 @@ pub fn expected_offered(w: &Workload) -> Offered {
         let (mut phase, mut phase_fill) = (usize::MAX, 0.0);
         while let Some(t) = arrivals.peek_ns() {
             let s = t as f64 / 1e9 + shift;
-            if s >= end
-                || walked >= WALK_LIMIT
-                || (s < start && plan.working_sets_full() && end - start > 3600.0)
-            {
+            // A long measured phase after the freeze is stationary: sample it.
+            let settled = s < start && plan.working_sets_full() && end - start > 3600.0;
+            if s >= end || walked >= WALK_LIMIT || settled {
                 break;
             }
             let Some(i) = arrivals.pop(schedule.factors_at(s)) else {
