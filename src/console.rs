@@ -148,7 +148,7 @@ mod tests {
                 rtype: RequestType::Basic,
                 ctype: 0,
                 offered_hit: false,
-                offered_hit_polygraph: false,
+                ideal_hit: false,
                 rt_corrected_us: 8000,
                 rt_polygraph_us: 3000,
             });

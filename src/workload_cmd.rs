@@ -21,13 +21,14 @@ pub fn run(cmd: &WorkloadCommand) -> Result<(), Failure> {
             let pct = |v: f64| format!("{:.1}%", v * 100.0);
             print(&format!(
                 "\nExpected offered hit ratio in the measured phase (the plan run without sockets)\n  \
-                 {:<22} DHR {}, BHR {}\n  {:<22} DHR {}, BHR {} (also counts images of pages first answered 304)",
-                "ideal cache",
+                 {:<22} DHR {}, BHR {} (every revisit of a cachable object, as Web Polygraph counts)\n  \
+                 {:<22} DHR {}, BHR {} (leaves out revisits no cache can hit: images of pages first answered 304)",
+                "offered",
                 pct(e.dhr),
                 pct(e.bhr),
-                "as Polygraph counts",
-                pct(e.dhr_polygraph),
-                pct(e.bhr_polygraph),
+                "ideal cache",
+                pct(e.dhr_ideal),
+                pct(e.bhr_ideal),
             ));
             Ok(())
         }

@@ -44,10 +44,12 @@ fn caught_as(fault: Fault, share: f64, w: Workload, kind: &str) {
         "{name}: other kinds too: {:?}",
         t.errors.by_kind
     );
-    // The robots kept their plan while the proxy misbehaved.
+    // The robots kept their plan while the proxy misbehaved. A pacer stuck
+    // behind a bad reply would issue most requests late; two of these runs
+    // sharing CI's two cores make a percent or two late (1.7% seen).
     let meas = phase(&r.summary, "meas");
     assert!(
-        meas.issued_late_percent < 1.0,
+        meas.issued_late_percent < 5.0,
         "{name}: {}% issued late",
         meas.issued_late_percent
     );

@@ -1,5 +1,6 @@
 //! Workload fidelity: a compressed PolyMix-3 offers the hit ratio its
-//! model predicts (`docs/workload-model.md`), an ideal cache achieves it,
+//! model predicts (`docs/workload-model.md`), an ideal cache makes every
+//! hit it can,
 //! and the run keeps the request-type, content-type and object-size mix of
 //! the specification (`../shared/reference/workloads.md`) as Web Polygraph
 //! delivers it: images copy their page's request type and a page answered
@@ -48,12 +49,13 @@ fn polymix_3_offers_its_hit_ratio_and_mixes_and_an_ideal_cache_achieves_it() {
     // than another (through a fast cache, hits issued at a phase's end
     // still count in it while misses spill into the next phase).
     let (expected, direct) = polymix_3(60.0, None);
-    // What the model predicts (the plan run without sockets), about 53%
-    // for an ideal cache here: the run offers it. A phase's ratio varies
+    // What the model predicts (the plan run without sockets), about 52%
+    // here as Polygraph counts (the 1/80 setting gives 54-55%: a
+    // workload unit test): the run offers it. A phase's ratio varies
     // between seeds, so each phase is held to 1.5 points and their mean
     // to 1.
     let want = expected.dhr * 100.0;
-    assert!(want > 50.0 && want < 58.0, "{expected:?}");
+    assert!(want > 49.0 && want < 58.0, "{expected:?}");
     let top_mean = (phase(&direct, "top1").dhr.offered + phase(&direct, "top2").dhr.offered) / 2.0;
     assert!(
         (top_mean - want).abs() <= 1.0,
@@ -67,12 +69,12 @@ fn polymix_3_offers_its_hit_ratio_and_mixes_and_an_ideal_cache_achieves_it() {
             "{name}: offered DHR {}",
             p.dhr.offered
         );
-        // Polygraph's count adds the images of pages first answered 304.
-        let pg = expected.dhr_polygraph * 100.0;
+        // An ideal cache cannot hit the images of pages first answered 304.
+        let ideal = expected.dhr_ideal * 100.0;
         assert!(
-            p.dhr.offered_polygraph >= p.dhr.offered && (p.dhr.offered_polygraph - pg).abs() <= 1.5,
-            "{name}: offered DHR as Polygraph counts it {}, expected {pg}",
-            p.dhr.offered_polygraph
+            p.dhr.ideal <= p.dhr.offered && (p.dhr.ideal - ideal).abs() <= 1.5,
+            "{name}: DHR an ideal cache makes {}, expected {ideal}",
+            p.dhr.ideal
         );
 
         // Request types over every transaction, embedded ones included.
@@ -134,18 +136,18 @@ fn polymix_3_offers_its_hit_ratio_and_mixes_and_an_ideal_cache_achieves_it() {
         );
     }
 
-    // Through an ideal cache every offered hit is a hit: the same run's
-    // measured and offered ratios agree in every busy phase.
+    // Through an ideal cache every hit an ideal cache can make is made:
+    // the same run's measured and ideal ratios agree in every busy phase.
     let proxy = proxy::caching();
     let (cached_expected, cached) = polymix_3(20.0, Some(&proxy));
     assert_eq!(cached.total.rt_ms.hit.count, proxy::hits(&proxy));
     for p in cached.phases.iter().filter(|p| p.xacts > 2_000) {
         assert!(
-            (p.dhr.measured - p.dhr.offered).abs() <= 2.0,
-            "{}: measured {} offered {}",
+            (p.dhr.measured - p.dhr.ideal).abs() <= 2.0,
+            "{}: measured {} ideal {}",
             p.name,
             p.dhr.measured,
-            p.dhr.offered
+            p.dhr.ideal
         );
     }
     // 20-second plateaus freeze small worlds: about 33% is offered. Through
@@ -154,7 +156,7 @@ fn polymix_3_offers_its_hit_ratio_and_mixes_and_an_ideal_cache_achieves_it() {
     // little (one run: top1 33.5%, top2 37.0%).
     let tops = (phase(&cached, "top1").dhr.measured + phase(&cached, "top2").dhr.measured) / 2.0;
     assert!(
-        (tops - cached_expected.dhr * 100.0).abs() <= 4.0,
+        (tops - cached_expected.dhr_ideal * 100.0).abs() <= 4.0,
         "top1/top2 measured {tops}, expected {cached_expected:?}"
     );
 }

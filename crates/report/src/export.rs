@@ -116,6 +116,8 @@ const ENTRY_COLUMNS: &[Column] = &[
     Num("rt_polygraph_all_p99_ms", |e| e.rt_polygraph_ms.all.p99),
     Num("rt_polygraph_hit_mean_ms", |e| e.rt_polygraph_ms.hit.mean),
     Num("rt_polygraph_miss_mean_ms", |e| e.rt_polygraph_ms.miss.mean),
+    Num("dhr_ideal", |e| e.dhr.ideal),
+    Num("bhr_ideal", |e| e.bhr.ideal),
 ];
 
 /// Column names of `intervals.csv`.

@@ -170,7 +170,7 @@ mod sample {
                 rtype: RequestType::Basic,
                 ctype: 0,
                 offered_hit: hit,
-                offered_hit_polygraph: hit,
+                ideal_hit: hit,
                 rt_corrected_us: if hit { 2000 } else { 10_000 },
                 rt_polygraph_us: if hit { 1000 } else { 5000 },
             });

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 /// Readers refuse files of a newer version and read older ones. 2: the
 /// second response time is Web Polygraph's (`rt_polygraph_ms`, from the
 /// connection) instead of `rt_uncorrected_ms` (from the send); manifest
-/// times have milliseconds.
+/// times have milliseconds; offered hits are Web Polygraph's (every
+/// revisit of a cachable object) and an ideal cache's are `ideal`.
 pub const FORMAT_VERSION: u32 = 2;
 
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -44,7 +45,7 @@ pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, RunDirErr
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| read_err(format!("not valid JSON: {e}")))?;
     check_version(path, &value)?;
-    serde_json::from_value(value)
+    serde_json::from_value(upgrade(value))
         .map_err(|e| read_err(format!("not a valid file of this cacheoff version: {e}")))
 }
 
@@ -57,6 +58,33 @@ pub(crate) fn check_version(path: &Path, value: &serde_json::Value) -> Result<()
         }),
         _ => Ok(()),
     }
+}
+
+/// Reads a format-1 document as format 2: its offered hits were what an
+/// ideal cache hits, so they stand for both figures (the closest reading).
+fn upgrade(mut value: serde_json::Value) -> serde_json::Value {
+    fn walk(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(o) => {
+                for (old, new) in [
+                    ("offered_hits", "ideal_hits"),
+                    ("offered_hit_bytes", "ideal_hit_bytes"),
+                    ("offered", "ideal"),
+                ] {
+                    if let Some(x) = o.get(old).filter(|x| x.is_number()).cloned() {
+                        o.entry(new).or_insert(x);
+                    }
+                }
+                o.values_mut().for_each(walk);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    if value.get("version").and_then(serde_json::Value::as_u64) < Some(2) {
+        walk(&mut value);
+    }
+    value
 }
 
 /// Appends whole lines to `intervals.jsonl`, each flushed to the OS, so a
@@ -103,7 +131,7 @@ pub(crate) fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, Run
             let value: serde_json::Value =
                 serde_json::from_str(l).map_err(|e| bad(e.to_string()))?;
             check_version(path, &value)?;
-            serde_json::from_value(value).map_err(|e| bad(e.to_string()))
+            serde_json::from_value(upgrade(value)).map_err(|e| bad(e.to_string()))
         })
         .collect()
 }

@@ -23,10 +23,10 @@ fn manifest() -> Manifest {
 }
 
 /// `xacts` misses of 2 ms from their intended start, 1 ms from their
-/// connection.
+/// connection; every other one offered as a hit, that an ideal cache hits.
 fn snap(xacts: u64) -> Snapshot {
     let mut s = Snapshot::default();
-    for _ in 0..xacts {
+    for n in 0..xacts {
         s.record_send(100);
         s.record_xact(&XactRecord {
             outcome: Outcome::Miss,
@@ -35,8 +35,8 @@ fn snap(xacts: u64) -> Snapshot {
             full_body: true,
             rtype: RequestType::Basic,
             ctype: 0,
-            offered_hit: false,
-            offered_hit_polygraph: false,
+            offered_hit: n % 2 == 0,
+            ideal_hit: n % 2 == 0,
             rt_corrected_us: 2000,
             rt_polygraph_us: 1000,
         });
@@ -162,8 +162,38 @@ fn rewrite(dir: &Path, file: &str, edit: impl Fn(String) -> String) {
     std::fs::write(&path, edit(text)).unwrap();
 }
 
+/// A JSON document, or with `lines` every line of a JSON-lines file,
+/// without the figures format 2 added.
+fn without_ideal(text: &str, lines: bool) -> String {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(o) => {
+                for k in ["ideal", "ideal_hits", "ideal_hit_bytes"] {
+                    o.remove(k);
+                }
+                o.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let one = |doc: &str| {
+        let mut v: serde_json::Value = serde_json::from_str(doc).unwrap();
+        strip(&mut v);
+        serde_json::to_string(&v).unwrap() + "\n"
+    };
+    if lines {
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(one)
+            .collect()
+    } else {
+        one(text)
+    }
+}
+
 #[test]
-fn a_run_of_format_1_reads_its_send_clock_as_the_second_clock() {
+fn a_run_of_format_1_reads_its_send_clock_as_the_second_clock_and_its_offered_hits_as_ideal() {
     let dir = tempfile::tempdir().unwrap();
     write_run(dir.path());
     let new = RunDir::open(dir.path()).unwrap();
@@ -176,8 +206,9 @@ fn a_run_of_format_1_reads_its_send_clock_as_the_second_clock() {
             .replace("\"version\":2", "\"version\":1")
             .replace("rt_polygraph_ms", "rt_uncorrected_ms")
     };
-    rewrite(dir.path(), SUMMARY_FILE, v1);
-    rewrite(dir.path(), INTERVALS_FILE, v1);
+    // ... and its offered hits were an ideal cache's, with no `ideal`.
+    rewrite(dir.path(), SUMMARY_FILE, |t| v1(without_ideal(&t, false)));
+    rewrite(dir.path(), INTERVALS_FILE, |t| v1(without_ideal(&t, true)));
     rewrite(dir.path(), MANIFEST_FILE, |text| {
         let m: serde_json::Value = serde_json::from_str(&text).unwrap();
         let to_seconds = |k: &str| m[k].as_str().unwrap().to_string();
@@ -188,6 +219,7 @@ fn a_run_of_format_1_reads_its_send_clock_as_the_second_clock() {
     });
     let text = std::fs::read_to_string(dir.path().join(SUMMARY_FILE)).unwrap();
     assert!(text.contains("rt_uncorrected_ms") && !text.contains("rt_polygraph_ms"));
+    assert!(text.contains("offered_hits") && !text.contains("ideal"));
     let old = RunDir::open(dir.path()).unwrap();
     assert_eq!(old.manifest.version, 1);
     assert_eq!(old.manifest.started_at.len(), 20);

@@ -16,11 +16,12 @@ use std::collections::BTreeMap;
 /// Offered and measured ratio, in percent (0..100).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Ratio {
+    /// Offered as Web Polygraph counts it: revisits of cachable objects.
     pub offered: f64,
     pub measured: f64,
-    /// Offered as Web Polygraph counts it (absent in older runs: 0).
-    #[serde(default)]
-    pub offered_polygraph: f64,
+    /// What an ideal cache hits: the offered hits an earlier GET made
+    /// possible (runs before format 2 offered only these).
+    pub ideal: f64,
 }
 
 /// Rounded to 3 decimals: figures are written at this precision.
@@ -222,12 +223,12 @@ impl Parts {
             dhr: Ratio {
                 offered: percent(c.offered_hits, c.basic),
                 measured: percent(c.basic_hits, c.basic),
-                offered_polygraph: percent(c.offered_hits_polygraph, c.basic),
+                ideal: percent(c.ideal_hits, c.basic),
             },
             bhr: Ratio {
                 offered: percent(c.offered_hit_bytes, c.basic_bytes),
                 measured: percent(c.basic_hit_bytes, c.basic_bytes),
-                offered_polygraph: percent(c.offered_hit_bytes_polygraph, c.basic_bytes),
+                ideal: percent(c.ideal_hit_bytes, c.basic_bytes),
             },
             rt_ms: self.rt_ms,
             rt_polygraph_ms: self.rt_polygraph_ms,
@@ -365,8 +366,8 @@ impl Entry {
             basic_bytes: self.bytes,
             offered_hits: of(self.dhr.offered, basic),
             offered_hit_bytes: of(self.bhr.offered, self.bytes),
-            offered_hits_polygraph: of(self.dhr.offered_polygraph, basic),
-            offered_hit_bytes_polygraph: of(self.bhr.offered_polygraph, self.bytes),
+            ideal_hits: of(self.dhr.ideal, basic),
+            ideal_hit_bytes: of(self.bhr.ideal, self.bytes),
             basic_hits: of(self.dhr.measured, basic),
             basic_hit_bytes: of(self.bhr.measured, self.bytes),
             aborts_robot: self.aborts.robot,
@@ -397,7 +398,7 @@ mod tests {
                 rtype: RequestType::ALL[(n % 8).min(5) as usize],
                 ctype: (n % 3) as u16,
                 offered_hit: hit || n % 11 == 0,
-                offered_hit_polygraph: hit || n % 11 == 0,
+                ideal_hit: hit || n % 22 == 0,
                 rt_corrected_us: 300 + 41 * n * (i + 1),
                 rt_polygraph_us: 200 + 29 * n,
             });

@@ -78,11 +78,11 @@ pub struct XactRecord {
     pub rtype: RequestType,
     /// Index of the object's content type.
     pub ctype: u16,
-    /// The workload offered a hit (repeat of a cachable, fetched object).
+    /// The workload offered a hit, as Web Polygraph counts it: a revisit
+    /// of a cachable object, fetched before or not.
     pub offered_hit: bool,
-    /// Web Polygraph counts it as offered: a revisit of a cachable object,
-    /// fetched before or not.
-    pub offered_hit_polygraph: bool,
+    /// An ideal cache hits it: an offered hit an earlier GET fetched.
+    pub ideal_hit: bool,
     /// From the intended start time (open-loop, corrected).
     pub rt_corrected_us: u64,
     /// From the moment the transaction got its connection (an idle one
@@ -138,9 +138,9 @@ impl Snapshot {
                 c.offered_hits += 1;
                 c.offered_hit_bytes += x.bytes;
             }
-            if x.offered_hit_polygraph {
-                c.offered_hits_polygraph += 1;
-                c.offered_hit_bytes_polygraph += x.bytes;
+            if x.ideal_hit {
+                c.ideal_hits += 1;
+                c.ideal_hit_bytes += x.bytes;
             }
             if x.outcome == Outcome::Hit {
                 c.basic_hits += 1;
@@ -325,7 +325,7 @@ mod tests {
             fills_cache: false,
             ctype: 0,
             offered_hit: offered,
-            offered_hit_polygraph: offered,
+            ideal_hit: offered,
             rt_corrected_us: us,
             rt_polygraph_us: us / 2,
         }
@@ -353,7 +353,7 @@ mod tests {
             Ratio {
                 offered: 100.0,
                 measured: 50.0,
-                offered_polygraph: 100.0,
+                ideal: 100.0,
             }
         );
         assert_eq!(e.bhr.measured, 25.0);

@@ -31,14 +31,24 @@ pub struct Planned {
     /// The object (or, for an embedded object, its page) was requested
     /// before.
     pub repeat: bool,
-    /// An earlier GET could have put the object in a cache.
-    pub offered_hit: bool,
+    /// An earlier GET could have put the object in a cache: an ideal cache
+    /// hits it.
+    pub ideal_hit: bool,
     pub rtype: RequestType,
     /// Body bytes of a POST.
     pub post_len: u64,
     /// Which of the page's embedded objects an earlier request could have
     /// put in a cache (bit k-1 for the k-th), decided with the page.
     pub embeds_held: u128,
+}
+
+impl Planned {
+    /// Web Polygraph's offered hit: a revisit of a cachable object (an
+    /// embedded object revisits with its page), whether or not an earlier
+    /// request fetched it.
+    pub fn offered_hit(&self) -> bool {
+        self.repeat && self.info.cachable
+    }
 }
 
 /// The factors outside the schedule (closed-loop runs past the end).
@@ -234,8 +244,8 @@ impl Plan {
         let info = objects.get(pick.oid);
         let (rtype, post_len) = choose_request(w, rng, f.special);
         let held = galaxy.note_request(info.oid, pick.repeat, rtype);
-        let offered_hit = held && info.cachable;
-        if rtype == RequestType::Basic && info.cachable && !offered_hit {
+        let ideal_hit = held && info.cachable;
+        if rtype == RequestType::Basic && info.cachable && !ideal_hit {
             galaxy.note_fill(phase);
         }
         let mut embeds_held = 0u128;
@@ -258,7 +268,7 @@ impl Plan {
         Planned {
             info,
             repeat: pick.repeat,
-            offered_hit,
+            ideal_hit,
             rtype,
             post_len,
             embeds_held,
@@ -279,7 +289,7 @@ impl Plan {
             Planned {
                 info,
                 repeat: page.repeat,
-                offered_hit: info.cachable && page.embeds_held & (1 << (k - 1)) != 0,
+                ideal_hit: info.cachable && page.embeds_held & (1 << (k - 1)) != 0,
                 rtype,
                 post_len: 0,
                 embeds_held: 0,
@@ -355,7 +365,7 @@ impl PlanDigest {
             p.post_len,
             p.embeds_held as u64,
             (p.embeds_held >> 64) as u64,
-            u64::from(p.offered_hit),
+            u64::from(p.ideal_hit),
         ] {
             self.0 = mix2(self.0, v);
         }
@@ -481,7 +491,7 @@ mod tests {
                 };
                 assert_eq!((e.rtype, e.repeat, e.post_len), (want, p.repeat, 0));
                 assert_eq!(e.info.server, p.info.server);
-                assert!(!e.offered_hit || (p.repeat && e.info.cachable));
+                assert!(!e.ideal_hit || e.offered_hit());
             }
             images += embedded.len();
         }
@@ -516,7 +526,7 @@ mod tests {
         while fills < 500 {
             assert!(!plan.working_sets_full(), "frozen after {fills} fills");
             let p = plan.request(0, 1.0);
-            assert!(!p.repeat && !p.offered_hit);
+            assert!(!p.repeat && !p.ideal_hit);
             fills += u32::from(p.info.cachable);
             for e in plan.embedded(&p) {
                 images += 1;

@@ -275,8 +275,8 @@ fn finish(
                 full_body: reply.status == 200 && reply.rtype != RequestType::Head,
                 rtype: reply.rtype,
                 ctype: info.ctype,
-                offered_hit: due.plan.offered_hit,
-                offered_hit_polygraph: due.plan.repeat && info.cachable,
+                offered_hit: due.plan.offered_hit(),
+                ideal_hit: due.plan.ideal_hit,
                 rt_corrected_us: us_since(due.intended, reply.done),
                 rt_polygraph_us: us_since(conn.held_since, reply.done),
             });

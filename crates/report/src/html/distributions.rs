@@ -100,7 +100,7 @@ mod tests {
                 rtype: cacheoff_workload::RequestType::Basic,
                 ctype: 0,
                 offered_hit: false,
-                offered_hit_polygraph: false,
+                ideal_hit: false,
                 rt_corrected_us: us,
                 rt_polygraph_us: us / 2,
             });

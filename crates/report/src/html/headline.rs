@@ -174,12 +174,20 @@ pub(super) fn figures(o: &mut String, head: &Entry, measured: Option<&str>, prox
         (
             "document hit ratio".to_string(),
             pct(head.dhr.measured),
-            format!("offered {}", pct(head.dhr.offered)),
+            format!(
+                "offered {}, an ideal cache {}",
+                pct(head.dhr.offered),
+                pct(head.dhr.ideal)
+            ),
         ),
         (
             "byte hit ratio".to_string(),
             pct(head.bhr.measured),
-            format!("offered {}", pct(head.bhr.offered)),
+            format!(
+                "offered {}, an ideal cache {}",
+                pct(head.bhr.offered),
+                pct(head.bhr.ideal)
+            ),
         ),
         (
             "errors".to_string(),

@@ -129,7 +129,7 @@ pub(super) fn phases(o: &mut String, phases: &[Entry], total: &Entry, measured: 
     o.push_str("</tbody></table>");
     let _ = write!(
         o,
-        "<p class=\"note\">Response times: {}, {}; {}, {}.</p>",
+        "<p class=\"note\">Response times: {}, {}; {}, {}. Offered hit ratios count every revisit of a cachable object, as Web Polygraph does; an ideal cache hits a little less (a revisit of an object first answered 304 or asked for by HEAD finds nothing to hit).</p>",
         RtClock::Intended.short_label(),
         esc(RtClock::Intended.description()),
         RtClock::Polygraph.short_label(),
