@@ -42,6 +42,13 @@ pub(crate) async fn relay(
     let Xact { req, t, t0, sh, .. } = *x;
     let mut plan = Plan::new(req, &reply.head, leader.is_some(), &sh.cfg, sent_at);
     let mut client = Client::default();
+    // Interim replies go on to HTTP/1.1 clients (RFC 9110 §15.2), never
+    // to the store; one the proxy answers itself (a 304) needs none.
+    if req.minor >= 1 && plan.client_head.is_some() {
+        for h in std::mem::take(&mut reply.interim) {
+            client.write(s, &interim_head(&h)).await;
+        }
+    }
     if let Some(head) = &plan.client_head {
         client.write(s, head).await;
     }
@@ -156,6 +163,16 @@ impl Plan {
             timing,
         }
     }
+}
+
+/// An interim reply as the client gets it: its status and end-to-end
+/// fields (103 Early Hints' `Link`s).
+fn interim_head(head: &ResponseHead) -> Vec<u8> {
+    let mut out = Vec::with_capacity(head.head_len);
+    write_status_line(&mut out, head.status);
+    out.extend_from_slice(&end_to_end(head));
+    out.extend_from_slice(b"\r\n");
+    out
 }
 
 fn pairs(head: &ResponseHead) -> impl Iterator<Item = (&str, &[u8])> + Clone {

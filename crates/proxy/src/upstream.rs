@@ -186,9 +186,15 @@ async fn connect(authority: &str, cfg: &ProxyConfig) -> Result<TcpStream, FetchE
         .map_err(|_| FetchError::Timeout(authority.to_string()))?
 }
 
+/// Interim replies kept for the client; an origin sending more has the
+/// rest read and dropped.
+const MAX_INTERIM: usize = 8;
+
 /// A reply being read from the origin.
 pub struct OriginReply {
     pub head: ResponseHead,
+    /// Interim (1xx) replies that came before it.
+    pub interim: Vec<ResponseHead>,
     pub peer: Option<IpAddr>,
     /// When its first byte arrived.
     pub first_byte: Instant,
@@ -245,7 +251,29 @@ async fn send_and_read(
     let peer = conn.peer_addr().ok().map(|a| a.ip());
     let mut buf = Vec::with_capacity(16 * 1024);
     let mut first_byte = None;
-    let head = loop {
+    let mut interim = Vec::new();
+    let head = 'head: loop {
+        // Everything already buffered is parsed before reading again: a
+        // 1xx and the final reply may arrive in one read.
+        while !buf.is_empty() {
+            match parse_response_within(&buf, head_request, true, cfg.max_header) {
+                // 101 would switch protocols on a request that never asked
+                // (Upgrade is not forwarded): a bad reply.
+                Ok(Some(h)) if h.status == 101 => {
+                    let e = HttpError::Malformed("101 Switching Protocols unasked".into());
+                    return Err((FetchError::BadReply(e), false));
+                }
+                Ok(Some(h)) if h.status >= 200 => break 'head h,
+                Ok(Some(h)) => {
+                    buf.drain(..h.head_len);
+                    if interim.len() < MAX_INTERIM {
+                        interim.push(h);
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => return Err((FetchError::BadReply(e), false)),
+            }
+        }
         buf.reserve(16 * 1024);
         let n = tokio::time::timeout(cfg.read_timeout, conn.read_buf(&mut buf))
             .await
@@ -255,15 +283,6 @@ async fn send_and_read(
             return Err((FetchError::Closed, first_byte.is_none()));
         }
         first_byte.get_or_insert_with(Instant::now);
-        match parse_response_within(&buf, head_request, true, cfg.max_header) {
-            Ok(Some(h)) if h.status >= 200 => break h,
-            // Interim replies (100 Continue) are dropped.
-            Ok(Some(h)) => {
-                buf.drain(..h.head_len);
-            }
-            Ok(None) => {}
-            Err(e) => return Err((FetchError::BadReply(e), false)),
-        }
     };
     let first_byte = first_byte.expect("a byte arrived");
     let rest = buf.split_off(head.head_len);
@@ -275,6 +294,7 @@ async fn send_and_read(
     };
     Ok(OriginReply {
         head,
+        interim,
         peer,
         first_byte,
         last_byte: first_byte,
