@@ -46,6 +46,8 @@ pub struct ProxyConfig {
     pub read_timeout: Duration,
     /// How long an idle client connection stays open.
     pub client_idle_timeout: Duration,
+    /// How long a client may take no bytes of a reply before it is closed.
+    pub client_write_timeout: Duration,
     /// How long an idle origin connection stays pooled.
     pub pool_idle_timeout: Duration,
     /// Idle origin connections kept per origin.
@@ -79,6 +81,7 @@ impl ProxyConfig {
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(60),
             client_idle_timeout: Duration::from_secs(120),
+            client_write_timeout: Duration::from_secs(60),
             pool_idle_timeout: Duration::from_secs(15),
             pool_per_origin: 64,
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),

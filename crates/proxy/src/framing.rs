@@ -4,7 +4,8 @@
 //! functions on byte buffers, shared by hits (`hit`), misses (`relay`)
 //! and refusals (`conn`).
 
-use crate::upstream::{is_one_of, HOP_BY_HOP};
+use crate::send::CHUNK;
+use crate::upstream::{hop_only, is_one_of, nominated};
 use cacheoff_http::chunked::write_chunk;
 use cacheoff_http::status::{reason, write_status_line};
 use cacheoff_http::{Framing, ResponseHead};
@@ -17,10 +18,6 @@ cacheoff_base::closed_set! {
         Close = "close": "no length: every reply ends its connection, and a body ends with it",
     }
 }
-
-/// Chunk size for stored bodies sent chunked: several chunks for a
-/// typical object, so clients' decoders meet chunk boundaries.
-const CHUNK: usize = 4096;
 
 /// How one reply's body is delimited on the client connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,17 +103,19 @@ pub(crate) fn error_reply(status: u16) -> Vec<u8> {
     out
 }
 
-/// Reply headers not passed on or stored as they are: hop by hop ones, and
-/// the framing and age the proxy writes itself.
-fn skip_reply_header(name: &str) -> bool {
-    is_one_of(name, &HOP_BY_HOP) || is_one_of(name, &["content-length", "age"])
+/// Reply headers not passed on or stored as they are: hop by hop ones
+/// (and those `Connection` names), and the framing and age the proxy
+/// writes itself.
+fn skip_reply_header(name: &str, nominated: &[String]) -> bool {
+    hop_only(name, nominated) || is_one_of(name, &["content-length", "age"])
 }
 
 /// The end-to-end header lines of an origin reply, as stored and passed on.
 pub(crate) fn end_to_end(head: &ResponseHead) -> Vec<u8> {
     let mut out = Vec::with_capacity(head.head_len);
+    let nominated = nominated(&head.headers);
     for (name, value) in &head.headers {
-        if !skip_reply_header(name) {
+        if !skip_reply_header(name, &nominated) {
             push_header(&mut out, name, value);
         }
     }

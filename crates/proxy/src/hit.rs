@@ -9,6 +9,7 @@ use crate::damage::{deliver, on_hit, Damage, Delivery};
 use crate::fault::Fault;
 use crate::framing::{content_type_of, end_head, without_header, BodyFraming};
 use crate::replay;
+use crate::send::send_reply;
 use cacheoff_cache::{Object, Timing};
 use cacheoff_http::echo::ECHO_HEADER;
 use cacheoff_http::status::write_status_line;
@@ -97,7 +98,7 @@ pub(crate) async fn serve_stored(
     };
     let keep_alive = framing.keeps_alive(cfg.reply_framing, req.keep_alive);
 
-    let mut out = Vec::with_capacity(obj.head.len() + 192 + body.len());
+    let mut out = Vec::with_capacity(obj.head.len() + 192 + body.len().min(16 * 1024));
     write_status_line(&mut out, status);
     if faults.strikes(Fault::StripEcho) {
         out.extend_from_slice(&without_header(&obj.head, ECHO_HEADER));
@@ -139,11 +140,14 @@ pub(crate) async fn serve_stored(
         } else {
             body
         };
-        let sent = replay::paced(s, &out, framed, timing, t0).await;
+        let sent = replay::paced(s, &out, framed, timing, t0, cfg.client_write_timeout).await;
         if sent.is_ok() && with_body {
             sh.replay.record(obj.key(), timing.served, t0.elapsed());
         }
         (sent, head_len + framed.len())
+    } else if faults.is_empty() {
+        let (written, sent) = send_reply(s, out, body, framing, cfg.client_write_timeout).await;
+        (sent, written as usize)
     } else {
         framing.encode(&mut out, body);
         let len = out.len();

@@ -26,6 +26,7 @@ mod hit;
 mod inflight;
 mod relay;
 mod replay;
+mod send;
 mod upstream;
 
 pub use access_log::LogCode;

@@ -14,6 +14,7 @@ use crate::framing::{
 };
 use crate::hit::{serve_stored, Served};
 use crate::inflight::Leader;
+use crate::send::send;
 use crate::upstream::{OriginReply, Pool};
 use crate::Shared;
 use bytes::Bytes;
@@ -25,7 +26,7 @@ use cacheoff_http::status::write_status_line;
 use cacheoff_http::{date, Method, RequestHead, ResponseHead};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::io::AsyncWriteExt;
+use std::time::Duration;
 use tokio::net::TcpStream;
 
 /// Relays an origin reply to the client, storing it when allowed.
@@ -41,7 +42,11 @@ pub(crate) async fn relay(
 ) -> Done {
     let Xact { req, t, t0, sh, .. } = *x;
     let mut plan = Plan::new(req, &reply.head, leader.is_some(), &sh.cfg, sent_at);
-    let mut client = Client::default();
+    let mut client = Client {
+        written: 0,
+        failed: false,
+        idle: sh.cfg.client_write_timeout,
+    };
     // Interim replies go on to HTTP/1.1 clients (RFC 9110 §15.2), never
     // to the store; one the proxy answers itself (a 304) needs none.
     if req.minor >= 1 && plan.client_head.is_some() {
@@ -137,7 +142,12 @@ impl Plan {
             } else {
                 e2e.to_vec()
             };
-            client_head(req, head, &e2e, framing, keep_alive)
+            // A reply that arrived already old says how old it is now
+            // (RFC 9111 §5.1): the origin's Age plus its time in transit.
+            let age = pairs(head)
+                .any(|(n, _)| n.eq_ignore_ascii_case("age"))
+                .then(|| fresh.current_age(cfg.clock.unix_now()));
+            client_head(req, head, &e2e, age, framing, keep_alive)
         });
         Plan {
             status,
@@ -220,12 +230,16 @@ fn client_head(
     req: &RequestHead,
     head: &ResponseHead,
     e2e: &[u8],
+    age: Option<u64>,
     framing: BodyFraming,
     keep_alive: bool,
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(e2e.len() + 128);
     write_status_line(&mut out, head.status);
     out.extend_from_slice(e2e);
+    if let Some(age) = age {
+        out.extend_from_slice(format!("Age: {age}\r\n").as_bytes());
+    }
     if req.method == Method::Head {
         // A HEAD reply states the length its GET would have.
         if let Some((_, v)) = pairs(head).find(|(n, _)| n.eq_ignore_ascii_case("content-length")) {
@@ -239,11 +253,11 @@ fn client_head(
 }
 
 /// The client side of a relay: what was written, and whether a write
-/// failed (then nothing more is written).
-#[derive(Default)]
+/// failed or stalled (then nothing more is written).
 struct Client {
     written: u64,
     failed: bool,
+    idle: Duration,
 }
 
 impl Client {
@@ -252,7 +266,7 @@ impl Client {
             return;
         }
         self.written += bytes.len() as u64;
-        self.failed = s.write_all(bytes).await.is_err();
+        self.failed = send(s, bytes, self.idle).await.is_err();
     }
 }
 

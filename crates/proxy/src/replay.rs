@@ -8,6 +8,7 @@
 //! (the paper's "rest of size over rest of time" rule). The sleeps use a
 //! timerfd, not the runtime's 1 ms timer wheel.
 
+use crate::send::send;
 use cacheoff_cache::Timing;
 use cacheoff_timer::PreciseTimer;
 use hdrhistogram::Histogram;
@@ -15,7 +16,6 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 /// Body pieces: about one per 16 KB, at most 64.
@@ -40,11 +40,12 @@ pub async fn paced(
     body: &[u8],
     timing: Timing,
     t0: Instant,
+    idle: Duration,
 ) -> io::Result<()> {
     let mut timer = PreciseTimer::new().ok();
     let start = t0 + timing.first_byte;
     sleep_until(&mut timer, start).await?;
-    s.write_all(head).await?;
+    send(s, head, idle).await?;
     if body.is_empty() {
         return Ok(());
     }
@@ -55,7 +56,7 @@ pub async fn paced(
         sent += piece.len();
         let share = sent as f64 / body.len() as f64;
         sleep_until(&mut timer, start + timing.transfer.mul_f64(share)).await?;
-        s.write_all(piece).await?;
+        send(s, piece, idle).await?;
     }
     Ok(())
 }

@@ -104,10 +104,29 @@ pub(crate) fn is_one_of(name: &str, list: &[&str]) -> bool {
     list.iter().any(|h| name.eq_ignore_ascii_case(h))
 }
 
+/// The field names a message's `Connection` lines nominate (RFC 9110
+/// §7.6.1): they describe the connection too, so they go no further.
+pub(crate) fn nominated(headers: &[(String, Vec<u8>)]) -> Vec<String> {
+    headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("connection"))
+        .flat_map(|(_, v)| v.split(|&b| b == b','))
+        .filter_map(|t| std::str::from_utf8(t.trim_ascii()).ok())
+        .filter(|t| !t.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect()
+}
+
+/// Whether a field stops at this hop: hop-by-hop by definition, or
+/// nominated by the message's `Connection`.
+pub(crate) fn hop_only(name: &str, nominated: &[String]) -> bool {
+    is_one_of(name, &HOP_BY_HOP) || nominated.iter().any(|n| name.eq_ignore_ascii_case(n))
+}
+
 /// Request headers not forwarded: hop by hop ones, and the ones the proxy
 /// writes itself.
-fn skip_request_header(name: &str) -> bool {
-    is_one_of(name, &HOP_BY_HOP) || is_one_of(name, &["host", "content-length"])
+fn skip_request_header(name: &str, nominated: &[String]) -> bool {
+    hop_only(name, nominated) || is_one_of(name, &["host", "content-length"])
 }
 
 /// The request as the origin gets it.
@@ -126,10 +145,11 @@ pub fn origin_request(
     out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
     out.extend_from_slice(authority.as_bytes());
     out.extend_from_slice(b"\r\n");
+    let nominated = nominated(&req.headers);
     for (name, value) in &req.headers {
         let conditional = name.eq_ignore_ascii_case("if-modified-since")
             || name.eq_ignore_ascii_case("if-none-match");
-        if skip_request_header(name) || (conditional && cond != Conditional::Keep) {
+        if skip_request_header(name, &nominated) || (conditional && cond != Conditional::Keep) {
             continue;
         }
         out.extend_from_slice(name.as_bytes());

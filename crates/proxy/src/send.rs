@@ -1,0 +1,73 @@
+//! Writing to clients with a progress deadline: a client that takes no
+//! bytes for the write timeout is given up on, so slow or stalled readers
+//! cannot hold a connection (and its reply) for ever. Stored bodies are
+//! written from the store's shared bytes, never copied per connection
+//! beyond a small window.
+
+use crate::framing::{BodyFraming, LAST_CHUNK};
+use cacheoff_http::chunked::write_chunk;
+use std::io;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+/// Bodies up to this size go out in the head's buffer, one write.
+const INLINE: usize = 16 * 1024;
+/// Larger chunked bodies are framed this much at a time.
+const WINDOW: usize = 64 * 1024;
+/// Chunk size for stored bodies sent chunked: several chunks for a
+/// typical object, so clients' decoders meet chunk boundaries.
+pub(crate) const CHUNK: usize = 4096;
+
+/// Writes all of `bytes`; fails when the client takes nothing for `idle`.
+pub(crate) async fn send(s: &mut TcpStream, bytes: &[u8], idle: Duration) -> io::Result<()> {
+    let mut at = 0;
+    while at < bytes.len() {
+        match tokio::time::timeout(idle, s.write(&bytes[at..])).await {
+            Ok(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(Ok(n)) => at += n,
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Writes `head` then `body` framed as `framing`; the bytes written, or
+/// the failure. A large body is written from `body` itself.
+pub(crate) async fn send_reply(
+    s: &mut TcpStream,
+    mut head: Vec<u8>,
+    body: &[u8],
+    framing: BodyFraming,
+    idle: Duration,
+) -> (u64, io::Result<()>) {
+    if body.len() <= INLINE {
+        framing.encode(&mut head, body);
+        return (head.len() as u64, send(s, &head, idle).await);
+    }
+    let mut written = head.len() as u64;
+    if let Err(e) = send(s, &head, idle).await {
+        return (written, Err(e));
+    }
+    if framing != BodyFraming::Chunked {
+        written += body.len() as u64;
+        return (written, send(s, body, idle).await);
+    }
+    let mut framed = Vec::with_capacity(WINDOW + WINDOW / CHUNK * 16 + LAST_CHUNK.len());
+    let windows = body.len().div_ceil(WINDOW);
+    for (i, window) in body.chunks(WINDOW).enumerate() {
+        framed.clear();
+        for piece in window.chunks(CHUNK) {
+            write_chunk(&mut framed, piece);
+        }
+        if i + 1 == windows {
+            framed.extend_from_slice(LAST_CHUNK);
+        }
+        written += framed.len() as u64;
+        if let Err(e) = send(s, &framed, idle).await {
+            return (written, Err(e));
+        }
+    }
+    (written, Ok(()))
+}
