@@ -74,7 +74,13 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
         return forward(s, x, None, LogCode::Miss).await;
     }
-    if req.method == Method::Head {
+    // A HEAD, or a range of an object not stored: the origin answers it
+    // and nothing is stored (partial replies are never combined).
+    let ranged = req
+        .headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("range"));
+    if req.method == Method::Head || ranged {
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
         return forward(s, x, None, LogCode::Miss).await;
     }

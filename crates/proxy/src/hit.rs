@@ -8,6 +8,7 @@ use crate::conn::{Done, Xact};
 use crate::damage::{deliver, on_hit, Damage, Delivery};
 use crate::fault::Fault;
 use crate::framing::{content_type_of, end_head, without_header, BodyFraming};
+use crate::range::{self, Ranged};
 use crate::replay;
 use crate::send::send_reply;
 use cacheoff_cache::{Object, Timing};
@@ -71,17 +72,49 @@ pub(crate) async fn serve_stored(
         && faults.strikes(Fault::ImsByExpires);
     let ignore_ims = how == Served::Hit && req.ims.is_some() && faults.strikes(Fault::IgnoreIms);
     let not_modified = !ignore_ims && not_modified(req, obj, by_expires);
-    let status = if not_modified { 304 } else { obj.status };
-    let with_body = !not_modified && req.method != Method::Head;
+    let ranged = if !not_modified && req.method == Method::Get {
+        range::decide(req, obj)
+    } else {
+        Ranged::Whole
+    };
+    let (status, selected, range_head): (u16, Cow<'_, [u8]>, String) = match &ranged {
+        _ if not_modified => (304, Cow::Borrowed(&[]), String::new()),
+        Ranged::Whole => (obj.status, Cow::Borrowed(&obj.body), String::new()),
+        Ranged::Unsatisfiable => (
+            416,
+            Cow::Borrowed(&[]),
+            format!("Content-Range: bytes */{}\r\n", obj.body.len()),
+        ),
+        Ranged::Parts(parts) => match parts[..] {
+            [(a, b)] => (
+                206,
+                Cow::Borrowed(&obj.body[a as usize..=b as usize]),
+                format!("Content-Range: bytes {a}-{b}/{}\r\n", obj.body.len()),
+            ),
+            _ => (
+                206,
+                Cow::Owned(range::multipart(
+                    &obj.body,
+                    parts,
+                    &content_type_of(obj.headers()),
+                )),
+                format!(
+                    "Content-Type: multipart/byteranges; boundary={}\r\n",
+                    range::BOUNDARY
+                ),
+            ),
+        },
+    };
+    let with_body = status != 304 && req.method != Method::Head;
     let paced = match (cfg.collector && how == Served::Hit, obj.timing) {
         (true, Some(timing)) => Some(timing),
         _ => None,
     };
     let damage = if paced.is_none() && how == Served::Hit && with_body && !faults.is_empty() {
-        on_hit(faults, &obj.body)
+        on_hit(faults, &selected)
     } else {
         Damage {
-            body: Cow::Borrowed(if with_body { &obj.body } else { &[] }),
+            body: Cow::Borrowed(if with_body { &selected } else { &[] }),
             extra_header: None,
             delivery: Delivery::Whole,
         }
@@ -102,9 +135,14 @@ pub(crate) async fn serve_stored(
     write_status_line(&mut out, status);
     if faults.strikes(Fault::StripEcho) {
         out.extend_from_slice(&without_header(&obj.head, ECHO_HEADER));
+    } else if status == 416 {
+        // The error says nothing of the stored representation.
+    } else if matches!(&ranged, Ranged::Parts(p) if p.len() > 1) {
+        out.extend_from_slice(&without_header(&obj.head, "content-type"));
     } else {
         out.extend_from_slice(&obj.head);
     }
+    out.extend_from_slice(range_head.as_bytes());
     if how != Served::Miss {
         let _ = write!(
             out,

@@ -24,6 +24,7 @@ mod fault;
 mod framing;
 mod hit;
 mod inflight;
+mod range;
 mod relay;
 mod replay;
 mod send;

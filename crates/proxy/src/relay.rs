@@ -194,7 +194,8 @@ fn pairs(head: &ResponseHead) -> impl Iterator<Item = (&str, &[u8])> + Clone {
 /// `max_object` (one that grows past it is dropped while it arrives).
 fn may_store(req: &RequestHead, head: &ResponseHead, max_object: u64, store_anyway: bool) -> bool {
     let fits = crate::upstream::length_of(head).is_none_or(|n| n <= max_object);
-    if !fits {
+    // Partial content is never stored (nor combined into a whole).
+    if !fits || head.status == 206 {
         return false;
     }
     if store_anyway {

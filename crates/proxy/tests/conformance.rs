@@ -107,3 +107,114 @@ fn rfc9111_5_1_an_age_from_upstream_is_passed_on_and_counts_against_freshness() 
     let _ = b.get("/a", "");
     assert_eq!(b.origin.count(), 2);
 }
+
+fn digits_origin() -> Bench {
+    Bench::new(|seen| {
+        if seen.has("range") {
+            // An origin that honours ranges, so a relayed one is visible.
+            return whole(format!(
+                "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-0/10\r\nCache-Control: max-age=60\r\nContent-Length: 1\r\n\r\n0"
+            ));
+        }
+        ok(
+            &format!(
+                "Cache-Control: max-age=60\r\nETag: \"v1\"\r\nLast-Modified: {}\r\nContent-Type: text/plain\r\n",
+                date(T0 - 100)
+            ),
+            "0123456789",
+        )
+    })
+}
+
+#[test]
+fn rfc9110_14_a_range_of_a_stored_object_is_a_206() {
+    let b = digits_origin();
+    assert_eq!(b.get("/d", "").status, 200);
+    let r = b.get("/d", "Range: bytes=2-4\r\n");
+    assert_eq!((r.status, r.body().as_str()), (206, "234"));
+    assert_eq!(r.header("content-range").as_deref(), Some("bytes 2-4/10"));
+    assert_eq!(r.header("content-type").as_deref(), Some("text/plain"));
+    let suffix = b.get("/d", "Range: bytes=-3\r\n");
+    assert_eq!((suffix.status, suffix.body().as_str()), (206, "789"));
+    let open = b.get("/d", "range: bytes=7-100\r\n");
+    assert_eq!(
+        open.header("content-range").as_deref(),
+        Some("bytes 7-9/10")
+    );
+    // Overlapping ranges coalesce into one.
+    let merged = b.get("/d", "Range: bytes=0-3,2-5\r\n");
+    assert_eq!((merged.status, merged.body().as_str()), (206, "012345"));
+    assert_eq!(b.origin.count(), 1, "every range came from the store");
+}
+
+#[test]
+fn rfc9110_14_6_several_ranges_are_multipart_byteranges() {
+    let b = digits_origin();
+    b.get("/d", "");
+    let r = b.get("/d", "Range: bytes=0-1, 8-\r\n");
+    assert_eq!(r.status, 206);
+    let ct = r.header("content-type").unwrap();
+    let boundary = ct
+        .strip_prefix("multipart/byteranges; boundary=")
+        .unwrap_or_else(|| panic!("{ct}"));
+    let body = r.body();
+    let parts: Vec<&str> = body.split(&format!("--{boundary}")).collect();
+    assert_eq!(parts.len(), 4, "{body}");
+    assert!(parts[1].contains("Content-Range: bytes 0-1/10\r\n\r\n01\r\n"));
+    assert!(parts[2].contains("Content-Range: bytes 8-9/10\r\n\r\n89\r\n"));
+    assert!(parts[1].contains("Content-Type: text/plain"));
+    assert_eq!(parts[3], "--\r\n");
+}
+
+#[test]
+fn rfc9110_15_5_17_an_unsatisfiable_range_is_a_416_and_a_bad_one_is_ignored() {
+    let b = digits_origin();
+    b.get("/d", "");
+    let r = b.get("/d", "Range: bytes=10-20\r\n");
+    assert_eq!((r.status, r.body.len()), (416, 0));
+    assert_eq!(r.header("content-range").as_deref(), Some("bytes */10"));
+    for ignored in ["bytes=5-1", "lines=1-2", "bytes=x-"] {
+        let r = b.get("/d", &format!("Range: {ignored}\r\n"));
+        assert_eq!(
+            (r.status, r.body().as_str()),
+            (200, "0123456789"),
+            "{ignored}"
+        );
+    }
+    // Two Range lines are not one range.
+    let two = b.get("/d", "Range: bytes=0-1\r\nRange: bytes=2-3\r\n");
+    assert_eq!(two.status, 200);
+}
+
+#[test]
+fn rfc9110_13_1_5_if_range_gives_the_part_only_of_the_same_object() {
+    let b = digits_origin();
+    b.get("/d", "");
+    let part = |if_range: &str| {
+        let r = b.get(
+            "/d",
+            &format!("Range: bytes=0-1\r\nIf-Range: {if_range}\r\n"),
+        );
+        (r.status, r.body.len())
+    };
+    assert_eq!(part("\"v1\""), (206, 2));
+    assert_eq!(part("\"v0\""), (200, 10));
+    // A weak tag never matches If-Range (strong comparison).
+    assert_eq!(part("W/\"v1\""), (200, 10));
+    assert_eq!(part(&date(T0 - 100)), (206, 2));
+    assert_eq!(part(&date(T0 - 101)), (200, 10));
+}
+
+#[test]
+fn rfc9111_3_3_a_range_miss_goes_to_the_origin_and_its_part_is_not_stored() {
+    let b = digits_origin();
+    let r = b.get("/p", "Range: bytes=0-0\r\n");
+    assert_eq!((r.status, r.body().as_str()), (206, "0"));
+    assert_eq!(
+        b.origin.last().header("range").as_deref(),
+        Some("bytes=0-0")
+    );
+    let whole = b.get("/p", "");
+    assert_eq!((whole.status, whole.x_cache().as_str()), (200, "MISS"));
+    assert_eq!(b.origin.count(), 2);
+}
