@@ -112,9 +112,9 @@ fn digits_origin() -> Bench {
     Bench::new(|seen| {
         if seen.has("range") {
             // An origin that honours ranges, so a relayed one is visible.
-            return whole(format!(
-                "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-0/10\r\nCache-Control: max-age=60\r\nContent-Length: 1\r\n\r\n0"
-            ));
+            return whole(
+                "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-0/10\r\nCache-Control: max-age=60\r\nContent-Length: 1\r\n\r\n0",
+            );
         }
         ok(
             &format!(
