@@ -9,7 +9,7 @@ use crate::damage::misbehave;
 use crate::fault::Fault;
 use crate::framing::{end_to_end, error_reply, push_header};
 use crate::hit::{serve_stored, Served};
-use crate::inflight::{self, Join, Leader};
+use crate::inflight::{self, Join, Leader, Outcome};
 use crate::relay::relay;
 use crate::upstream::{exchange, origin_request, Conditional, FetchError};
 use crate::Shared;
@@ -90,14 +90,18 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
             forward(s, x, Some(leader), LogCode::Miss).await
         }
         Join::Wait(rx) => match inflight::wait(rx).await {
-            Some(obj) => {
+            Outcome::Stored(obj) => {
                 sh.stats.hits.fetch_add(1, Ordering::Relaxed);
                 sh.stats.collapsed.fetch_add(1, Ordering::Relaxed);
                 serve_stored(s, x, &obj, Served::Hit).await
             }
-            None => {
+            Outcome::NotStored => {
                 sh.stats.misses.fetch_add(1, Ordering::Relaxed);
                 forward(s, x, None, LogCode::Miss).await
+            }
+            Outcome::Failed(status) => {
+                sh.stats.misses.fetch_add(1, Ordering::Relaxed);
+                gateway_error(s, status, sh).await
             }
         },
     }
@@ -117,7 +121,7 @@ async fn lookup(sh: &Arc<Shared>, url: &str) -> Option<Arc<Object>> {
         .flatten()
 }
 
-async fn remove(sh: &Arc<Shared>, url: &str) {
+pub(crate) async fn remove(sh: &Arc<Shared>, url: &str) {
     if sh.cache.has_disk() {
         let (sh, url) = (sh.clone(), url.to_string());
         let _ = tokio::task::spawn_blocking(move || sh.cache.remove(&url)).await;
@@ -161,7 +165,7 @@ async fn revalidate(s: &mut TcpStream, x: &Xact<'_>, obj: Arc<Object>, leader: L
     );
     let reply = match exchange(pool, &sh.cfg, &t.authority, &request, false, true).await {
         Ok(r) => r,
-        Err(e) => return origin_failed(s, e, sh).await,
+        Err(e) => return origin_failed(s, e, Some(leader), sh).await,
     };
     if reply.head.status != 304 {
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
@@ -252,14 +256,26 @@ pub(crate) async fn forward(
     .await
     {
         Ok(reply) => relay(s, x, reply, leader, code, sent_at).await,
-        Err(e) => origin_failed(s, e, sh).await,
+        Err(e) => origin_failed(s, e, leader, sh).await,
     }
 }
 
-/// The client learns that the origin failed, as a proxy's error status.
-async fn origin_failed(s: &mut TcpStream, e: FetchError, sh: &Shared) -> Done {
+/// The client learns that the origin failed, as a proxy's error status;
+/// so do the requests waiting for this fetch.
+async fn origin_failed(
+    s: &mut TcpStream,
+    e: FetchError,
+    leader: Option<Leader>,
+    sh: &Shared,
+) -> Done {
+    if let Some(l) = leader {
+        l.fail(e.status());
+    }
+    gateway_error(s, e.status(), sh).await
+}
+
+async fn gateway_error(s: &mut TcpStream, status: u16, sh: &Shared) -> Done {
     sh.stats.origin_errors.fetch_add(1, Ordering::Relaxed);
-    let status = e.status();
     let out = error_reply(status);
     let _ = s.write_all(&out).await;
     Done::error(status, out.len() as u64)

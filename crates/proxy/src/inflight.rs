@@ -2,15 +2,24 @@
 //! the same URL wait for that fetch instead of asking the origin again.
 //!
 //! Locking: one mutex over the map, held only to join or leave. Waiters
-//! get the stored object, or `None` (the reply was not stored, or the
-//! fetch failed) and then go to the origin themselves.
+//! get the stored object; or word that the reply was not stored, and then
+//! go to the origin themselves; or the fetch's failure, which they answer
+//! at once rather than each trying (and timing out) again.
 
 use cacheoff_cache::Object;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 
-type Outcome = Option<Arc<Object>>;
+/// How a fetch others waited for ended.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    Stored(Arc<Object>),
+    /// The reply was not stored (uncachable, or the leader gave up).
+    NotStored,
+    /// The origin failed; the status the leader's client got.
+    Failed(u16),
+}
 
 #[derive(Default)]
 pub struct Inflight {
@@ -57,16 +66,26 @@ impl Inflight {
 /// Waits for a fetch led by another request.
 pub async fn wait(mut rx: watch::Receiver<Option<Outcome>>) -> Outcome {
     match rx.wait_for(|v| v.is_some()).await {
-        Ok(v) => v.clone().flatten(),
-        Err(_) => None,
+        Ok(v) => v.clone().unwrap_or(Outcome::NotStored),
+        Err(_) => Outcome::NotStored,
     }
 }
 
 impl Leader {
-    pub fn finish(mut self, stored: Outcome) {
+    /// The fetch ended: `stored` is what it left in the store, if anything.
+    pub fn finish(self, stored: Option<Arc<Object>>) {
+        self.end(stored.map_or(Outcome::NotStored, Outcome::Stored));
+    }
+
+    /// The fetch failed; waiters answer `status` too.
+    pub fn fail(self, status: u16) {
+        self.end(Outcome::Failed(status));
+    }
+
+    fn end(mut self, outcome: Outcome) {
         self.leave();
         if let Some(tx) = self.tx.take() {
-            let _ = tx.send(Some(stored));
+            let _ = tx.send(Some(outcome));
         }
     }
 

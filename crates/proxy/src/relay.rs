@@ -5,7 +5,7 @@
 //! stores the result and wakes the requests waiting for it.
 
 use crate::access_log::LogCode;
-use crate::answer::store;
+use crate::answer::{remove, store};
 use crate::config::ProxyConfig;
 use crate::conn::{Done, Xact};
 use crate::fault::Fault;
@@ -42,6 +42,11 @@ pub(crate) async fn relay(
 ) -> Done {
     let Xact { req, t, t0, sh, .. } = *x;
     let mut plan = Plan::new(req, &reply.head, leader.is_some(), &sh.cfg, sent_at);
+    if !matches!(req.method, Method::Get | Method::Head) && (200..400).contains(&plan.status) {
+        for url in invalidated(&reply.head, &t.authority) {
+            remove(sh, &url).await;
+        }
+    }
     let mut client = Client {
         written: 0,
         failed: false,
@@ -175,6 +180,37 @@ impl Plan {
     }
 }
 
+/// The stored URLs a successful unsafe request also invalidates (RFC 9111
+/// §4.4): its reply's `Location` and `Content-Location`, when they are on
+/// the same origin (the target itself went before the request).
+fn invalidated(head: &ResponseHead, authority: &str) -> Vec<String> {
+    pairs(head)
+        .filter(|(n, _)| {
+            n.eq_ignore_ascii_case("location") || n.eq_ignore_ascii_case("content-location")
+        })
+        .filter_map(|(_, v)| {
+            let v = std::str::from_utf8(v).ok()?.trim();
+            let path = match v.get(..7) {
+                Some(scheme) if scheme.eq_ignore_ascii_case("http://") => {
+                    let rest = &v[7..];
+                    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+                    if !rest[..end].eq_ignore_ascii_case(authority) {
+                        return None;
+                    }
+                    match &rest[end..] {
+                        "" => "/".to_string(),
+                        p if p.starts_with('?') => format!("/{p}"),
+                        p => p.to_string(),
+                    }
+                }
+                _ if v.starts_with('/') && !v.starts_with("//") => v.to_string(),
+                _ => return None,
+            };
+            Some(format!("http://{authority}{path}"))
+        })
+        .collect()
+}
+
 /// An interim reply as the client gets it: its status and end-to-end
 /// fields (103 Early Hints' `Link`s).
 fn interim_head(head: &ResponseHead) -> Vec<u8> {
@@ -194,8 +230,11 @@ fn pairs(head: &ResponseHead) -> impl Iterator<Item = (&str, &[u8])> + Clone {
 /// `max_object` (one that grows past it is dropped while it arrives).
 fn may_store(req: &RequestHead, head: &ResponseHead, max_object: u64, store_anyway: bool) -> bool {
     let fits = crate::upstream::length_of(head).is_none_or(|n| n <= max_object);
+    // The body of a request is not part of the key: what a GET with one
+    // got is not what the next GET gets.
+    let with_body = req.chunked || req.content_length.is_some_and(|n| n > 0);
     // Partial content is never stored (nor combined into a whole).
-    if !fits || head.status == 206 {
+    if !fits || head.status == 206 || with_body {
         return false;
     }
     if store_anyway {

@@ -218,3 +218,72 @@ fn rfc9111_3_3_a_range_miss_goes_to_the_origin_and_its_part_is_not_stored() {
     assert_eq!((whole.status, whole.x_cache().as_str()), (200, "MISS"));
     assert_eq!(b.origin.count(), 2);
 }
+
+#[test]
+fn collapsed_requests_share_their_fetchs_failure_instead_of_retrying_it() {
+    let b = Bench::tuned(
+        |_| {
+            std::thread::sleep(std::time::Duration::from_millis(2500));
+            ok("Cache-Control: max-age=60\r\n", "late")
+        },
+        |c| c.read_timeout = std::time::Duration::from_millis(500),
+    );
+    let started = std::time::Instant::now();
+    let clients: Vec<_> = (0..5)
+        .map(|i| {
+            let addr = b.proxy.addr();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(i * 20));
+                let mut c = Client::connect(addr);
+                c.write(b"GET /hang HTTP/1.1\r\nHost: o\r\n\r\n");
+                (c.reply(false).status, std::time::Instant::now())
+            })
+        })
+        .collect();
+    for c in clients {
+        let (status, at) = c.join().unwrap();
+        assert_eq!(status, 504);
+        // One read timeout, not one each after the other.
+        assert!(at - started < std::time::Duration::from_millis(1200));
+    }
+    assert_eq!(b.origin.count(), 1);
+}
+
+#[test]
+fn rfc9111_4_4_unsafe_methods_invalidate_the_target_location_and_content_location() {
+    let b = Bench::new(|seen| {
+        if seen.head.method.as_str() == "POST" {
+            return whole(
+                "HTTP/1.1 201 Created\r\nLocation: /loc\r\nContent-Location: http://o-elsewhere/cl\r\nContent-Length: 0\r\n\r\n",
+            );
+        }
+        if seen.head.method.as_str() == "PUT" {
+            let origin = seen.head.host.clone().unwrap();
+            return whole(format!(
+                "HTTP/1.1 204 No Content\r\nContent-Location: http://{origin}/cl\r\n\r\n"
+            ));
+        }
+        ok("Cache-Control: max-age=600\r\n", "stored")
+    });
+    for p in ["/target", "/loc", "/cl"] {
+        b.get(p, "");
+        assert_eq!(b.get(p, "").x_cache(), "HIT", "{p}");
+    }
+    let r = b.send("POST /target HTTP/1.1\r\nHost: o\r\nContent-Length: 2\r\n\r\nhi");
+    assert_eq!(r.status, 201);
+    assert_eq!(b.get("/target", "").x_cache(), "MISS");
+    assert_eq!(b.get("/loc", "").x_cache(), "MISS");
+    // Another origin's URL is not this one's to invalidate.
+    assert_eq!(b.get("/cl", "").x_cache(), "HIT");
+    b.send("PUT /other HTTP/1.1\r\nHost: o\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(b.get("/cl", "").x_cache(), "MISS");
+}
+
+#[test]
+fn rfc9110_9_3_1_a_get_with_a_body_is_forwarded_but_its_reply_not_stored() {
+    let b = Bench::new(|_| ok("Cache-Control: max-age=600\r\n", "answer"));
+    let r = b.send("GET /q HTTP/1.1\r\nHost: o\r\nContent-Length: 5\r\n\r\nquery");
+    assert_eq!(r.status, 200);
+    assert_eq!(b.origin.last().body, b"query");
+    assert_eq!(b.get("/q", "").x_cache(), "MISS");
+}
