@@ -148,18 +148,25 @@ async fn revalidate(s: &mut TcpStream, x: &Xact<'_>, obj: Arc<Object>, leader: L
         req, t, sh, pool, ..
     } = *x;
     sh.stats.stale.fetch_add(1, Ordering::Relaxed);
-    // IMS decisions use the stored Last-Modified, never Expires.
-    let Some(lm) = obj.fresh.last_modified else {
+    // Validators are the stored Last-Modified (never Expires) and ETag.
+    let etag = obj
+        .headers()
+        .find(|(n, _)| n.eq_ignore_ascii_case("etag"))
+        .map(|(_, v)| v);
+    let since = obj.fresh.last_modified.map(|lm| date::format(lm as i64));
+    if etag.is_none() && since.is_none() {
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
         return forward(s, x, Some(leader), LogCode::RefreshModified).await;
-    };
-    let date = date::format(lm as i64);
+    }
     let sent_at = sh.cfg.clock.unix_now();
     let request = origin_request(
         req,
         &t.authority,
         &t.path,
-        Conditional::Since(&date),
+        Conditional::Validate {
+            etag,
+            since: since.as_deref(),
+        },
         &[],
         sh.cfg.collector,
     );

@@ -82,8 +82,13 @@ pub enum Conditional<'a> {
     Keep,
     /// None, so the origin sends the whole object for the store.
     Strip,
-    /// Revalidate a stored copy: `If-Modified-Since` with its date.
-    Since(&'a str),
+    /// Revalidate a stored copy by its validators (RFC 9111 §4.3.1): its
+    /// entity tag (`If-None-Match`) and last modification date
+    /// (`If-Modified-Since`), whichever it has.
+    Validate {
+        etag: Option<&'a [u8]>,
+        since: Option<&'a str>,
+    },
 }
 
 /// Headers that describe one connection, not the message (RFC 9110
@@ -157,10 +162,17 @@ pub fn origin_request(
         out.extend_from_slice(value);
         out.extend_from_slice(b"\r\n");
     }
-    if let Conditional::Since(date) = cond {
-        out.extend_from_slice(b"If-Modified-Since: ");
-        out.extend_from_slice(date.as_bytes());
-        out.extend_from_slice(b"\r\n");
+    if let Conditional::Validate { etag, since } = cond {
+        if let Some(tag) = etag {
+            out.extend_from_slice(b"If-None-Match: ");
+            out.extend_from_slice(tag);
+            out.extend_from_slice(b"\r\n");
+        }
+        if let Some(date) = since {
+            out.extend_from_slice(b"If-Modified-Since: ");
+            out.extend_from_slice(date.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
     }
     if !body.is_empty() || req.content_length.is_some() || req.chunked {
         out.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());

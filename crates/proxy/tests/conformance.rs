@@ -287,3 +287,62 @@ fn rfc9110_9_3_1_a_get_with_a_body_is_forwarded_but_its_reply_not_stored() {
     assert_eq!(b.origin.last().body, b"query");
     assert_eq!(b.get("/q", "").x_cache(), "MISS");
 }
+
+/// An origin whose `/etag` has only an entity tag and `/both` both
+/// validators; a matching condition gets a 304 with fresh headers.
+fn validating_origin() -> Bench {
+    Bench::new(|seen| {
+        let inm = seen.header("if-none-match");
+        let lm = format!("Last-Modified: {}\r\n", date(T0 - 100));
+        let validators = if seen.head.path() == "/both" {
+            format!("ETag: \"v1\"\r\n{lm}")
+        } else {
+            "ETag: \"v1\"\r\n".to_string()
+        };
+        if inm.as_deref() == Some("\"v1\"") {
+            return whole(format!(
+                "HTTP/1.1 304 Not Modified\r\nDate: {}\r\nCache-Control: max-age=100\r\nX-Version: refreshed\r\n{validators}\r\n",
+                date(T0)
+            ));
+        }
+        ok(
+            &format!("Cache-Control: max-age=10\r\nX-Version: first\r\n{validators}"),
+            "entity",
+        )
+    })
+}
+
+#[test]
+fn rfc9111_4_3_1_a_stale_copy_is_validated_by_its_entity_tag_and_date() {
+    let b = validating_origin();
+    b.get("/etag", "");
+    b.get("/both", "");
+    b.clock.advance(20);
+    let r = b.get("/etag", "");
+    let sent = b.origin.last();
+    assert_eq!(sent.header("if-none-match").as_deref(), Some("\"v1\""));
+    assert!(!sent.has("if-modified-since"));
+    assert_eq!((r.status, r.body().as_str()), (200, "entity"));
+    assert_eq!(r.x_cache(), "REVALIDATED");
+    b.get("/both", "");
+    let sent = b.origin.last();
+    assert_eq!(sent.header("if-none-match").as_deref(), Some("\"v1\""));
+    assert_eq!(sent.header("if-modified-since"), Some(date(T0 - 100)));
+}
+
+#[test]
+fn rfc9111_4_3_4_a_304_updates_the_stored_headers_and_freshness() {
+    let b = validating_origin();
+    b.get("/etag", "");
+    b.clock.advance(20);
+    let r = b.get("/etag", "");
+    assert_eq!(r.header("x-version").as_deref(), Some("refreshed"));
+    assert_eq!(b.origin.count(), 2);
+    // Fresh for 100 s from the 304 on, with the new header stored.
+    b.clock.advance(50);
+    let hit = b.get("/etag", "");
+    assert_eq!(hit.x_cache(), "HIT");
+    assert_eq!(hit.header("x-version").as_deref(), Some("refreshed"));
+    assert_eq!(hit.header("cache-control").as_deref(), Some("max-age=100"));
+    assert_eq!(b.origin.count(), 2);
+}
