@@ -173,10 +173,12 @@ pub(crate) async fn serve(
 /// Over `max_client_connections`: a 503 if the socket takes it at once,
 /// and the connection closes without a task or a read.
 pub(crate) fn turn_away(s: TcpStream, sh: &Shared) {
-    sh.stats
-        .connections_refused
-        .fetch_add(1, Ordering::Relaxed);
-    let _ = s.try_write(&error_reply(503));
+    sh.stats.connections_refused.fetch_add(1, Ordering::Relaxed);
+    // A plain non-blocking write: the runtime has not yet seen this
+    // socket writable, so its `try_write` would not even try.
+    if let Ok(mut s) = s.into_std() {
+        let _ = std::io::Write::write(&mut s, &error_reply(503));
+    }
 }
 
 /// Answers a request the proxy will not serve, and closes.
@@ -243,7 +245,10 @@ async fn read_head(
     loop {
         // Empty lines before a request line are allowed (RFC 9112 §2.2);
         // dropped here so they are not taken for the end of a head.
-        let blank = buf.iter().take_while(|&&b| b == b'\r' || b == b'\n').count();
+        let blank = buf
+            .iter()
+            .take_while(|&&b| b == b'\r' || b == b'\n')
+            .count();
         if blank > 0 {
             buf.drain(..blank);
             scan = HeadScan::default();
@@ -284,7 +289,10 @@ async fn read_head(
 
 /// Header lines in a head (without the request line and the blank line).
 fn header_lines(head: &[u8]) -> usize {
-    head.iter().filter(|&&b| b == b'\n').count().saturating_sub(2)
+    head.iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        .saturating_sub(2)
 }
 
 /// Checks a request before its body is read, so a refusal spares the
@@ -296,15 +304,16 @@ fn admit(req: &mut RequestHead, sh: &Shared) -> Result<(Target, bool), u16> {
     if sh.cfg.upstream == Upstream::Forward {
         let dest = Dest::parse(&t.authority)?;
         if sh.dest_rules.as_ref().is_some_and(|r| !admitted(r, &dest)) {
-            sh.stats
-                .destinations_denied
-                .fetch_add(1, Ordering::Relaxed);
+            sh.stats.destinations_denied.fetch_add(1, Ordering::Relaxed);
             return Err(403);
         }
     }
     check_host(req)?;
     let expect = take_expect(req)?;
-    if req.content_length.is_some_and(|n| n > sh.cfg.max_request_body) {
+    if req
+        .content_length
+        .is_some_and(|n| n > sh.cfg.max_request_body)
+    {
         return Err(413);
     }
     let has_body = req.chunked || req.content_length.is_some_and(|n| n > 0);
@@ -376,7 +385,9 @@ async fn read_body(
     };
     let deadline = |received: usize| {
         let stall = Instant::now() + cfg.read_timeout;
-        clock.deadline(received as u64).map_or(stall, |d| d.min(stall))
+        clock
+            .deadline(received as u64)
+            .map_or(stall, |d| d.min(stall))
     };
     let refused = || {
         sh.stats.uploads_refused.fetch_add(1, Ordering::Relaxed);
@@ -494,5 +505,39 @@ mod tests {
         let t = target(&req("GET http://elsewhere/x HTTP/1.1"), &rev).unwrap();
         assert_eq!(t.url, "http://127.0.0.1:8080/x");
         assert_eq!(t.authority, "127.0.0.1:8080");
+    }
+
+    fn parsed(raw: &str) -> RequestHead {
+        parse_request(raw.as_bytes(), true).unwrap().unwrap()
+    }
+
+    #[test]
+    fn host_lines_are_counted() {
+        let ok = |raw: &str| check_host(&parsed(raw));
+        assert_eq!(ok("GET /a HTTP/1.1\r\nHost: h\r\n\r\n"), Ok(()));
+        assert_eq!(ok("GET /a HTTP/1.1\r\n\r\n"), Err(400));
+        assert_eq!(ok("GET /a HTTP/1.0\r\n\r\n"), Ok(()));
+        assert_eq!(ok("GET http://h/a HTTP/1.1\r\n\r\n"), Ok(()));
+        assert_eq!(
+            ok("GET /a HTTP/1.0\r\nHost: a\r\nhost: b\r\n\r\n"),
+            Err(400)
+        );
+    }
+
+    #[test]
+    fn expectations_are_taken_out_of_the_request() {
+        let mut r = parsed("PUT /a HTTP/1.1\r\nExpect: 100-Continue\r\nX: y\r\n\r\n");
+        assert_eq!(take_expect(&mut r), Ok(true));
+        assert_eq!(r.headers, vec![("X".to_string(), b"y".to_vec())]);
+        let mut r = parsed("PUT /a HTTP/1.1\r\nExpect: 100-continue, x\r\n\r\n");
+        assert_eq!(take_expect(&mut r), Err(417));
+        let mut r = parsed("PUT /a HTTP/1.1\r\n\r\n");
+        assert_eq!(take_expect(&mut r), Ok(false));
+    }
+
+    #[test]
+    fn header_lines_leave_out_the_request_line_and_the_blank_one() {
+        assert_eq!(header_lines(b"GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\n\r\n"), 2);
+        assert_eq!(header_lines(b"GET / HTTP/1.1\n\n"), 0);
     }
 }

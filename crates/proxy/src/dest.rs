@@ -149,7 +149,9 @@ impl DestRule {
             (HostPattern::Any, _) => !d.is_local(),
             (HostPattern::Name(p), Host::Name(n)) => p == n,
             (HostPattern::Under(p), Host::Name(n)) => {
-                n.len() > p.len() + 1 && n.ends_with(p.as_str()) && n[..n.len() - p.len()].ends_with('.')
+                n.len() > p.len() + 1
+                    && n.ends_with(p.as_str())
+                    && n[..n.len() - p.len()].ends_with('.')
             }
             (HostPattern::Net(net), Host::Ip(ip)) => net.contains(ip),
             _ => false,
@@ -263,8 +265,14 @@ mod tests {
                 port: 80
             })
         );
-        assert_eq!(d("localhost.:8080").unwrap().host, Host::Name("localhost".into()));
-        assert_eq!(d("10.1.2.3:81").unwrap().host, Host::Ip("10.1.2.3".parse().unwrap()));
+        assert_eq!(
+            d("localhost.:8080").unwrap().host,
+            Host::Name("localhost".into())
+        );
+        assert_eq!(
+            d("10.1.2.3:81").unwrap().host,
+            Host::Ip("10.1.2.3".parse().unwrap())
+        );
         assert_eq!(
             d("[::ffff:127.0.0.1]:80").unwrap().host,
             Host::Ip("127.0.0.1".parse().unwrap())
@@ -311,7 +319,13 @@ mod tests {
         for bad in ["*:0", "*:9-8", "[::1", "*.1.2", "a b:80", "h:x"] {
             assert!(bad.parse::<DestRule>().is_err(), "{bad}");
         }
-        for s in ["*:80", "*.example.com:1-1024", "10.0.0.0/8", "[2001:db8::/32]:443", "h"] {
+        for s in [
+            "*:80",
+            "*.example.com:1-1024",
+            "10.0.0.0/8",
+            "[2001:db8::/32]:443",
+            "h",
+        ] {
             assert_eq!(r(s).to_string(), s);
         }
     }

@@ -29,7 +29,10 @@ impl HeadScan {
     /// `\r\n`.
     pub(crate) fn find(&mut self, buf: &[u8]) -> Option<usize> {
         let mut i = self.from;
-        while let Some(off) = buf.get(i..).and_then(|b| b.iter().position(|&c| c == b'\n')) {
+        while let Some(off) = buf
+            .get(i..)
+            .and_then(|b| b.iter().position(|&c| c == b'\n'))
+        {
             let lf = i + off;
             match (buf.get(lf + 1), buf.get(lf + 2)) {
                 (Some(b'\n'), _) => return Some(lf + 2),
@@ -202,7 +205,11 @@ mod tests {
         ] {
             let head = msg.len() - 4;
             for piece in 1..8 {
-                assert_eq!(scan_in_pieces(msg, piece).map(|r| r.0), Some(head), "{piece}");
+                assert_eq!(
+                    scan_in_pieces(msg, piece).map(|r| r.0),
+                    Some(head),
+                    "{piece}"
+                );
             }
         }
         assert_eq!(scan_in_pieces(b"GET / HTTP/1.1\r\nHost: h\r\n", 3), None);
