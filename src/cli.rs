@@ -33,7 +33,7 @@ pub enum Command {
     Compare(CompareArgs),
     /// The reference caching proxy (forward, or reverse with --origin), or
     /// with --collector the SPE Collector: hits replay their miss's timing.
-    Proxy(ProxyArgs),
+    Proxy(Box<ProxyArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -61,9 +61,25 @@ pub struct ProxyArgs {
     /// Eviction policy: s3fifo or lru.
     #[arg(long, default_value = "s3fifo", value_parser = parse_policy)]
     pub policy: cacheoff_cache::Policy,
-    /// Clients allowed besides loopback (CIDR; repeatable).
+    /// Clients allowed besides loopback (CIDR; repeatable). Once other
+    /// clients are allowed, a forward proxy connects only where
+    /// --allow-dest says (by default ports 80 and 443).
     #[arg(long, value_name = "CIDR")]
     pub allow: Vec<ipnet::IpNet>,
+    /// Where a forward proxy may connect (repeatable): HOST[:PORTS], HOST
+    /// being *, a name, *.domain, an address or a CIDR ([...] for IPv6
+    /// with a port), PORTS a port, LOW-HIGH or * (the default); * never
+    /// matches this machine (localhost, loopback, 0.0.0.0). Other
+    /// destinations get 403 before any connection is tried, whether their
+    /// port is open or not. Default: no check while only loopback clients
+    /// are allowed; *:80 and *:443 once --allow admits others. Numeric
+    /// hosts other than dotted quads (2130706433, 0x7f.1) get 400.
+    #[arg(long, value_name = "HOST[:PORTS]")]
+    pub allow_dest: Vec<cacheoff_proxy::DestRule>,
+    /// Client connections open at once; more are answered 503 and closed
+    /// at once while the open ones are served.
+    #[arg(long, value_name = "N", default_value_t = proxy_defaults().max_client_connections)]
+    pub max_client_connections: usize,
     /// Access log in Squid's native format.
     #[arg(long, value_name = "FILE")]
     pub access_log: Option<PathBuf>,
@@ -76,15 +92,34 @@ pub struct ProxyArgs {
     /// Largest request body (413 beyond it; uploads are buffered).
     #[arg(long, value_name = "SIZE", default_value_t = Bytes(proxy_defaults().max_request_body))]
     pub max_request_body: Bytes,
+    /// Request body bytes buffered at once across all connections; an
+    /// upload that does not fit what is left gets 503.
+    #[arg(long, value_name = "SIZE", default_value_t = Bytes(proxy_defaults().max_buffered_uploads))]
+    pub max_buffered_uploads: Bytes,
     /// Limit on opening a connection to an origin server (then 504).
     #[arg(long, value_name = "TIME", default_value_t = Dur(proxy_defaults().connect_timeout))]
     pub connect_timeout: Dur,
     /// Longest wait for the next bytes from an origin server.
     #[arg(long, value_name = "TIME", default_value_t = Dur(proxy_defaults().read_timeout))]
     pub read_timeout: Dur,
-    /// How long an idle client connection stays open.
+    /// How long an idle client connection stays open (waiting for the
+    /// first byte of a request).
     #[arg(long, value_name = "TIME", default_value_t = Dur(proxy_defaults().client_idle_timeout))]
     pub client_idle_timeout: Dur,
+    /// How long a client may take no bytes of a reply before the proxy
+    /// closes its connection (slow or stalled readers).
+    #[arg(long, value_name = "TIME", default_value_t = Dur(proxy_defaults().client_write_timeout))]
+    pub client_write_timeout: Dur,
+    /// Longest time from a request's first byte to the end of its header
+    /// block (then 408 and close); also the grace before
+    /// --client-body-min-rate applies.
+    #[arg(long, value_name = "TIME", default_value_t = Dur(proxy_defaults().client_header_timeout))]
+    pub client_header_timeout: Dur,
+    /// Pace a request body must keep, in bytes per second: it may take
+    /// --client-header-timeout plus one second per this many bytes
+    /// received (then 408 and close); 0 turns the rule off.
+    #[arg(long, value_name = "SIZE", default_value_t = Bytes(proxy_defaults().client_body_min_rate))]
+    pub client_body_min_rate: Bytes,
     /// How long an idle origin connection stays pooled.
     #[arg(long, value_name = "TIME", default_value_t = Dur(proxy_defaults().pool_idle_timeout))]
     pub pool_idle_timeout: Dur,

@@ -1,5 +1,6 @@
 //! Proxy settings: every limit and timeout with its default, in one place.
 
+use crate::dest::DestRule;
 use crate::fault::Faults;
 use crate::framing::ReplyFraming;
 use cacheoff_base::{Clock, SystemClock};
@@ -35,6 +36,10 @@ pub struct ProxyConfig {
     pub collector: bool,
     /// Clients allowed in addition to loopback (which always is).
     pub allow: Vec<IpNet>,
+    /// Where a forward proxy may connect. `None`: anywhere while only
+    /// loopback clients are allowed, [`DestRule::defaults`] (ports 80 and
+    /// 443) once `allow` admits others.
+    pub allow_dest: Option<Vec<DestRule>>,
     /// Largest stored object.
     pub max_object: u64,
     /// Largest request or reply header block.
@@ -44,10 +49,23 @@ pub struct ProxyConfig {
     pub connect_timeout: Duration,
     /// Longest wait for the next bytes from the origin.
     pub read_timeout: Duration,
-    /// How long an idle client connection stays open.
+    /// How long an idle client connection stays open (waiting for the
+    /// first byte of its next request).
     pub client_idle_timeout: Duration,
     /// How long a client may take no bytes of a reply before it is closed.
     pub client_write_timeout: Duration,
+    /// Longest time from a request's first byte to the end of its head;
+    /// also the grace a request body gets before `client_body_min_rate`.
+    pub client_header_timeout: Duration,
+    /// Bytes per second a request body must keep up (after the grace);
+    /// 0 turns the rule off.
+    pub client_body_min_rate: u64,
+    /// Client connections open at once across the proxy; more are
+    /// refused (503 and closed).
+    pub max_client_connections: usize,
+    /// Request body bytes buffered at once across all connections; a body
+    /// that does not fit gets 503.
+    pub max_buffered_uploads: u64,
     /// How long an idle origin connection stays pooled.
     pub pool_idle_timeout: Duration,
     /// Idle origin connections kept per origin.
@@ -75,6 +93,7 @@ impl ProxyConfig {
             policy: Policy::default(),
             collector: false,
             allow: Vec::new(),
+            allow_dest: None,
             max_object: 64 << 20,
             max_header: 64 * 1024,
             max_request_body: 16 << 20,
@@ -82,6 +101,10 @@ impl ProxyConfig {
             read_timeout: Duration::from_secs(60),
             client_idle_timeout: Duration::from_secs(120),
             client_write_timeout: Duration::from_secs(60),
+            client_header_timeout: Duration::from_secs(10),
+            client_body_min_rate: 1024,
+            max_client_connections: 10_000,
+            max_buffered_uploads: 64 << 20,
             pool_idle_timeout: Duration::from_secs(15),
             pool_per_origin: 64,
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -105,6 +128,15 @@ impl ProxyConfig {
         };
         ip.is_loopback() || self.allow.iter().any(|n| n.contains(&ip))
     }
+
+    /// The destination rules in force, if destinations are checked.
+    pub fn dest_rules(&self) -> Option<Vec<DestRule>> {
+        match &self.allow_dest {
+            Some(rules) => Some(rules.clone()),
+            None if self.allow.is_empty() => None,
+            None => Some(DestRule::defaults()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -121,5 +153,15 @@ mod tests {
         c.allow.push("10.0.0.0/8".parse().unwrap());
         assert!(c.allows("10.1.2.3".parse().unwrap()));
         assert!(!c.allows("192.168.1.1".parse().unwrap()));
+    }
+
+    #[test]
+    fn destinations_are_checked_once_other_clients_are_allowed() {
+        let mut c = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
+        assert_eq!(c.dest_rules(), None);
+        c.allow.push("10.0.0.0/8".parse().unwrap());
+        assert_eq!(c.dest_rules(), Some(DestRule::defaults()));
+        c.allow_dest = Some(vec!["*:8080".parse().unwrap()]);
+        assert_eq!(c.dest_rules().unwrap().len(), 1);
     }
 }

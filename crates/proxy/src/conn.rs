@@ -5,18 +5,20 @@
 use crate::access_log::{LogCode, LogEntry};
 use crate::answer::answer;
 use crate::config::Upstream;
+use crate::dest::{admitted, Dest};
 use crate::framing::error_reply;
+use crate::limits::{BodyClock, HeadScan, Reservation, Slot};
 use crate::upstream::Pool;
 use crate::Shared;
 use cacheoff_http::chunked::ChunkedDecoder;
 use cacheoff_http::request::parse_request_within;
-use cacheoff_http::{HttpError, Method, RequestHead};
+use cacheoff_http::{HttpError, Method, RequestHead, MAX_HEADERS};
 use std::net::{IpAddr, SocketAddr};
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Where a request goes.
@@ -101,7 +103,13 @@ pub(crate) struct Xact<'a> {
     pub pool: &'a Pool,
 }
 
-pub(crate) async fn serve(mut s: TcpStream, peer: SocketAddr, sh: Arc<Shared>, pool: Rc<Pool>) {
+pub(crate) async fn serve(
+    mut s: TcpStream,
+    peer: SocketAddr,
+    sh: Arc<Shared>,
+    pool: Rc<Pool>,
+    _slot: Slot,
+) {
     sh.stats.connections.fetch_add(1, Ordering::Relaxed);
     let _ = s.set_nodelay(true);
     if !sh.cfg.allows(peer.ip()) {
@@ -114,19 +122,24 @@ pub(crate) async fn serve(mut s: TcpStream, peer: SocketAddr, sh: Arc<Shared>, p
     }
     let mut buf = Vec::with_capacity(4096);
     loop {
-        let req = match read_head(&mut s, &mut buf, &sh).await {
+        let mut req = match read_head(&mut s, &mut buf, &sh).await {
             Ok(Some(r)) => r,
             Ok(None) => return,
             Err(status) => {
                 let done = refuse(&mut s, &sh, status).await;
                 log(&sh, peer.ip(), Instant::now(), "-", "-", &done);
+                linger(&mut s).await;
                 return;
             }
         };
         let t0 = Instant::now();
         buf.drain(..req.head_len);
-        let ready = match request_body(&mut s, &mut buf, &req, &sh).await {
-            Ok(body) => target(&req, &sh.cfg.upstream).map(|t| (t, body)),
+        // Held until the request is answered: its body counts until then.
+        let mut upload = sh.uploads.reserve();
+        let ready = match admit(&mut req, &sh) {
+            Ok((t, expect)) => read_body(&mut s, &mut buf, &req, &sh, &mut upload, expect)
+                .await
+                .map(|body| (t, body)),
             Err(status) => Err(status),
         };
         let (done, url) = match ready {
@@ -149,18 +162,56 @@ pub(crate) async fn serve(mut s: TcpStream, peer: SocketAddr, sh: Arc<Shared>, p
         };
         log(&sh, peer.ip(), t0, req.method.as_str(), &url, &done);
         if !done.keep_alive {
+            if done.code == LogCode::None {
+                linger(&mut s).await;
+            }
             return;
         }
+    }
+}
+
+/// Over `max_client_connections`: a 503 if the socket takes it at once,
+/// and the connection closes without a task or a read.
+pub(crate) fn turn_away(s: TcpStream, sh: &Shared) {
+    sh.stats.connections_refused.fetch_add(1, Ordering::Relaxed);
+    // A plain non-blocking write: the runtime has not yet seen this
+    // socket writable, so its `try_write` would not even try.
+    if let Ok(mut s) = s.into_std() {
+        let _ = std::io::Write::write(&mut s, &error_reply(503));
     }
 }
 
 /// Answers a request the proxy will not serve, and closes.
 async fn refuse(s: &mut TcpStream, sh: &Shared, status: u16) -> Done {
     sh.stats.client_errors.fetch_add(1, Ordering::Relaxed);
+    if status == 408 {
+        sh.stats.client_timeouts.fetch_add(1, Ordering::Relaxed);
+    }
     let reply = error_reply(status);
     let _ = s.write_all(&reply).await;
     Done::error(status, reply.len() as u64)
 }
+
+/// After a refusal the client may still be sending (a body the proxy did
+/// not read): closing on unread bytes resets the connection, and the
+/// reset can destroy the refusal before the client reads it. So send a
+/// FIN and read what comes for a moment (bounded in time and bytes).
+async fn linger(s: &mut TcpStream) {
+    let _ = s.shutdown().await;
+    let drain = async {
+        let mut sink = [0u8; 16 * 1024];
+        let mut left = 1usize << 20;
+        while let Ok(n @ 1..) = s.read(&mut sink).await {
+            left = left.saturating_sub(n);
+            if left == 0 {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LINGER, drain).await;
+}
+
+const LINGER: std::time::Duration = std::time::Duration::from_millis(500);
 
 fn log(sh: &Shared, client: IpAddr, t0: Instant, method: &str, url: &str, d: &Done) {
     if let Some(l) = &sh.log {
@@ -181,68 +232,236 @@ fn log(sh: &Shared, client: IpAddr, t0: Instant, method: &str, url: &str, d: &Do
 
 /// Reads the next request head; `Ok(None)` when the client is done (or
 /// idle too long), `Err(status)` for a request that cannot be served.
+/// The wait for its first byte is the idle timeout; from that byte on the
+/// whole head has `client_header_timeout` (408 after it).
 async fn read_head(
     s: &mut TcpStream,
     buf: &mut Vec<u8>,
     sh: &Shared,
 ) -> Result<Option<RequestHead>, u16> {
-    let limit = sh.cfg.max_header;
+    let cfg = &sh.cfg;
+    let mut scan = HeadScan::default();
+    let mut deadline = None;
     loop {
+        // Empty lines before a request line are allowed (RFC 9112 §2.2);
+        // dropped here so they are not taken for the end of a head.
+        let blank = buf
+            .iter()
+            .take_while(|&&b| b == b'\r' || b == b'\n')
+            .count();
+        if blank > 0 {
+            buf.drain(..blank);
+            scan = HeadScan::default();
+        }
         if !buf.is_empty() {
-            match parse_request_within(buf, true, limit) {
+            deadline.get_or_insert_with(|| Instant::now() + cfg.client_header_timeout);
+        }
+        // The parser runs once per complete head, not once per read.
+        while let Some(end) = scan.find(buf) {
+            match parse_request_within(&buf[..end], true, cfg.max_header) {
                 Ok(Some(h)) => return Ok(Some(h)),
-                Ok(None) => {}
+                Ok(None) => scan.skip_to(end),
                 Err(HttpError::HeadTooLarge(_)) => return Err(431),
+                // httparse reports too many headers as malformed; counting
+                // the lines tells the two apart without reading its text.
+                Err(_) if header_lines(&buf[..end]) > MAX_HEADERS => return Err(431),
                 Err(_) => return Err(400),
             }
         }
+        if buf.len() > cfg.max_header {
+            return Err(431);
+        }
         buf.reserve(4096);
-        match tokio::time::timeout(sh.cfg.client_idle_timeout, s.read_buf(buf)).await {
-            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Ok(None),
-            Ok(Ok(_)) => {}
+        let read = match deadline {
+            None => tokio::time::timeout(cfg.client_idle_timeout, s.read_buf(buf)).await,
+            Some(d) => tokio::time::timeout_at(d.into(), s.read_buf(buf)).await,
+        };
+        match read {
+            Ok(Ok(0)) | Ok(Err(_)) => return Ok(None),
+            Err(_) if deadline.is_none() => return Ok(None),
+            Err(_) => return Err(408),
+            Ok(Ok(_)) => {
+                deadline.get_or_insert_with(|| Instant::now() + cfg.client_header_timeout);
+            }
         }
     }
 }
 
-async fn request_body(
+/// Header lines in a head (without the request line and the blank line).
+fn header_lines(head: &[u8]) -> usize {
+    head.iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        .saturating_sub(2)
+}
+
+/// Checks a request before its body is read, so a refusal spares the
+/// client sending it: where it goes, its `Host` lines, its expectation,
+/// its length. Returns the target and whether the client waits for a
+/// `100 Continue`.
+fn admit(req: &mut RequestHead, sh: &Shared) -> Result<(Target, bool), u16> {
+    let t = target(req, &sh.cfg.upstream)?;
+    if sh.cfg.upstream == Upstream::Forward {
+        let dest = Dest::parse(&t.authority)?;
+        if sh.dest_rules.as_ref().is_some_and(|r| !admitted(r, &dest)) {
+            sh.stats.destinations_denied.fetch_add(1, Ordering::Relaxed);
+            return Err(403);
+        }
+    }
+    check_host(req)?;
+    let expect = take_expect(req)?;
+    if req
+        .content_length
+        .is_some_and(|n| n > sh.cfg.max_request_body)
+    {
+        return Err(413);
+    }
+    let has_body = req.chunked || req.content_length.is_some_and(|n| n > 0);
+    // An HTTP/1.0 client cannot have meant it (RFC 9110 §10.1.1).
+    Ok((t, expect && has_body && req.minor >= 1))
+}
+
+/// RFC 9112 §3.2: one `Host` line, none only for HTTP/1.0. An HTTP/1.1
+/// request in absolute form needs one too (the URI's host then wins,
+/// §3.2.2).
+fn check_host(req: &RequestHead) -> Result<(), u16> {
+    let hosts = req
+        .headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .count();
+    match hosts {
+        0 if req.minor >= 1 => Err(400),
+        0 | 1 => Ok(()),
+        _ => Err(400),
+    }
+}
+
+/// Takes `Expect` out of the request: the proxy meets the expectation
+/// itself, having the whole body before it forwards anything, so the
+/// origin must not see it. True for `100-continue`; anything else is 417.
+fn take_expect(req: &mut RequestHead) -> Result<bool, u16> {
+    let (mut cont, mut other) = (false, false);
+    req.headers.retain(|(name, value)| {
+        if !name.eq_ignore_ascii_case("expect") {
+            return true;
+        }
+        for item in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+            if item.eq_ignore_ascii_case(b"100-continue") {
+                cont = true;
+            } else if !item.is_empty() {
+                other = true;
+            }
+        }
+        false
+    });
+    if other {
+        return Err(417);
+    }
+    Ok(cont)
+}
+
+/// Reads a request body into one buffer of its size, its bytes held in
+/// the proxy's upload budget (503 when the budget cannot hold them), at
+/// the pace `client_body_min_rate` asks (408 when it falls behind).
+async fn read_body(
     s: &mut TcpStream,
     buf: &mut Vec<u8>,
     req: &RequestHead,
     sh: &Shared,
+    upload: &mut Reservation<'_>,
+    expect_continue: bool,
 ) -> Result<Vec<u8>, u16> {
-    let limit = sh.cfg.max_request_body;
+    let cfg = &sh.cfg;
+    let clock = BodyClock {
+        start: Instant::now(),
+        grace: cfg.client_header_timeout,
+        min_rate: cfg.client_body_min_rate,
+    };
+    let deadline = |received: usize| {
+        let stall = Instant::now() + cfg.read_timeout;
+        clock
+            .deadline(received as u64)
+            .map_or(stall, |d| d.min(stall))
+    };
+    let refused = || {
+        sh.stats.uploads_refused.fetch_add(1, Ordering::Relaxed);
+        503u16
+    };
+    let limit = cfg.max_request_body;
     if req.chunked {
+        send_continue(s, buf, expect_continue).await?;
         let mut dec = ChunkedDecoder::default();
         let mut body = Vec::new();
         loop {
+            // Decoded bytes are never more than their encoding: room for
+            // `buf` is enough, taken from the budget before it is used.
+            let need = body.len() + buf.len();
+            if need > body.capacity() {
+                let cap = need.max(body.capacity() * 2).min(need.max(limit as usize));
+                if !upload.grow_to(cap as u64) {
+                    return Err(refused());
+                }
+                body.reserve_exact(cap - body.len());
+            }
             let used = dec
                 .decode(buf, |d| body.extend_from_slice(d))
                 .map_err(|_| 400u16)?;
             buf.drain(..used);
-            if dec.is_done() {
-                return Ok(body);
-            }
             if body.len() as u64 > limit {
                 return Err(413);
             }
-            read_more(s, buf, sh).await?;
+            if dec.is_done() {
+                return Ok(body);
+            }
+            buf.reserve(16 * 1024);
+            read_by(s, buf, deadline(body.len())).await?;
         }
     }
-    let want = req.content_length.unwrap_or(0);
-    if want > limit {
-        return Err(413);
+    let want = req.content_length.unwrap_or(0) as usize;
+    if want == 0 {
+        return Ok(Vec::new());
     }
-    while (buf.len() as u64) < want {
-        read_more(s, buf, sh).await?;
+    if !upload.grow_to(want as u64) {
+        return Err(refused());
     }
-    Ok(buf.drain(..want as usize).collect())
+    send_continue(s, buf, expect_continue).await?;
+    let mut body = Vec::with_capacity(want);
+    let have = buf.len().min(want);
+    body.extend_from_slice(&buf[..have]);
+    buf.drain(..have);
+    while body.len() < want {
+        // Straight into the body, never past it (pipelined requests stay
+        // on the socket for the next head).
+        let by = deadline(body.len());
+        let mut rest = (&mut *s).take((want - body.len()) as u64);
+        read_by(&mut rest, &mut body, by).await?;
+    }
+    Ok(body)
 }
 
-async fn read_more(s: &mut TcpStream, buf: &mut Vec<u8>, sh: &Shared) -> Result<(), u16> {
-    buf.reserve(16 * 1024);
-    match tokio::time::timeout(sh.cfg.read_timeout, s.read_buf(buf)).await {
+/// `100 Continue` for a client waiting for it: one that sent nothing of
+/// its body yet.
+async fn send_continue(s: &mut TcpStream, buf: &[u8], expect: bool) -> Result<(), u16> {
+    if expect && buf.is_empty() {
+        s.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .map_err(|_| 400u16)?;
+    }
+    Ok(())
+}
+
+/// Reads more bytes by `deadline`: 408 after it, 400 if the client ends
+/// the request midway.
+async fn read_by<R: AsyncRead + Unpin>(
+    r: &mut R,
+    into: &mut Vec<u8>,
+    deadline: Instant,
+) -> Result<(), u16> {
+    match tokio::time::timeout_at(deadline.into(), r.read_buf(into)).await {
         Ok(Ok(n)) if n > 0 => Ok(()),
-        _ => Err(400),
+        Ok(_) => Err(400),
+        Err(_) => Err(408),
     }
 }
 
@@ -281,5 +500,40 @@ mod tests {
         let t = target(&req("GET http://elsewhere/x HTTP/1.1"), &rev).unwrap();
         assert_eq!(t.url, "http://127.0.0.1:8080/x");
         assert_eq!(t.authority, "127.0.0.1:8080");
+    }
+
+    fn parsed(raw: &str) -> RequestHead {
+        parse_request(raw.as_bytes(), true).unwrap().unwrap()
+    }
+
+    #[test]
+    fn host_lines_are_counted() {
+        let ok = |raw: &str| check_host(&parsed(raw));
+        assert_eq!(ok("GET /a HTTP/1.1\r\nHost: h\r\n\r\n"), Ok(()));
+        assert_eq!(ok("GET /a HTTP/1.1\r\n\r\n"), Err(400));
+        assert_eq!(ok("GET /a HTTP/1.0\r\n\r\n"), Ok(()));
+        assert_eq!(ok("GET http://h/a HTTP/1.1\r\n\r\n"), Err(400));
+        assert_eq!(ok("GET http://h/a HTTP/1.1\r\nHost: x\r\n\r\n"), Ok(()));
+        assert_eq!(
+            ok("GET /a HTTP/1.0\r\nHost: a\r\nhost: b\r\n\r\n"),
+            Err(400)
+        );
+    }
+
+    #[test]
+    fn expectations_are_taken_out_of_the_request() {
+        let mut r = parsed("PUT /a HTTP/1.1\r\nExpect: 100-Continue\r\nX: y\r\n\r\n");
+        assert_eq!(take_expect(&mut r), Ok(true));
+        assert_eq!(r.headers, vec![("X".to_string(), b"y".to_vec())]);
+        let mut r = parsed("PUT /a HTTP/1.1\r\nExpect: 100-continue, x\r\n\r\n");
+        assert_eq!(take_expect(&mut r), Err(417));
+        let mut r = parsed("PUT /a HTTP/1.1\r\n\r\n");
+        assert_eq!(take_expect(&mut r), Ok(false));
+    }
+
+    #[test]
+    fn header_lines_leave_out_the_request_line_and_the_blank_one() {
+        assert_eq!(header_lines(b"GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\n\r\n"), 2);
+        assert_eq!(header_lines(b"GET / HTTP/1.1\n\n"), 0);
     }
 }

@@ -8,7 +8,8 @@
 //! collapsed forwarding (`inflight`), the access log and the counters.
 //!
 //! A request's path through the modules: `conn` reads it and refuses what
-//! it cannot serve; `answer` decides hit, revalidation, miss or collapse;
+//! it cannot serve (`limits` bounds slow and greedy clients, `dest` where
+//! a forward proxy may connect); `answer` decides hit, revalidation, miss or collapse;
 //! `hit` serves stored objects (the Collector's hits replay recorded miss
 //! timing, `replay`); `relay` passes origin replies on and fills the
 //! store; `framing` writes what the proxy adds to a reply ([`ReplyFraming`]
@@ -20,10 +21,12 @@ mod answer;
 mod config;
 mod conn;
 mod damage;
+mod dest;
 mod fault;
 mod framing;
 mod hit;
 mod inflight;
+mod limits;
 mod range;
 mod relay;
 mod replay;
@@ -32,6 +35,7 @@ mod upstream;
 
 pub use access_log::LogCode;
 pub use config::{ProxyConfig, Upstream};
+pub use dest::DestRule;
 pub use fault::{Fault, Faults};
 pub use framing::ReplyFraming;
 pub use replay::ReplayPrecision;
@@ -82,6 +86,14 @@ pub struct ProxyStats {
     pub client_errors: AtomicU64,
     pub origin_errors: AtomicU64,
     pub disk_errors: AtomicU64,
+    /// Connections closed at once: `max_client_connections` were open.
+    pub connections_refused: AtomicU64,
+    /// Requests answered 408: a head or body too slow.
+    pub client_timeouts: AtomicU64,
+    /// Uploads answered 503: the buffered-upload budget was spent.
+    pub uploads_refused: AtomicU64,
+    /// Requests answered 403 for where they wanted to go.
+    pub destinations_denied: AtomicU64,
 }
 
 impl ProxyStats {
@@ -97,6 +109,10 @@ pub(crate) struct Shared {
     inflight: Arc<Inflight>,
     log: Option<AccessLog>,
     stats: Arc<ProxyStats>,
+    /// `cfg.dest_rules()`, resolved once.
+    dest_rules: Option<Vec<DestRule>>,
+    uploads: limits::UploadBudget,
+    slots: Arc<limits::Slots>,
 }
 
 /// A running proxy; dropping it stops it.
@@ -155,6 +171,9 @@ impl Proxy {
             replay: replay::ReplayStats::default(),
             log,
             stats: Arc::default(),
+            dest_rules: cfg.dest_rules(),
+            uploads: limits::UploadBudget::new(cfg.max_buffered_uploads),
+            slots: limits::Slots::new(cfg.max_client_connections),
             cfg,
         });
         let (stop, stop_rx) = watch::channel(false);
@@ -252,9 +271,12 @@ fn worker(listener: std::net::TcpListener, sh: Arc<Shared>, mut stop: watch::Rec
         loop {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
-                    Ok((s, peer)) => {
-                        tokio::task::spawn_local(conn::serve(s, peer, sh.clone(), pool.clone()));
-                    }
+                    Ok((s, peer)) => match sh.slots.take() {
+                        Some(slot) => {
+                            tokio::task::spawn_local(conn::serve(s, peer, sh.clone(), pool.clone(), slot));
+                        }
+                        None => conn::turn_away(s, &sh),
+                    },
                     // Out of descriptors: back off instead of spinning.
                     Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
                 },

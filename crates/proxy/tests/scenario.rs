@@ -494,7 +494,7 @@ fn chunked_origin_replies_are_stored_and_served_with_a_length() {
 /// its body, decoded from whatever framing the proxy chose.
 fn get_raw(t: &Setup, path: &str) -> (cacheoff_http::ResponseHead, Vec<u8>) {
     let req = format!(
-        "GET http://{}{path} HTTP/1.1\r\nConnection: close\r\n\r\n",
+        "GET http://{}{path} HTTP/1.1\r\nHost: o\r\nConnection: close\r\n\r\n",
         t.origin.addr
     );
     let mut s = TcpStream::connect(t.proxy.addr()).unwrap();
@@ -591,8 +591,8 @@ fn malformed_oversized_and_ambiguous_requests_are_refused() {
         (format!("POST http://{o}/x HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabc").into_bytes(), 400),
         (format!("POST http://{o}/x HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd").into_bytes(), 400),
         (b"GET /relative HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(), 400),
-        (b"GET https://example.com/ HTTP/1.1\r\n\r\n".to_vec(), 501),
-        (format!("CONNECT {o} HTTP/1.1\r\n\r\n").into_bytes(), 501),
+        (b"GET https://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n".to_vec(), 501),
+        (format!("CONNECT {o} HTTP/1.1\r\nHost: {o}\r\n\r\n").into_bytes(), 501),
         (b"\x16\x03\x01 not http\r\n\r\n".to_vec(), 400),
     ];
     for (raw, want) in cases {
@@ -617,7 +617,7 @@ fn origin_failures_become_gateway_errors() {
         .unwrap();
     let r = exchange(
         t.proxy.addr(),
-        format!("GET http://{closed}/x HTTP/1.1\r\n\r\n").as_bytes(),
+        format!("GET http://{closed}/x HTTP/1.1\r\nHost: {closed}\r\n\r\n").as_bytes(),
     );
     assert_eq!(r.status, 503);
     assert_eq!(t.get("/garbage").status, 502);

@@ -1,0 +1,257 @@
+//! What bounds one client's hold on the proxy: finding the end of a
+//! request head without re-parsing it ([`HeadScan`]), the pace a request
+//! body must keep ([`BodyClock`]), the proxy-wide budget of buffered
+//! upload bytes ([`UploadBudget`]) and the cap on client connections
+//! ([`Slots`]).
+//!
+//! The budget and the slots are shared by every worker: plain atomics,
+//! taken with a compare-and-swap so a limit is never overshot, and given
+//! back by the guards' `Drop`, so no path (error, timeout, dropped task)
+//! can leak them.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Finds where a request head ends in a buffer that grows between calls,
+/// looking at each byte about once: a 60 KB head sent a byte at a time
+/// would otherwise be parsed from its start 60 000 times.
+#[derive(Debug, Default)]
+pub(crate) struct HeadScan {
+    /// Where the next call starts looking.
+    from: usize,
+}
+
+impl HeadScan {
+    /// The head's length (through its blank line) once `buf` holds one.
+    /// Line ends may be CRLF or bare LF, as the parser (httparse) takes
+    /// them, so the blank line is the first `\n` followed by `\n` or
+    /// `\r\n`.
+    pub(crate) fn find(&mut self, buf: &[u8]) -> Option<usize> {
+        let mut i = self.from;
+        while let Some(off) = buf
+            .get(i..)
+            .and_then(|b| b.iter().position(|&c| c == b'\n'))
+        {
+            let lf = i + off;
+            match (buf.get(lf + 1), buf.get(lf + 2)) {
+                (Some(b'\n'), _) => return Some(lf + 2),
+                (Some(b'\r'), Some(b'\n')) => return Some(lf + 3),
+                // The blank line may still be arriving: look again here.
+                (None, _) | (Some(b'\r'), None) => {
+                    self.from = lf;
+                    return None;
+                }
+                _ => i = lf + 1,
+            }
+        }
+        // Keep an overlap for a line end split across reads.
+        self.from = buf.len().saturating_sub(3).max(self.from);
+        None
+    }
+
+    /// Continues after an end the parser did not take as one.
+    pub(crate) fn skip_to(&mut self, end: usize) {
+        self.from = end;
+    }
+}
+
+/// The pace a request body must keep, after Apache's mod_reqtimeout:
+/// `grace` from the end of the head, plus one second for every
+/// `min_rate` bytes received. A client sending at least `min_rate` bytes
+/// a second never hits it; one dripping a byte every few seconds does.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyClock {
+    pub start: Instant,
+    pub grace: Duration,
+    /// Bytes per second; 0 turns the rule off.
+    pub min_rate: u64,
+}
+
+impl BodyClock {
+    /// When the body must have grown past `received` bytes.
+    pub(crate) fn deadline(&self, received: u64) -> Option<Instant> {
+        if self.min_rate == 0 {
+            return None;
+        }
+        let earned = Duration::from_secs_f64(received as f64 / self.min_rate as f64);
+        Some(self.start + self.grace + earned)
+    }
+}
+
+/// Bytes of request bodies buffered across all connections.
+#[derive(Debug)]
+pub(crate) struct UploadBudget {
+    used: AtomicU64,
+    cap: u64,
+}
+
+impl UploadBudget {
+    pub(crate) fn new(cap: u64) -> UploadBudget {
+        UploadBudget {
+            used: AtomicU64::new(0),
+            cap,
+        }
+    }
+
+    /// An empty reservation, grown as a body is buffered.
+    pub(crate) fn reserve(&self) -> Reservation<'_> {
+        Reservation {
+            budget: self,
+            bytes: 0,
+        }
+    }
+
+    #[cfg(test)]
+    fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+}
+
+/// Upload bytes one request holds; given back when dropped.
+#[derive(Debug)]
+pub(crate) struct Reservation<'a> {
+    budget: &'a UploadBudget,
+    bytes: u64,
+}
+
+impl Reservation<'_> {
+    /// Grows the reservation to `total` bytes; false (and unchanged) if
+    /// the budget cannot spare them.
+    pub(crate) fn grow_to(&mut self, total: u64) -> bool {
+        let Some(more) = total.checked_sub(self.bytes).filter(|&m| m > 0) else {
+            return true;
+        };
+        let cap = self.budget.cap;
+        let took = self
+            .budget
+            .used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+                u.checked_add(more).filter(|&n| n <= cap)
+            })
+            .is_ok();
+        if took {
+            self.bytes = total;
+        }
+        took
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+/// Client connections open across the proxy, up to a cap.
+#[derive(Debug)]
+pub(crate) struct Slots {
+    open: AtomicUsize,
+    max: usize,
+}
+
+impl Slots {
+    pub(crate) fn new(max: usize) -> Arc<Slots> {
+        Arc::new(Slots {
+            open: AtomicUsize::new(0),
+            max,
+        })
+    }
+
+    /// A slot for one more connection, or `None` at the cap.
+    pub(crate) fn take(self: &Arc<Slots>) -> Option<Slot> {
+        let max = self.max;
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot(self.clone()))
+    }
+}
+
+/// One open client connection; its slot is free again when dropped.
+#[derive(Debug)]
+pub(crate) struct Slot(Arc<Slots>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan_in_pieces(msg: &[u8], piece: usize) -> Option<(usize, usize)> {
+        let mut s = HeadScan::default();
+        for end in (piece..msg.len() + piece).step_by(piece) {
+            let upto = end.min(msg.len());
+            if let Some(n) = s.find(&msg[..upto]) {
+                return Some((n, upto));
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn the_head_end_is_found_however_the_bytes_arrive() {
+        for msg in [
+            &b"GET / HTTP/1.1\r\nHost: h\r\n\r\nBODY"[..],
+            b"GET / HTTP/1.1\nHost: h\n\nBODY",
+            b"GET / HTTP/1.1\r\nHost: h\n\r\nBODY",
+            b"GET / HTTP/1.1\nHost: h\r\n\nBODY",
+        ] {
+            let head = msg.len() - 4;
+            for piece in 1..8 {
+                assert_eq!(
+                    scan_in_pieces(msg, piece).map(|r| r.0),
+                    Some(head),
+                    "{piece}"
+                );
+            }
+        }
+        assert_eq!(scan_in_pieces(b"GET / HTTP/1.1\r\nHost: h\r\n", 3), None);
+        assert_eq!(scan_in_pieces(b"GET / HTTP/1.1\r\nA: \r\r\n", 1), None);
+    }
+
+    #[test]
+    fn the_body_clock_earns_time_with_bytes() {
+        let start = Instant::now();
+        let c = BodyClock {
+            start,
+            grace: Duration::from_secs(2),
+            min_rate: 1000,
+        };
+        assert_eq!(c.deadline(0), Some(start + Duration::from_secs(2)));
+        assert_eq!(c.deadline(500), Some(start + Duration::from_millis(2500)));
+        assert_eq!(BodyClock { min_rate: 0, ..c }.deadline(10), None);
+    }
+
+    #[test]
+    fn reservations_share_one_budget_and_give_it_back() {
+        let b = UploadBudget::new(100);
+        let mut r1 = b.reserve();
+        assert!(r1.grow_to(60));
+        let mut r2 = b.reserve();
+        assert!(!r2.grow_to(41));
+        assert!(r2.grow_to(40));
+        assert!(r1.grow_to(30), "shrinking is a no-op");
+        assert_eq!(b.used(), 100);
+        drop(r1);
+        assert_eq!(b.used(), 40);
+        drop(r2);
+        assert_eq!(b.used(), 0);
+    }
+
+    #[test]
+    fn slots_stop_at_the_cap_and_free_on_drop() {
+        let s = Slots::new(2);
+        let a = s.take().unwrap();
+        let _b = s.take().unwrap();
+        assert!(s.take().is_none());
+        drop(a);
+        assert!(s.take().is_some());
+    }
+}
