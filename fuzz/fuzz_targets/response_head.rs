@@ -1,6 +1,9 @@
 //! The client role: response heads and chunked bodies as robots and the
 //! proxy read them. The first byte picks HEAD-or-not and where to split the
 //! body; a chunked body must decode the same whole or in two reads.
+//! Transfer-Encoding, when the reply may have a body, frames it (chunked
+//! or until close, never a length); a reply whose lengths conflict, or that
+//! runs until close, never leaves the connection for reuse.
 #![no_main]
 
 use cacheoff_http::chunked::ChunkedDecoder;
@@ -19,6 +22,22 @@ fuzz_target!(|input: &[u8]| {
     let kept = parse_response(data, head_request, true);
     let bare = parse_response(data, head_request, false);
     heads::headers_change_nothing(&kept, &bare, |h| h.headers.clear());
+    heads::scanner_agrees(data, &bare, |h| h.head_len);
+    heads::status_is_known(&bare);
+    if let Ok(Some(h)) = &kept {
+        let te = heads::count(&h.headers, "transfer-encoding") > 0;
+        let cl = heads::count(&h.headers, "content-length") > 0;
+        assert_eq!(h.conflicting_length, te && cl, "conflict not reported");
+        if te {
+            assert!(
+                !matches!(h.framing, Framing::Length(_)),
+                "a length beat codings"
+            );
+        }
+        if h.conflicting_length || h.framing == Framing::UntilClose {
+            assert!(!h.keep_alive, "an untrustworthy framing kept alive");
+        }
+    }
     let Ok(Some(h)) = bare else {
         return;
     };

@@ -6,6 +6,12 @@
 //! - [`response`]: write a server's response head; parse a response head
 //!   ([`ResponseHead`]) and its [`Framing`].
 //! - [`chunked`]: incremental chunked-body decoder.
+//! - [`HeadScanner`]: finds where a head ends across reads, so a reader
+//!   parses it once it is whole instead of after every read.
+//! - [`HttpError`]: why a message was refused, and the status
+//!   ([`HttpError::status`]) a server answers with. Both parsers take
+//!   every `Transfer-Encoding` and `Content-Length` line into account
+//!   (RFC 9112 §6), so no line can hide another (request smuggling).
 //! - [`body`]: object bodies generated from a seed and checked byte for byte
 //!   without storing them.
 //! - [`date`]: HTTP dates as Unix seconds, formatted and parsed.
@@ -19,13 +25,16 @@ pub mod chunked;
 pub mod date;
 pub mod echo;
 mod error;
+mod length;
 pub mod request;
 pub mod response;
+mod scan;
 pub mod status;
 
 pub use error::HttpError;
 pub use request::{Method, RequestHead};
 pub use response::{Framing, ResponseHead};
+pub use scan::HeadScanner;
 
 /// Most headers a parsed message may carry.
 pub const MAX_HEADERS: usize = 64;
@@ -53,13 +62,4 @@ fn complete_head(
         httparse::Status::Partial if buffered > max_head => Err(HttpError::HeadTooLarge(max_head)),
         httparse::Status::Partial => Ok(None),
     }
-}
-
-/// Parses a decimal header value.
-fn parse_u64(v: &[u8]) -> Option<u64> {
-    let v = v.trim_ascii();
-    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(v.iter().fold(0u64, |a, &d| a * 10 + u64::from(d - b'0')))
 }

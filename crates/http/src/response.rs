@@ -1,8 +1,9 @@
 //! Responses: written by origin servers, parsed by robots and proxies.
 
 use crate::echo::{parse_hex, write_hex16, ECHO_HEADER};
+use crate::length::LengthFields;
 use crate::status::write_status_line_as;
-use crate::{complete_head, has_token, parse_u64, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
+use crate::{complete_head, has_token, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
 
 /// How the body of a response is delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,8 +85,13 @@ pub struct ResponseHead {
     pub minor: u8,
     pub head_len: usize,
     pub framing: Framing,
-    /// Whether the server allows another request on this connection.
+    /// Whether the server allows another request on this connection (and
+    /// the framing is trustworthy enough to try).
     pub keep_alive: bool,
+    /// Transfer-Encoding and Content-Length both came: the former framed
+    /// the body (RFC 9112 §6.3) and `keep_alive` is false, since the
+    /// sender or something on the way is confused about lengths.
+    pub conflicting_length: bool,
     /// The transaction echo, if the reply carries a well-formed one.
     pub echo: Option<u64>,
     /// `Cache-Control` contains `public`.
@@ -127,8 +133,7 @@ pub fn parse_response_within(
     };
     let status = resp.code.unwrap_or(0);
     let minor = resp.version.unwrap_or(1);
-    let mut content_length: Option<u64> = None;
-    let mut chunked = false;
+    let mut lengths = LengthFields::default();
     let mut keep_alive = minor >= 1;
     let mut echo = None;
     let mut cc_public = false;
@@ -140,13 +145,9 @@ pub fn parse_response_within(
     for h in resp.headers.iter() {
         let name = h.name;
         if name.eq_ignore_ascii_case("content-length") {
-            let n = parse_u64(h.value).ok_or(HttpError::BadContentLength)?;
-            if content_length.is_some_and(|m| m != n) {
-                return Err(HttpError::AmbiguousFraming);
-            }
-            content_length = Some(n);
+            lengths.content_length(h.value)?;
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            chunked = has_token(h.value, "chunked");
+            lengths.transfer_encoding(h.value);
         } else if name.eq_ignore_ascii_case("connection")
             || name.eq_ignore_ascii_case("proxy-connection")
         {
@@ -180,14 +181,15 @@ pub fn parse_response_within(
             headers.push((name.to_string(), h.value.to_vec()));
         }
     }
-    if chunked && content_length.is_some() {
-        return Err(HttpError::AmbiguousFraming);
+    let body = lengths.response(minor)?;
+    if body.no_reuse {
+        keep_alive = false;
     }
     let framing = if head_request || status < 200 || status == 204 || status == 304 {
         Framing::Empty
-    } else if chunked {
+    } else if body.chunked {
         Framing::Chunked
-    } else if let Some(n) = content_length {
+    } else if let Some(n) = body.length {
         Framing::Length(n)
     } else {
         keep_alive = false;
@@ -199,6 +201,7 @@ pub fn parse_response_within(
         head_len,
         framing,
         keep_alive,
+        conflicting_length: body.conflicting,
         echo,
         cc_public,
         cc_no_cache,
@@ -292,6 +295,63 @@ mod tests {
             parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n", false, false)
                 .unwrap()
                 .is_none()
+        );
+    }
+
+    #[test]
+    fn transfer_encoding_lines_are_combined() {
+        let p = |s: &[u8]| parse_response(s, false, false).map(|h| h.unwrap());
+        let h =
+            p(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n")
+                .unwrap();
+        assert_eq!((h.framing, h.keep_alive), (Framing::Chunked, true));
+        // chunked not last: only the close ends the body (RFC 9112 §6.3).
+        let h = p(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\nContent-Length: 5\r\n\r\n")
+            .unwrap();
+        assert_eq!((h.framing, h.keep_alive), (Framing::UntilClose, false));
+        assert!(h.conflicting_length);
+        let h = p(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n")
+            .unwrap();
+        assert_eq!((h.framing, h.keep_alive), (Framing::Chunked, false));
+        assert!(h.conflicting_length);
+        let h = p(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: \"chunked\"\r\n\r\n").unwrap();
+        assert_eq!(h.framing, Framing::UntilClose);
+        let h =
+            p(b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n")
+                .unwrap();
+        assert_eq!((h.framing, h.keep_alive), (Framing::Chunked, false));
+        assert_eq!(
+            p(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            Err(HttpError::BadTransferEncoding)
+        );
+        let h = p(b"HTTP/1.1 304 NM\r\nTransfer-Encoding: chunked\r\n\r\n").unwrap();
+        assert_eq!((h.framing, h.keep_alive), (Framing::Empty, true));
+        let h = parse_response(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+            true,
+            false,
+        );
+        assert_eq!(h.unwrap().unwrap().framing, Framing::Empty);
+    }
+
+    #[test]
+    fn content_length_lines_must_agree() {
+        let p = |s: &[u8]| parse_response(s, false, false).map(|h| h.unwrap().framing);
+        assert_eq!(
+            p(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\nContent-Length: 7, 7\r\n\r\n"),
+            Ok(Framing::Length(7))
+        );
+        assert_eq!(
+            p(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\nContent-Length: 8\r\n\r\n"),
+            Err(HttpError::AmbiguousFraming)
+        );
+        assert_eq!(
+            p(b"HTTP/1.1 204 No Content\r\nContent-Length: 0, 1\r\n\r\n"),
+            Err(HttpError::AmbiguousFraming)
+        );
+        assert_eq!(
+            p(b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n"),
+            Err(HttpError::BadContentLength)
         );
     }
 }
