@@ -1,67 +1,136 @@
-//! The memory store: objects by key under a byte budget, evicted by a
+//! The memory store: objects by URL key under a byte budget, evicted by a
 //! [`Policy`]. Not synchronized; [`crate::Cache`] shards and locks it.
+//!
+//! A key holds one object without `Vary` (the common case: one hash
+//! lookup, no header is read) or up to [`MAX_VARIANTS`] objects with
+//! secondary keys, newest last. A reply without `Vary` replaces every
+//! variant of its URL; a variant replaces the one with the same key and
+//! any object without one. The policy sees one entry per URL, charged for
+//! all its variants, and evicts them together.
 
 use crate::object::Object;
 use crate::policy::{Eviction, Policy};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// Variants kept per URL; storing one more drops the oldest.
+pub const MAX_VARIANTS: usize = 8;
+
 pub struct MemStore {
     capacity: u64,
-    objects: HashMap<u64, Arc<Object>>,
+    slots: HashMap<u64, Vec<Arc<Object>>>,
+    objects: usize,
     policy: Box<dyn Eviction>,
+}
+
+fn charge(slot: &[Arc<Object>]) -> u64 {
+    slot.iter().map(|o| o.charge()).sum()
 }
 
 impl MemStore {
     pub fn new(capacity: u64, policy: Policy) -> MemStore {
         MemStore {
             capacity,
-            objects: HashMap::new(),
+            slots: HashMap::new(),
+            objects: 0,
             policy: policy.build(capacity),
         }
     }
 
-    /// The object stored for `url`, counting the use.
+    /// The object stored for `url` that a request without headers
+    /// selects (any object without `Vary`), counting the use.
     pub fn get(&mut self, key: u64, url: &str) -> Option<Arc<Object>> {
-        let o = self.objects.get(&key).filter(|o| o.url == url)?;
+        self.get_for(key, url, std::iter::empty())
+    }
+
+    /// The newest object stored for `url` that a request with `request`
+    /// headers selects (RFC 9111 §4.1), counting the use.
+    pub fn get_for<'a, R>(&mut self, key: u64, url: &str, request: R) -> Option<Arc<Object>>
+    where
+        R: IntoIterator<Item = (&'a str, &'a [u8])> + Clone,
+    {
+        let slot = self.slots.get(&key)?;
+        let o = slot
+            .iter()
+            .rev()
+            .find(|o| o.url == url && o.matches(request.clone()))?;
         self.policy.hit(key);
         Some(o.clone())
     }
 
-    /// Stores `object` (replacing any for the same key), then evicts until
-    /// the budget holds; returns how many objects were evicted. An object
-    /// larger than the whole budget is not stored.
+    /// Every object stored for `url` (its variants, oldest first), without
+    /// counting a use.
+    pub fn variants(&self, key: u64, url: &str) -> Vec<Arc<Object>> {
+        self.slots
+            .get(&key)
+            .map(|s| s.iter().filter(|o| o.url == url).cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Stores `object` (replacing what it supersedes), then evicts until
+    /// the budget holds; returns how many URLs were evicted. An object
+    /// larger than the whole budget, or with `Vary` but no secondary key,
+    /// is not stored.
     pub fn insert(&mut self, object: Arc<Object>) -> usize {
         let key = object.key();
-        let charge = object.charge();
-        self.remove(key);
-        if charge > self.capacity {
+        if object.charge() > self.capacity || !object.storable_key() {
+            // What it would have replaced is outdated all the same.
+            self.remove(key);
             return 0;
         }
-        self.policy.insert(key, charge);
-        self.objects.insert(key, object);
+        let mut slot = self.take(key).unwrap_or_default();
+        match &object.vary {
+            None => slot.clear(),
+            Some(v) => {
+                slot.retain(|o| o.url == object.url && o.vary.as_ref().is_some_and(|w| w != v));
+                if slot.len() >= MAX_VARIANTS {
+                    slot.drain(..=slot.len() - MAX_VARIANTS);
+                }
+            }
+        }
+        slot.push(object);
+        self.put_back(key, slot);
         let mut evicted = 0;
         while self.policy.bytes() > self.capacity {
             let Some(victim) = self.policy.evict() else {
                 break;
             };
-            self.objects.remove(&victim);
+            if let Some(s) = self.slots.remove(&victim) {
+                self.objects -= s.len();
+            }
             evicted += 1;
         }
         evicted
     }
 
-    pub fn remove(&mut self, key: u64) -> bool {
+    fn take(&mut self, key: u64) -> Option<Vec<Arc<Object>>> {
+        let slot = self.slots.remove(&key)?;
         self.policy.remove(key);
-        self.objects.remove(&key).is_some()
+        self.objects -= slot.len();
+        Some(slot)
     }
 
+    fn put_back(&mut self, key: u64, slot: Vec<Arc<Object>>) {
+        if slot.is_empty() {
+            return;
+        }
+        self.policy.insert(key, charge(&slot));
+        self.objects += slot.len();
+        self.slots.insert(key, slot);
+    }
+
+    /// Drops every variant stored under `key`.
+    pub fn remove(&mut self, key: u64) -> bool {
+        self.take(key).is_some()
+    }
+
+    /// Objects stored (variants count one each).
     pub fn len(&self) -> usize {
-        self.objects.len()
+        self.objects
     }
 
     pub fn is_empty(&self) -> bool {
-        self.objects.is_empty()
+        self.objects == 0
     }
 
     pub fn bytes(&self) -> u64 {

@@ -154,6 +154,7 @@ impl Plan {
             body,
             fresh: self.fresh,
             timing,
+            vary: None,
         }
     }
 }
