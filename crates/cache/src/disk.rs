@@ -590,4 +590,164 @@ mod tests {
         let (s, r) = DiskStore::open(dir.path(), 30_000, Policy::Lru).unwrap();
         assert!(r.evicted > 0 && s.bytes() <= 30_000, "{r:?}");
     }
+
+    fn h<'a>(v: &'a [(&'a str, &'a str)]) -> impl Iterator<Item = (&'a str, &'a [u8])> + Clone {
+        v.iter().map(|(n, v)| (*n, v.as_bytes()))
+    }
+
+    fn variant(url: &str, enc: &str) -> Object {
+        let mut o = object(url, enc.as_bytes());
+        o.head = Bytes::from_static(b"Vary: Accept-Encoding\r\n");
+        o.keyed_by(h(&[("Accept-Encoding", enc)]))
+    }
+
+    fn files(dir: &Path) -> usize {
+        fs::read_dir(dir.join("objects"))
+            .unwrap()
+            .map(|d| fs::read_dir(d.unwrap().path()).unwrap().count())
+            .sum()
+    }
+
+    /// `o` as format 1 wrote it: old magic, meta without the fields
+    /// format 2 added.
+    fn v1_file(o: &Object) -> Vec<u8> {
+        let mut meta = serde_json::to_value(Meta {
+            url: o.url.clone(),
+            status: o.status,
+            fresh: o.fresh,
+            timing: o.timing,
+            vary: None,
+        })
+        .unwrap();
+        let m = meta.as_object_mut().unwrap();
+        m.remove("vary");
+        for f in ["heuristic", "stale_while_revalidate", "stale_if_error"] {
+            m["fresh"].as_object_mut().unwrap().remove(f);
+        }
+        let meta = serde_json::to_vec(&meta).unwrap();
+        let mut out = Vec::new();
+        out.extend_from_slice(MAGIC_V1);
+        out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(o.head.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(o.body.len() as u64).to_le_bytes());
+        out.extend_from_slice(&meta);
+        out.extend_from_slice(&o.head);
+        out.extend_from_slice(&o.body);
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn rfc9111_4_1_variants_persist_with_their_secondary_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = DiskStore::open(dir.path(), 1 << 20, Policy::S3Fifo).unwrap();
+        let u = "http://o/v";
+        let k = crate::key_of(u);
+        s.put(&variant(u, "gzip")).unwrap();
+        s.put(&variant(u, "br")).unwrap();
+        s.put(&variant(u, "gzip")).unwrap();
+        assert_eq!((s.len(), files(dir.path())), (2, 2));
+        drop(s);
+        let (s, r) = DiskStore::open(dir.path(), 1 << 20, Policy::S3Fifo).unwrap();
+        assert_eq!((r.objects, r.discarded), (2, 0));
+        let got = s.get_for(k, u, h(&[("accept-encoding", "br")])).unwrap();
+        assert_eq!(got.body, "br");
+        assert_eq!(got.vary, variant(u, "br").vary);
+        assert!(s.get_for(k, u, h(&[("Accept-Encoding", "zstd")])).is_none());
+        assert!(s.get(k, u).is_none());
+        // A reply without Vary replaces them all, files included.
+        s.put(&object(u, b"plain")).unwrap();
+        assert_eq!((s.len(), files(dir.path())), (1, 1));
+        assert_eq!(
+            s.get_for(k, u, h(&[("Accept-Encoding", "br")]))
+                .unwrap()
+                .body,
+            "plain"
+        );
+        s.put(&variant(u, "br")).unwrap();
+        assert_eq!((s.len(), files(dir.path())), (1, 1));
+        s.remove(k);
+        assert_eq!((s.len(), files(dir.path()), s.bytes()), (0, 0, 0));
+    }
+
+    #[test]
+    fn rfc9111_4_1_disk_variants_are_bounded_and_unkeyed_vary_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = DiskStore::open(dir.path(), 1 << 20, Policy::Lru).unwrap();
+        let u = "http://o/v";
+        for i in 0..MAX_VARIANTS + 2 {
+            s.put(&variant(u, &format!("e{i}"))).unwrap();
+        }
+        assert_eq!((s.len(), files(dir.path())), (MAX_VARIANTS, MAX_VARIANTS));
+        let k = crate::key_of(u);
+        assert!(s.get_for(k, u, h(&[("Accept-Encoding", "e1")])).is_none());
+        assert!(s.get_for(k, u, h(&[("Accept-Encoding", "e2")])).is_some());
+        let mut bad = object(u, b"?");
+        bad.head = Bytes::from_static(b"Vary: Accept\r\n");
+        s.put(&bad).unwrap();
+        assert_eq!((s.len(), files(dir.path())), (0, 0));
+    }
+
+    #[test]
+    fn format_1_files_are_read_unless_they_carry_vary() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = DiskStore::open(dir.path(), 1 << 20, Policy::S3Fifo).unwrap();
+        let (plain, varied) = (object("http://o/p", b"old"), object("http://o/v", b"old"));
+        let mut varied_v1 = varied.clone();
+        varied_v1.head = Bytes::from_static(b"Vary: Accept\r\n");
+        for o in [&plain, &varied] {
+            s.put(o).unwrap();
+        }
+        fs::write(s.file_of("http://o/p"), v1_file(&plain)).unwrap();
+        fs::write(s.file_of("http://o/v"), v1_file(&varied_v1)).unwrap();
+        drop(s);
+        let (s, r) = DiskStore::open(dir.path(), 1 << 20, Policy::S3Fifo).unwrap();
+        assert_eq!((r.objects, r.discarded), (1, 1));
+        let got = s.get(crate::key_of("http://o/p"), "http://o/p").unwrap();
+        assert_eq!(
+            (got.body.clone(), got.head.clone(), got.vary.clone()),
+            (plain.body, plain.head, None)
+        );
+        assert!(got.fresh.heuristic && got.fresh.stale_if_error.is_none());
+        assert_eq!(got.fresh.max_age, plain.fresh.max_age);
+    }
+
+    #[test]
+    fn a_kill_between_replacing_and_deleting_drops_the_url_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = DiskStore::open(dir.path(), 1 << 20, Policy::S3Fifo).unwrap();
+        let u = "http://o/v";
+        s.put(&variant(u, "gzip")).unwrap();
+        let variant_file = fs::read_dir(s.file_of(u).parent().unwrap())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let bytes = fs::read(&variant_file).unwrap();
+        s.put(&object(u, b"plain")).unwrap();
+        // As if killed before the superseded variant was deleted.
+        fs::write(&variant_file, bytes).unwrap();
+        drop(s);
+        let (s, r) = DiskStore::open(dir.path(), 1 << 20, Policy::S3Fifo).unwrap();
+        assert_eq!((r.objects, r.discarded), (0, 2));
+        assert!(s.is_empty() && files(dir.path()) == 0);
+        // A file whose name does not match its secondary key is dropped.
+        s.put(&variant(u, "gzip")).unwrap();
+        let f = fs::read_dir(s.file_of(u).parent().unwrap())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        fs::rename(
+            &f,
+            f.with_file_name(format!("{:016x}-{:016x}", crate::key_of(u), 7)),
+        )
+        .unwrap();
+        drop(s);
+        let (_, r) = DiskStore::open(dir.path(), 1 << 20, Policy::S3Fifo).unwrap();
+        assert_eq!((r.objects, r.discarded), (0, 1));
+    }
 }

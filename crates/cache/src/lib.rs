@@ -162,3 +162,68 @@ impl Cache {
         self.disk.as_ref()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn h<'a>(v: &'a [(&'a str, &'a str)]) -> impl Iterator<Item = (&'a str, &'a [u8])> + Clone {
+        v.iter().map(|(n, v)| (*n, v.as_bytes()))
+    }
+
+    fn object(url: &str, head: &'static [u8], body: &'static [u8]) -> Object {
+        Object {
+            url: url.into(),
+            status: 200,
+            head: Bytes::from_static(head),
+            body: Bytes::from_static(body),
+            fresh: Freshness::of_reply([("Cache-Control", b"max-age=60".as_slice())], 0, 0),
+            timing: None,
+            vary: None,
+        }
+    }
+
+    #[test]
+    fn rfc9111_4_1_cache_lookups_by_url_and_request_headers() {
+        let dir = tempfile::tempdir().unwrap();
+        let (disk, _) = DiskStore::open(dir.path(), 1 << 20, Policy::S3Fifo).unwrap();
+        let c = Cache::new(1 << 20, Policy::S3Fifo, Some(disk));
+        let u = "http://o/x";
+        // Without Vary: any request headers select it, old calls too.
+        let plain = Arc::new(object(u, b"", b"plain"));
+        c.put_memory(plain.clone());
+        assert!(c.get_memory(u).is_some());
+        assert!(c
+            .get_memory_for(u, h(&[("Accept-Encoding", "gzip")]))
+            .is_some());
+        // Variants, on disk and in memory.
+        let vary = b"Vary: Accept-Encoding\r\n";
+        let gz = object(u, vary, b"gz").keyed_by(h(&[("Accept-Encoding", "gzip")]));
+        let id = object(u, vary, b"id").keyed_by(h(&[]));
+        for o in [&gz, &id] {
+            c.put_memory(Arc::new(o.clone()));
+            c.put_disk(o).unwrap();
+        }
+        assert_eq!(c.variants_memory(u).len(), 2);
+        assert_eq!(c.get_memory(u).unwrap().body, "id");
+        assert!(c
+            .get_memory_for(u, h(&[("Accept-Encoding", "br")]))
+            .is_none());
+        c.remove(u);
+        assert!(c.variants_memory(u).is_empty() && c.disk().unwrap().is_empty());
+        c.put_disk(&gz).unwrap();
+        assert!(c.get_disk_for(u, h(&[("Accept-Encoding", "br")])).is_none());
+        let got = c
+            .get_disk_for(u, h(&[("Accept-Encoding", "gzip")]))
+            .unwrap();
+        assert_eq!(got.body, "gz");
+        assert_eq!(
+            c.get_memory_for(u, h(&[("Accept-Encoding", "gzip")]))
+                .unwrap()
+                .body,
+            "gz"
+        );
+        assert_eq!(c.memory_usage().0, 1);
+    }
+}

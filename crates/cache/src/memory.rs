@@ -137,3 +137,119 @@ impl MemStore {
         self.policy.bytes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::freshness::Freshness;
+    use bytes::Bytes;
+
+    fn h<'a>(v: &'a [(&'a str, &'a str)]) -> impl Iterator<Item = (&'a str, &'a [u8])> + Clone {
+        v.iter().map(|(n, v)| (*n, v.as_bytes()))
+    }
+
+    fn object(url: &str, head: &str, body: &str) -> Object {
+        Object {
+            url: url.into(),
+            status: 200,
+            head: Bytes::from(head.to_string()),
+            body: Bytes::from(body.to_string()),
+            fresh: Freshness::of_reply([("Cache-Control", b"max-age=60".as_slice())], 0, 0),
+            timing: None,
+            vary: None,
+        }
+    }
+
+    fn variant(url: &str, enc: &str) -> Arc<Object> {
+        Arc::new(
+            object(url, "Vary: Accept-Encoding\r\n", enc).keyed_by(h(&[("Accept-Encoding", enc)])),
+        )
+    }
+
+    const U: &str = "http://o/x";
+
+    #[test]
+    fn rfc9111_4_1_variants_are_selected_by_the_request() {
+        let mut m = MemStore::new(1 << 20, Policy::S3Fifo);
+        let k = crate::key_of(U);
+        m.insert(variant(U, "gzip"));
+        m.insert(variant(U, "br"));
+        assert_eq!(m.len(), 2);
+        let got = |m: &mut MemStore, enc: &str| {
+            m.get_for(k, U, h(&[("Accept-Encoding", enc)]))
+                .map(|o| o.body.clone())
+        };
+        assert_eq!(got(&mut m, "gzip").as_deref(), Some(&b"gzip"[..]));
+        assert_eq!(got(&mut m, "br").as_deref(), Some(&b"br"[..]));
+        assert_eq!(got(&mut m, "identity"), None);
+        assert!(m.get(k, U).is_none());
+        // The same key again replaces its variant.
+        m.insert(Arc::new(
+            object(U, "Vary: accept-encoding\r\n", "gzip2")
+                .keyed_by(h(&[("Accept-Encoding", "gzip")])),
+        ));
+        assert_eq!(m.len(), 2);
+        assert_eq!(got(&mut m, "gzip").as_deref(), Some(&b"gzip2"[..]));
+        assert_eq!(m.variants(k, U).len(), 2);
+        assert!(m.remove(k));
+        assert!(m.is_empty() && m.bytes() == 0);
+    }
+
+    #[test]
+    fn rfc9111_4_1_a_reply_without_vary_replaces_all_variants_and_back() {
+        let mut m = MemStore::new(1 << 20, Policy::Lru);
+        let k = crate::key_of(U);
+        m.insert(variant(U, "gzip"));
+        m.insert(variant(U, "br"));
+        m.insert(Arc::new(object(U, "", "plain")));
+        assert_eq!(m.len(), 1);
+        assert!(m
+            .get_for(k, U, h(&[("Accept-Encoding", "gzip")]))
+            .is_some_and(|o| o.body == "plain"));
+        assert!(m.get(k, U).is_some());
+        m.insert(variant(U, "br"));
+        assert_eq!(m.len(), 1);
+        assert!(m.get(k, U).is_none());
+        assert_eq!(m.bytes(), variant(U, "br").charge());
+    }
+
+    #[test]
+    fn rfc9111_4_1_variants_are_bounded_oldest_dropped() {
+        let mut m = MemStore::new(1 << 20, Policy::S3Fifo);
+        let k = crate::key_of(U);
+        for i in 0..MAX_VARIANTS + 3 {
+            m.insert(variant(U, &format!("e{i}")));
+        }
+        assert_eq!(m.len(), MAX_VARIANTS);
+        assert!(m.get_for(k, U, h(&[("Accept-Encoding", "e2")])).is_none());
+        assert!(m.get_for(k, U, h(&[("Accept-Encoding", "e3")])).is_some());
+        let total: u64 = m.variants(k, U).iter().map(|o| o.charge()).sum();
+        assert_eq!(m.bytes(), total);
+    }
+
+    #[test]
+    fn rfc9111_4_1_vary_star_is_stored_but_never_served_and_unkeyed_vary_is_refused() {
+        let mut m = MemStore::new(1 << 20, Policy::S3Fifo);
+        let k = crate::key_of(U);
+        m.insert(Arc::new(object(U, "Vary: *\r\n", "star").keyed_by(h(&[]))));
+        assert_eq!(m.len(), 1);
+        assert!(m.get_for(k, U, h(&[])).is_none());
+        // Vary in the head but no secondary key: nothing stored.
+        m.insert(Arc::new(object(U, "Vary: Accept\r\n", "?")));
+        assert!(m.is_empty());
+    }
+
+    #[test]
+    fn eviction_drops_a_url_with_all_its_variants_and_keeps_the_budget() {
+        let one = variant(U, "gzip").charge();
+        let mut m = MemStore::new(one * 5, Policy::Lru);
+        m.insert(variant(U, "gzip"));
+        m.insert(variant(U, "br"));
+        for i in 0..4 {
+            m.insert(Arc::new(object(&format!("http://o/{i}"), "", "gzip")));
+            assert!(m.bytes() <= one * 5);
+        }
+        assert!(m.variants(crate::key_of(U), U).is_empty());
+        assert_eq!(m.len(), 4);
+    }
+}

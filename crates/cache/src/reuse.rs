@@ -107,3 +107,149 @@ pub fn on_origin_error(request: &Directives, fresh: &Freshness, now: u64) -> OnE
         OnError::ServeStale
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::MAX_DELTA;
+
+    const T0: u64 = 1_800_000_000;
+
+    fn req(cc: &str) -> Directives {
+        Directives::parse([("Cache-Control", cc.as_bytes())])
+    }
+
+    /// Stored at T0 with these response directives.
+    fn stored(cc: &str) -> Freshness {
+        Freshness::of_reply([("Cache-Control", cc.as_bytes())], T0, T0)
+    }
+
+    #[test]
+    fn rfc9111_4_2_fresh_is_served_stale_is_validated() {
+        let f = stored("max-age=10");
+        assert_eq!(reuse(&req(""), &f, T0 + 9), Reuse::Fresh);
+        assert_eq!(reuse(&req(""), &f, T0 + 10), Reuse::Validate);
+        assert_eq!(
+            reuse(&req(""), &stored("no-cache, max-age=10"), T0),
+            Reuse::Validate
+        );
+    }
+
+    #[test]
+    fn rfc9111_5_2_1_4_request_no_cache_validates() {
+        assert_eq!(
+            reuse(&req("no-cache"), &stored("max-age=10"), T0),
+            Reuse::Validate
+        );
+        let pragma = Directives::parse([("Pragma", b"no-cache".as_slice())]);
+        assert_eq!(reuse(&pragma, &stored("max-age=10"), T0), Reuse::Validate);
+    }
+
+    #[test]
+    fn rfc9111_5_2_1_1_request_max_age() {
+        let f = stored("max-age=100");
+        assert_eq!(reuse(&req("max-age=5"), &f, T0 + 5), Reuse::Fresh);
+        assert_eq!(reuse(&req("max-age=5"), &f, T0 + 6), Reuse::Validate);
+        assert_eq!(reuse(&req("max-age=0"), &f, T0), Reuse::Fresh);
+        assert_eq!(reuse(&req("max-age=0"), &f, T0 + 1), Reuse::Validate);
+        // max-stale does not excuse an age over max-age.
+        assert_eq!(
+            reuse(&req("max-age=5, max-stale"), &f, T0 + 6),
+            Reuse::Validate
+        );
+        // An invalid request max-age is ignored.
+        assert_eq!(reuse(&req("max-age=x"), &f, T0 + 50), Reuse::Fresh);
+    }
+
+    #[test]
+    fn rfc9111_5_2_1_3_min_fresh() {
+        let f = stored("max-age=100");
+        assert_eq!(reuse(&req("min-fresh=30"), &f, T0 + 70), Reuse::Fresh);
+        assert_eq!(reuse(&req("min-fresh=30"), &f, T0 + 71), Reuse::Validate);
+        assert_eq!(
+            reuse(&req(&format!("min-fresh={MAX_DELTA}")), &f, T0),
+            Reuse::Validate
+        );
+    }
+
+    #[test]
+    fn rfc9111_5_2_1_2_max_stale() {
+        let f = stored("max-age=10");
+        assert_eq!(reuse(&req("max-stale=5"), &f, T0 + 15), Reuse::Stale);
+        assert_eq!(reuse(&req("max-stale=5"), &f, T0 + 16), Reuse::Validate);
+        assert_eq!(reuse(&req("max-stale"), &f, T0 + 1_000_000), Reuse::Stale);
+        // Never over must-revalidate, proxy-revalidate, s-maxage (§4.2.4).
+        for strict in [
+            "max-age=10, must-revalidate",
+            "max-age=10, proxy-revalidate",
+            "s-maxage=10",
+        ] {
+            assert_eq!(
+                reuse(&req("max-stale"), &stored(strict), T0 + 11),
+                Reuse::Validate,
+                "{strict}"
+            );
+        }
+    }
+
+    #[test]
+    fn rfc5861_3_stale_while_revalidate() {
+        let f = stored("max-age=10, stale-while-revalidate=5");
+        assert_eq!(reuse(&req(""), &f, T0 + 12), Reuse::StaleWhileRevalidate);
+        assert_eq!(reuse(&req(""), &f, T0 + 16), Reuse::Validate);
+        assert_eq!(reuse(&req("no-cache"), &f, T0 + 12), Reuse::Validate);
+        let strict = stored("max-age=10, must-revalidate, stale-while-revalidate=5");
+        assert_eq!(reuse(&req(""), &strict, T0 + 12), Reuse::Validate);
+    }
+
+    #[test]
+    fn rfc9111_5_2_1_7_only_if_cached() {
+        let f = stored("max-age=10");
+        assert_eq!(reuse(&req("only-if-cached"), &f, T0 + 1), Reuse::Fresh);
+        assert_eq!(
+            reuse(&req("only-if-cached"), &f, T0 + 11),
+            Reuse::GatewayTimeout
+        );
+        assert_eq!(
+            reuse(&req("only-if-cached, max-stale"), &f, T0 + 11),
+            Reuse::Stale
+        );
+        assert_eq!(
+            reuse(&req("only-if-cached, no-cache"), &f, T0),
+            Reuse::GatewayTimeout
+        );
+    }
+
+    #[test]
+    fn rfc5861_4_and_rfc9111_5_2_2_2_origin_errors() {
+        let f = stored("max-age=10, stale-if-error=60");
+        assert_eq!(on_origin_error(&req(""), &f, T0 + 70), OnError::ServeStale);
+        assert_eq!(on_origin_error(&req(""), &f, T0 + 71), OnError::Error);
+        assert_eq!(
+            on_origin_error(&req("stale-if-error=100"), &f, T0 + 100),
+            OnError::ServeStale
+        );
+        assert_eq!(
+            on_origin_error(&req("no-cache"), &f, T0 + 20),
+            OnError::Error
+        );
+        let plain = stored("max-age=10");
+        assert_eq!(on_origin_error(&req(""), &plain, T0 + 20), OnError::Error);
+        assert_eq!(
+            on_origin_error(&req("stale-if-error=30"), &plain, T0 + 20),
+            OnError::ServeStale
+        );
+        for strict in [
+            "max-age=10, must-revalidate, stale-if-error=60",
+            "max-age=10, proxy-revalidate",
+            "s-maxage=10",
+            "no-cache",
+        ] {
+            assert_eq!(
+                on_origin_error(&req(""), &stored(strict), T0 + 20),
+                OnError::GatewayTimeout,
+                "{strict}"
+            );
+        }
+    }
+}

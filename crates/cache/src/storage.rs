@@ -162,3 +162,174 @@ pub fn strip_fields(head: &[u8], names: &[impl AsRef<str>]) -> Vec<u8> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decide(
+        status: u16,
+        req: &[(&str, &str)],
+        resp: &[(&str, &str)],
+        body: bool,
+        t: &Targeted,
+    ) -> Storage {
+        storable_with(
+            status,
+            req.iter().map(|(n, v)| (*n, v.as_bytes())),
+            resp.iter().map(|(n, v)| (*n, v.as_bytes())),
+            body,
+            t,
+        )
+    }
+
+    fn plain(req: &[(&str, &str)], resp: &[(&str, &str)]) -> Storage {
+        decide(200, req, resp, false, &Targeted::none())
+    }
+
+    const FRESH: (&str, &str) = ("Cache-Control", "max-age=60");
+
+    #[test]
+    fn rfc9111_3_no_store_private_and_statuses() {
+        assert_eq!(plain(&[], &[FRESH]), Storage::Store { strip: vec![] });
+        assert_eq!(
+            plain(&[("Cache-Control", "no-store")], &[FRESH]),
+            Storage::Refuse(Refusal::RequestNoStore)
+        );
+        assert_eq!(
+            plain(&[], &[("Cache-Control", "max-age=5, no-store")]),
+            Storage::Refuse(Refusal::NoStore)
+        );
+        assert_eq!(
+            plain(&[], &[("Cache-Control", "private, max-age=5")]),
+            Storage::Refuse(Refusal::Private)
+        );
+        let t = Targeted::none();
+        assert_eq!(
+            decide(206, &[], &[FRESH], false, &t),
+            Storage::Refuse(Refusal::Partial)
+        );
+        assert_eq!(
+            decide(302, &[], &[], false, &t),
+            Storage::Refuse(Refusal::Status)
+        );
+        assert!(decide(302, &[], &[FRESH], false, &t).is_store());
+        assert!(decide(307, &[], &[("Expires", "0")], false, &t).is_store());
+        assert!(decide(404, &[], &[], false, &t).is_store());
+        assert_eq!(
+            decide(304, &[], &[FRESH], false, &t),
+            Storage::Refuse(Refusal::Status)
+        );
+        assert_eq!(
+            decide(100, &[], &[FRESH], false, &t),
+            Storage::Refuse(Refusal::Status)
+        );
+        assert_eq!(Refusal::SetCookie.name(), "set-cookie");
+    }
+
+    #[test]
+    fn rfc9111_3_request_with_a_body_is_not_stored() {
+        let t = Targeted::none();
+        assert_eq!(
+            decide(200, &[], &[FRESH], true, &t),
+            Storage::Refuse(Refusal::RequestBody)
+        );
+    }
+
+    #[test]
+    fn rfc9111_3_5_authorization_needs_public_s_maxage_or_must_revalidate() {
+        let auth = [("Authorization", "Basic eDp5")];
+        assert_eq!(
+            plain(&auth, &[FRESH]),
+            Storage::Refuse(Refusal::Authorization)
+        );
+        assert_eq!(
+            plain(&auth, &[("Cache-Control", "max-age=5, proxy-revalidate")]),
+            Storage::Refuse(Refusal::Authorization)
+        );
+        for ok in ["public", "s-maxage=5", "max-age=5, must-revalidate"] {
+            assert!(plain(&auth, &[("Cache-Control", ok)]).is_store(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn rfc9111_5_2_2_private_and_no_cache_field_lists_are_stripped() {
+        let s = plain(
+            &[],
+            &[(
+                "Cache-Control",
+                "max-age=5, private=\"X-A\", no-cache=\"x-b, X-A\"",
+            )],
+        );
+        assert_eq!(s.strip(), ["x-a", "x-b"]);
+        // Unqualified no-cache: stored, to be validated before each use.
+        assert_eq!(
+            plain(&[], &[("Cache-Control", "no-cache")]),
+            Storage::Store { strip: vec![] }
+        );
+    }
+
+    #[test]
+    fn set_cookie_is_stored_only_when_shareable_and_never_kept() {
+        let cookie = ("Set-Cookie", "id=1");
+        assert_eq!(
+            plain(&[], &[FRESH, cookie]),
+            Storage::Refuse(Refusal::SetCookie)
+        );
+        assert_eq!(
+            plain(&[], &[("Cache-Control", "public"), cookie]).strip(),
+            ["set-cookie"]
+        );
+        assert_eq!(
+            plain(&[], &[("Cache-Control", "s-maxage=9"), cookie]).strip(),
+            ["set-cookie"]
+        );
+        // Named by the origin itself: stripped, the rest shareable.
+        let s = plain(
+            &[],
+            &[
+                ("Cache-Control", "max-age=9, no-cache=\"Set-Cookie\""),
+                cookie,
+            ],
+        );
+        assert_eq!(s.strip(), ["set-cookie"]);
+    }
+
+    #[test]
+    fn rfc9213_targeted_field_decides_storage() {
+        let cdn = Targeted::cdn();
+        let h = [
+            ("Cache-Control", "no-store"),
+            ("CDN-Cache-Control", "max-age=60"),
+        ];
+        assert!(decide(200, &[], &h, false, &cdn).is_store());
+        assert_eq!(
+            decide(200, &[], &h, false, &Targeted::none()),
+            Storage::Refuse(Refusal::NoStore)
+        );
+        let h = [
+            ("Cache-Control", "max-age=60"),
+            ("CDN-Cache-Control", "no-store"),
+        ];
+        assert_eq!(
+            decide(200, &[], &h, false, &cdn),
+            Storage::Refuse(Refusal::NoStore)
+        );
+        // Expires is ignored once the targeted field is valid.
+        let h = [
+            ("Expires", "Fri, 15 Jan 2027 08:00:00 GMT"),
+            ("CDN-Cache-Control", "must-revalidate"),
+        ];
+        assert_eq!(
+            decide(302, &[], &h, false, &cdn),
+            Storage::Refuse(Refusal::Status)
+        );
+    }
+
+    #[test]
+    fn strip_fields_removes_named_lines_case_insensitively() {
+        let head = b"A: 1\r\nSet-Cookie: x\r\nset-cookie: y\r\nB: 2\r\n";
+        assert_eq!(strip_fields(head, &["SET-COOKIE"]), b"A: 1\r\nB: 2\r\n");
+        assert_eq!(strip_fields(head, &[] as &[&str]), head);
+    }
+}

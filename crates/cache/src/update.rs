@@ -131,3 +131,160 @@ where
         Vec::new()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::freshness::Freshness;
+    use crate::targeted::Targeted;
+    use bytes::Bytes;
+    use cacheoff_http::date;
+
+    const T0: u64 = 1_800_000_000;
+
+    fn h<'a>(v: &'a [(&'a str, &'a str)]) -> impl Iterator<Item = (&'a str, &'a [u8])> + Clone {
+        v.iter().map(|(n, v)| (*n, v.as_bytes()))
+    }
+
+    fn object(head: &str, at: u64) -> Arc<Object> {
+        let head = Bytes::from(head.to_string());
+        let fresh = Freshness::of_reply(crate::header_pairs(&head), at, at);
+        Arc::new(Object {
+            url: "http://o/x".into(),
+            status: 200,
+            head,
+            body: Bytes::from_static(b"body"),
+            fresh,
+            timing: None,
+            vary: None,
+        })
+    }
+
+    #[test]
+    fn rfc9111_3_2_update_replaces_same_named_fields_and_keeps_the_rest() {
+        let stored = b"Content-Type: text/plain\r\nX-A: 1\r\nx-a: 2\r\nETag: \"e\"\r\n";
+        let out = merge_headers(stored, h(&[("X-A", "3"), ("X-New", "n")]), &[]);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "Content-Type: text/plain\r\nETag: \"e\"\r\nX-A: 3\r\nX-New: n\r\n"
+        );
+    }
+
+    #[test]
+    fn rfc9111_3_2_hop_by_hop_connection_options_and_content_length_are_not_taken() {
+        let stored = b"Content-Type: text/plain\r\nX-Secret: s\r\n";
+        let update = [
+            ("Connection", "keep-alive, X-Secret"),
+            ("Keep-Alive", "timeout=5"),
+            ("Proxy-Connection", "close"),
+            ("TE", "trailers"),
+            ("Transfer-Encoding", "chunked"),
+            ("Upgrade", "h2c"),
+            ("Proxy-Authenticate", "Basic"),
+            ("Proxy-Authorization", "x"),
+            ("Trailer", "X-T"),
+            ("X-Secret", "t"),
+            ("Content-Length", "99"),
+            ("Age", "5"),
+            ("Set-Cookie", "c=1"),
+            ("Cache-Control", "max-age=60"),
+        ];
+        let out = String::from_utf8(merge_headers(stored, h(&update), &[])).unwrap();
+        // The stored X-Secret stays: the 304's copy is hop-by-hop.
+        assert_eq!(
+            out,
+            "Content-Type: text/plain\r\nX-Secret: s\r\nCache-Control: max-age=60\r\n"
+        );
+    }
+
+    #[test]
+    fn rfc9111_3_2_stripped_fields_leave_both_copies() {
+        let stored = b"X-A: 1\r\nX-B: 1\r\n";
+        let out = merge_headers(stored, h(&[("X-A", "2"), ("X-C", "3")]), &["x-a".into()]);
+        assert_eq!(out, b"X-B: 1\r\nX-C: 3\r\n");
+    }
+
+    #[test]
+    fn rfc9111_4_3_4_freshened_object_recomputes_from_merged_fields() {
+        let stored = object(
+            &format!(
+                "Date: {}\r\nCache-Control: max-age=10\r\nETag: \"v\"\r\nX-Keep: k\r\n",
+                date::format(T0 as i64)
+            ),
+            T0,
+        );
+        assert!(!stored.fresh.is_fresh(T0 + 50));
+        // The 304 repeats no Cache-Control: the stored max-age holds, from
+        // the 304's own Date and Age.
+        let d = date::format((T0 + 50) as i64);
+        let up = [
+            ("Date", d.as_str()),
+            ("Age", "3"),
+            ("ETag", "\"v\""),
+            ("Content-Length", "0"),
+        ];
+        let o = stored.freshened(h(&up), T0 + 50, T0 + 50, &Targeted::none());
+        assert_eq!((o.fresh.date, o.fresh.age), (T0 + 50, 3));
+        assert!(o.fresh.is_fresh(T0 + 56));
+        assert!(!o.fresh.is_fresh(T0 + 57));
+        assert_eq!((o.body.clone(), o.status), (stored.body.clone(), 200));
+        let head = String::from_utf8(o.head.to_vec()).unwrap();
+        assert!(
+            head.contains("X-Keep: k") && !head.contains("Content-Length") && !head.contains("Age")
+        );
+        // A 304 with a new lifetime and private fields.
+        let up = [("Cache-Control", "max-age=100, private=\"X-Keep\"")];
+        let o = stored.freshened(h(&up), T0 + 50, T0 + 50, &Targeted::none());
+        assert!(o.fresh.is_fresh(T0 + 149));
+        let head = String::from_utf8(o.head.to_vec()).unwrap();
+        assert!(!head.contains("X-Keep: k"), "{head}");
+    }
+
+    #[test]
+    fn rfc9111_4_3_4_strong_etag_selects_every_strong_match() {
+        let a = object("ETag: \"a\"\r\n", T0);
+        let b = object("ETag: \"b\"\r\n", T0);
+        let a2 = object("ETag: \"a\"\r\n", T0 + 1);
+        let wa = object("ETag: W/\"a\"\r\n", T0 + 2);
+        let stored = [a, b, a2, wa];
+        assert_eq!(select_for_update(h(&[("ETag", "\"a\"")]), &stored), [0, 2]);
+        assert_eq!(
+            select_for_update(h(&[("ETag", "\"z\"")]), &stored),
+            [] as [usize; 0]
+        );
+    }
+
+    #[test]
+    fn rfc9111_4_3_4_weak_validators_select_the_most_recent_match() {
+        let a = object("ETag: \"a\"\r\n", T0);
+        let wa = object("ETag: W/\"a\"\r\n", T0 + 2);
+        let b = object("ETag: \"b\"\r\n", T0 + 5);
+        assert_eq!(
+            select_for_update(h(&[("ETag", "W/\"a\"")]), &[a.clone(), wa, b.clone()]),
+            [1]
+        );
+        let lm = date::format((T0 - 100) as i64);
+        let with_lm = object(&format!("Last-Modified: {lm}\r\n"), T0);
+        let other = object(
+            &format!("Last-Modified: {}\r\n", date::format(T0 as i64)),
+            T0 + 9,
+        );
+        let stored = [with_lm, other];
+        assert_eq!(
+            select_for_update(h(&[("Last-Modified", lm.as_str())]), &stored),
+            [0]
+        );
+    }
+
+    #[test]
+    fn rfc9111_4_3_4_no_validator_selects_a_lone_response_without_one() {
+        let bare = object("X: 1\r\n", T0);
+        assert_eq!(
+            select_for_update(h(&[("Date", "x")]), std::slice::from_ref(&bare)),
+            [0]
+        );
+        assert!(select_for_update(h(&[]), &[bare.clone(), bare]).is_empty());
+        let tagged = object("ETag: \"a\"\r\n", T0);
+        assert!(select_for_update(h(&[]), &[tagged]).is_empty());
+    }
+}

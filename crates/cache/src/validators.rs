@@ -195,3 +195,168 @@ impl Conditional {
         self.if_none_match.is_none() && self.if_modified_since.is_none()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tag(v: &str) -> EntityTag<'_> {
+        EntityTag::parse(v.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn rfc9110_8_8_3_entity_tags_parse() {
+        assert_eq!(
+            tag("\"xyzzy\""),
+            EntityTag {
+                weak: false,
+                opaque: b"xyzzy"
+            }
+        );
+        assert_eq!(
+            tag(" W/\"xyzzy\" "),
+            EntityTag {
+                weak: true,
+                opaque: b"xyzzy"
+            }
+        );
+        assert_eq!(tag("\"\"").opaque, b"");
+        for bad in ["xyzzy", "\"a", "w/\"a\"", "\"a\"b", "\"a b\"", "W/ \"a\""] {
+            assert_eq!(EntityTag::parse(bad.as_bytes()), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn rfc9110_8_8_3_2_weak_and_strong_comparison() {
+        // The table of §8.8.3.2.
+        let cases = [
+            ("W/\"1\"", "W/\"1\"", false, true),
+            ("W/\"1\"", "W/\"2\"", false, false),
+            ("W/\"1\"", "\"1\"", false, true),
+            ("\"1\"", "\"1\"", true, true),
+        ];
+        for (a, b, strong, weak) in cases {
+            assert_eq!(tag(a).strong_eq(&tag(b)), strong, "{a} {b}");
+            assert_eq!(tag(a).weak_eq(&tag(b)), weak, "{a} {b}");
+        }
+    }
+
+    #[test]
+    fn rfc9110_13_1_2_tag_lists() {
+        let l = TagList::parse(b"W/\"a\", \"b\",,\"c\"").unwrap();
+        assert_eq!(
+            l,
+            TagList::Tags(vec![tag("W/\"a\""), tag("\"b\""), tag("\"c\"")])
+        );
+        assert_eq!(TagList::parse(b" * "), Some(TagList::Any));
+        assert_eq!(TagList::parse(b"\"a\" \"b\""), None);
+        assert_eq!(TagList::parse(b"\"a\", *"), None);
+        let h = [
+            ("If-None-Match", b"\"a\"".as_slice()),
+            ("if-none-match", b"W/\"b\""),
+        ];
+        assert_eq!(
+            TagList::of(h, "If-None-Match"),
+            Some(TagList::Tags(vec![tag("\"a\""), tag("W/\"b\"")]))
+        );
+        let h = [
+            ("If-None-Match", b"*".as_slice()),
+            ("If-None-Match", b"\"b\""),
+        ];
+        assert_eq!(TagList::of(h, "If-None-Match"), None);
+        assert_eq!(TagList::of([("X", b"*".as_slice())], "If-None-Match"), None);
+    }
+
+    fn nm(req: &[(&str, &str)], status: u16, etag: Option<&str>, lm: Option<u64>) -> bool {
+        let etag = etag.map(tag);
+        not_modified(
+            req.iter().map(|(n, v)| (*n, v.as_bytes())),
+            status,
+            etag.as_ref(),
+            lm,
+        )
+    }
+
+    #[test]
+    fn rfc9110_13_1_2_if_none_match_uses_weak_comparison() {
+        assert!(nm(
+            &[("If-None-Match", "W/\"a\"")],
+            200,
+            Some("\"a\""),
+            None
+        ));
+        assert!(nm(
+            &[("If-None-Match", "\"x\", \"a\"")],
+            200,
+            Some("W/\"a\""),
+            None
+        ));
+        assert!(!nm(&[("If-None-Match", "\"x\"")], 200, Some("\"a\""), None));
+        assert!(nm(&[("If-None-Match", "*")], 200, Some("\"a\""), None));
+        assert!(!nm(&[("If-None-Match", "*")], 200, None, None));
+        assert!(!nm(&[("If-None-Match", "\"a\"")], 404, Some("\"a\""), None));
+    }
+
+    #[test]
+    fn rfc9110_13_1_3_if_modified_since() {
+        let lm = 1_800_000_000;
+        let at = |t: u64| date::format(t as i64);
+        assert!(nm(&[("If-Modified-Since", &at(lm))], 200, None, Some(lm)));
+        assert!(nm(
+            &[("If-Modified-Since", &at(lm + 1))],
+            200,
+            None,
+            Some(lm)
+        ));
+        assert!(!nm(
+            &[("If-Modified-Since", &at(lm - 1))],
+            200,
+            None,
+            Some(lm)
+        ));
+        assert!(!nm(
+            &[("If-Modified-Since", "garbage")],
+            200,
+            None,
+            Some(lm)
+        ));
+        assert!(!nm(&[("If-Modified-Since", &at(lm))], 200, None, None));
+    }
+
+    #[test]
+    fn rfc9110_13_2_2_if_none_match_takes_precedence_over_if_modified_since() {
+        let lm = 1_800_000_000;
+        let ims = date::format(lm as i64);
+        let req = [
+            ("If-None-Match", "\"new\""),
+            ("If-Modified-Since", ims.as_str()),
+        ];
+        assert!(!nm(&req, 200, Some("\"old\""), Some(lm)));
+        let req = [
+            ("If-None-Match", "\"old\""),
+            ("If-Modified-Since", "garbage"),
+        ];
+        assert!(nm(&req, 200, Some("\"old\""), Some(lm)));
+        // An invalid If-None-Match is ignored: If-Modified-Since decides.
+        let req = [
+            ("If-None-Match", "old"),
+            ("If-Modified-Since", ims.as_str()),
+        ];
+        assert!(nm(&req, 200, Some("\"old\""), Some(lm)));
+    }
+
+    #[test]
+    fn rfc9111_4_3_1_validators_to_send() {
+        let h = [
+            ("ETag", b"W/\"v1\"".as_slice()),
+            ("Last-Modified", b"Fri, 15 Jan 2027 08:00:00 GMT"),
+        ];
+        let c = Conditional::of(h);
+        assert_eq!(c.if_none_match.as_deref(), Some(&b"W/\"v1\""[..]));
+        assert_eq!(
+            c.if_modified_since.as_deref(),
+            Some("Fri, 15 Jan 2027 08:00:00 GMT")
+        );
+        assert!(Conditional::of([("ETag", b"bad".as_slice())]).is_empty());
+    }
+}
