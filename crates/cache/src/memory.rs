@@ -16,9 +16,25 @@ use std::sync::Arc;
 /// Variants kept per URL; storing one more drops the oldest.
 pub const MAX_VARIANTS: usize = 8;
 
+/// A URL's objects: the common case without `Vary` costs no extra
+/// allocation or indirection on a hit.
+enum Slot {
+    One(Arc<Object>),
+    Variants(Vec<Arc<Object>>),
+}
+
+impl Slot {
+    fn objects(&self) -> &[Arc<Object>] {
+        match self {
+            Slot::One(o) => std::slice::from_ref(o),
+            Slot::Variants(v) => v,
+        }
+    }
+}
+
 pub struct MemStore {
     capacity: u64,
-    slots: HashMap<u64, Vec<Arc<Object>>>,
+    slots: HashMap<u64, Slot>,
     objects: usize,
     policy: Box<dyn Eviction>,
 }
@@ -51,6 +67,7 @@ impl MemStore {
     {
         let slot = self.slots.get(&key)?;
         let o = slot
+            .objects()
             .iter()
             .rev()
             .find(|o| o.url == url && o.matches(request.clone()))?;
@@ -63,7 +80,13 @@ impl MemStore {
     pub fn variants(&self, key: u64, url: &str) -> Vec<Arc<Object>> {
         self.slots
             .get(&key)
-            .map(|s| s.iter().filter(|o| o.url == url).cloned().collect())
+            .map(|s| {
+                s.objects()
+                    .iter()
+                    .filter(|o| o.url == url)
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -96,7 +119,7 @@ impl MemStore {
                 break;
             };
             if let Some(s) = self.slots.remove(&victim) {
-                self.objects -= s.len();
+                self.objects -= s.objects().len();
             }
             evicted += 1;
         }
@@ -106,8 +129,11 @@ impl MemStore {
     fn take(&mut self, key: u64) -> Option<Vec<Arc<Object>>> {
         let slot = self.slots.remove(&key)?;
         self.policy.remove(key);
-        self.objects -= slot.len();
-        Some(slot)
+        self.objects -= slot.objects().len();
+        Some(match slot {
+            Slot::One(o) => vec![o],
+            Slot::Variants(v) => v,
+        })
     }
 
     fn put_back(&mut self, key: u64, slot: Vec<Arc<Object>>) {
@@ -116,6 +142,11 @@ impl MemStore {
         }
         self.policy.insert(key, charge(&slot));
         self.objects += slot.len();
+        let slot = match <[_; 1]>::try_from(slot) {
+            Ok([o]) if o.vary.is_none() => Slot::One(o),
+            Ok([o]) => Slot::Variants(vec![o]),
+            Err(v) => Slot::Variants(v),
+        };
         self.slots.insert(key, slot);
     }
 

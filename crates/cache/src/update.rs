@@ -132,6 +132,30 @@ where
     }
 }
 
+/// Whether a `HEAD` reply may freshen a stored response (§4.3.5): its
+/// `ETag`, `Last-Modified` and `Content-Length`, where both sides have
+/// them, agree; else the stored response describes another
+/// representation and the proxy should drop it rather than update it.
+pub fn head_updates<'a, H>(stored: &Object, head: H) -> bool
+where
+    H: IntoIterator<Item = (&'a str, &'a [u8])> + Clone,
+{
+    let tags = (etag_of(stored.headers()), etag_of(head.clone()));
+    let same_tag = match tags {
+        (Some(a), Some(b)) => a.strong_eq(&b) || (a.weak && b.weak && a.weak_eq(&b)),
+        _ => true,
+    };
+    let same_lm = match (stored.fresh.last_modified, last_modified_of(head.clone())) {
+        (Some(a), Some(b)) => a == b,
+        _ => true,
+    };
+    let length = head
+        .into_iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| std::str::from_utf8(v).ok()?.trim().parse::<u64>().ok());
+    same_tag && same_lm && length.is_none_or(|l| l == stored.body.len() as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,5 +310,25 @@ mod tests {
         assert!(select_for_update(h(&[]), &[bare.clone(), bare]).is_empty());
         let tagged = object("ETag: \"a\"\r\n", T0);
         assert!(select_for_update(h(&[]), &[tagged]).is_empty());
+    }
+
+    #[test]
+    fn rfc9111_4_3_5_head_freshens_only_the_same_representation() {
+        let lm = date::format((T0 - 100) as i64);
+        let stored = object(&format!("ETag: \"a\"\r\nLast-Modified: {lm}\r\n"), T0);
+        assert!(head_updates(
+            &stored,
+            h(&[("ETag", "\"a\""), ("Content-Length", "4")])
+        ));
+        assert!(head_updates(&stored, h(&[("Last-Modified", lm.as_str())])));
+        assert!(head_updates(&stored, h(&[])));
+        assert!(!head_updates(&stored, h(&[("ETag", "\"b\"")])));
+        assert!(!head_updates(&stored, h(&[("ETag", "W/\"a\"")])));
+        assert!(!head_updates(&stored, h(&[("Content-Length", "5")])));
+        let later = date::format(T0 as i64);
+        assert!(!head_updates(
+            &stored,
+            h(&[("Last-Modified", later.as_str())])
+        ));
     }
 }
