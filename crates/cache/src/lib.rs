@@ -1,12 +1,18 @@
 //! Storage and rules of the reference caching proxy; no I/O runtime.
 //!
-//! - [`control`]: `Cache-Control`/`Pragma` directives.
-//! - [`freshness`]: RFC 9111 storability, lifetimes, ages ([`Freshness`]),
-//!   every function taking `now`.
+//! - [`control`]: `Cache-Control`/`Pragma` directives ([`Directives`]);
+//!   [`targeted`]: `CDN-Cache-Control` and other targeted fields that
+//!   replace them for a surrogate ([`Targeted`]).
+//! - [`freshness`]: lifetimes and ages ([`Freshness`]), every function
+//!   taking `now`; [`storage`]: whether a reply is stored and without
+//!   which fields ([`Storage`]); [`reuse`]: whether a stored reply answers
+//!   a request as is ([`Reuse`], [`OnError`]).
+//! - [`vary`]: secondary keys ([`Variant`]); [`validators`]: entity tags
+//!   and conditional requests; [`update`]: freshening with a 304.
 //! - [`policy`]: eviction, [`S3Fifo`](policy::S3Fifo) and
 //!   [`Lru`](policy::Lru) behind the [`Eviction`] trait.
-//! - [`Object`]: a stored reply; [`MemStore`] keeps objects in memory,
-//!   [`DiskStore`] in files that survive `kill -9`.
+//! - [`Object`]: a stored reply and its secondary key; [`MemStore`] keeps
+//!   objects in memory, [`DiskStore`] in files that survive `kill -9`.
 //! - [`Cache`]: the memory store sharded behind locks, over an optional
 //!   disk store.
 
@@ -16,13 +22,23 @@ pub mod freshness;
 mod memory;
 mod object;
 pub mod policy;
+pub mod reuse;
+pub mod storage;
+pub mod targeted;
+pub mod update;
+pub mod validators;
+pub mod vary;
 
 pub use control::Directives;
 pub use disk::{DiskError, DiskStore, OpenReport};
 pub use freshness::Freshness;
-pub use memory::MemStore;
-pub use object::{key_of, Object, Timing};
+pub use memory::{MemStore, MAX_VARIANTS};
+pub use object::{header_pairs, key_of, Object, Timing};
 pub use policy::{Eviction, Policy};
+pub use reuse::{on_origin_error, reuse, OnError, Reuse};
+pub use storage::{storable_with, Refusal, Storage};
+pub use targeted::Targeted;
+pub use vary::Variant;
 
 use std::sync::{Arc, Mutex};
 
@@ -56,16 +72,50 @@ impl Cache {
         self.disk.is_some()
     }
 
-    /// The object in memory for `url`.
+    /// The object in memory for `url` that a request without headers
+    /// selects (any object without `Vary`).
     pub fn get_memory(&self, url: &str) -> Option<Arc<Object>> {
         let key = key_of(url);
         self.shard(key).lock().expect("shard lock").get(key, url)
     }
 
+    /// The object in memory for `url` that a request with `request`
+    /// headers selects (RFC 9111 §4.1). A URL without `Vary` costs one
+    /// hash lookup and reads no header.
+    pub fn get_memory_for<'a, R>(&self, url: &str, request: R) -> Option<Arc<Object>>
+    where
+        R: IntoIterator<Item = (&'a str, &'a [u8])> + Clone,
+    {
+        let key = key_of(url);
+        self.shard(key)
+            .lock()
+            .expect("shard lock")
+            .get_for(key, url, request)
+    }
+
+    /// Every object in memory for `url` (its variants, oldest first), to
+    /// choose what a 304 freshens ([`update::select_for_update`]).
+    pub fn variants_memory(&self, url: &str) -> Vec<Arc<Object>> {
+        let key = key_of(url);
+        self.shard(key)
+            .lock()
+            .expect("shard lock")
+            .variants(key, url)
+    }
+
     /// The object on disk for `url`, brought into memory. Blocking.
     pub fn get_disk(&self, url: &str) -> Option<Arc<Object>> {
+        self.get_disk_for(url, std::iter::empty())
+    }
+
+    /// The object on disk for `url` that a request with `request` headers
+    /// selects, brought into memory. Blocking.
+    pub fn get_disk_for<'a, R>(&self, url: &str, request: R) -> Option<Arc<Object>>
+    where
+        R: IntoIterator<Item = (&'a str, &'a [u8])> + Clone,
+    {
         let key = key_of(url);
-        let o = Arc::new(self.disk.as_ref()?.get(key, url)?);
+        let o = Arc::new(self.disk.as_ref()?.get_for(key, url, request)?);
         self.shard(key)
             .lock()
             .expect("shard lock")
@@ -73,7 +123,10 @@ impl Cache {
         Some(o)
     }
 
-    /// Stores an object in memory (the disk copy is [`Cache::put_disk`]).
+    /// Stores an object in memory (the disk copy is [`Cache::put_disk`]):
+    /// without `Vary` it replaces every variant of its URL; with one, the
+    /// variant with the same secondary key. Set the key first
+    /// ([`Object::keyed_by`]): an object with `Vary` and no key is dropped.
     pub fn put_memory(&self, object: Arc<Object>) {
         let key = object.key();
         self.shard(key).lock().expect("shard lock").insert(object);
@@ -87,7 +140,8 @@ impl Cache {
         }
     }
 
-    /// Drops every copy of `url`. Blocking when there is a disk store.
+    /// Drops every copy of `url`, all variants. Blocking when there is a
+    /// disk store.
     pub fn remove(&self, url: &str) {
         let key = key_of(url);
         self.shard(key).lock().expect("shard lock").remove(key);
@@ -106,5 +160,70 @@ impl Cache {
 
     pub fn disk(&self) -> Option<&DiskStore> {
         self.disk.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn h<'a>(v: &'a [(&'a str, &'a str)]) -> impl Iterator<Item = (&'a str, &'a [u8])> + Clone {
+        v.iter().map(|(n, v)| (*n, v.as_bytes()))
+    }
+
+    fn object(url: &str, head: &'static [u8], body: &'static [u8]) -> Object {
+        Object {
+            url: url.into(),
+            status: 200,
+            head: Bytes::from_static(head),
+            body: Bytes::from_static(body),
+            fresh: Freshness::of_reply([("Cache-Control", b"max-age=60".as_slice())], 0, 0),
+            timing: None,
+            vary: None,
+        }
+    }
+
+    #[test]
+    fn rfc9111_4_1_cache_lookups_by_url_and_request_headers() {
+        let dir = tempfile::tempdir().unwrap();
+        let (disk, _) = DiskStore::open(dir.path(), 1 << 20, Policy::S3Fifo).unwrap();
+        let c = Cache::new(1 << 20, Policy::S3Fifo, Some(disk));
+        let u = "http://o/x";
+        // Without Vary: any request headers select it, old calls too.
+        let plain = Arc::new(object(u, b"", b"plain"));
+        c.put_memory(plain.clone());
+        assert!(c.get_memory(u).is_some());
+        assert!(c
+            .get_memory_for(u, h(&[("Accept-Encoding", "gzip")]))
+            .is_some());
+        // Variants, on disk and in memory.
+        let vary = b"Vary: Accept-Encoding\r\n";
+        let gz = object(u, vary, b"gz").keyed_by(h(&[("Accept-Encoding", "gzip")]));
+        let id = object(u, vary, b"id").keyed_by(h(&[]));
+        for o in [&gz, &id] {
+            c.put_memory(Arc::new(o.clone()));
+            c.put_disk(o).unwrap();
+        }
+        assert_eq!(c.variants_memory(u).len(), 2);
+        assert_eq!(c.get_memory(u).unwrap().body, "id");
+        assert!(c
+            .get_memory_for(u, h(&[("Accept-Encoding", "br")]))
+            .is_none());
+        c.remove(u);
+        assert!(c.variants_memory(u).is_empty() && c.disk().unwrap().is_empty());
+        c.put_disk(&gz).unwrap();
+        assert!(c.get_disk_for(u, h(&[("Accept-Encoding", "br")])).is_none());
+        let got = c
+            .get_disk_for(u, h(&[("Accept-Encoding", "gzip")]))
+            .unwrap();
+        assert_eq!(got.body, "gz");
+        assert_eq!(
+            c.get_memory_for(u, h(&[("Accept-Encoding", "gzip")]))
+                .unwrap()
+                .body,
+            "gz"
+        );
+        assert_eq!(c.memory_usage().0, 1);
     }
 }

@@ -1,6 +1,10 @@
 //! A stored reply and the key it is stored under.
 
+use crate::control::Directives;
 use crate::freshness::Freshness;
+use crate::targeted::Targeted;
+use crate::update::merge_headers;
+use crate::vary::Variant;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
@@ -41,6 +45,11 @@ pub struct Object {
     pub body: Bytes,
     pub fresh: Freshness,
     pub timing: Option<Timing>,
+    /// The secondary key (RFC 9111 §4.1): None when the reply has no
+    /// `Vary`. Set it with [`Object::keyed_by`]; the stores refuse an
+    /// object whose head has `Vary` but no key, as they cannot tell which
+    /// requests it answers.
+    pub vary: Option<Variant>,
 }
 
 impl Object {
@@ -53,13 +62,83 @@ impl Object {
         (self.url.len() + self.head.len() + self.body.len() + 256) as u64
     }
 
+    /// Sets the secondary key from the head's `Vary` and the headers of
+    /// the request this reply answered.
+    pub fn keyed_by<'a, R>(mut self, request: R) -> Object
+    where
+        R: IntoIterator<Item = (&'a str, &'a [u8])> + Clone,
+    {
+        self.vary = Variant::of(self.headers(), request);
+        self
+    }
+
+    /// Whether this object may answer a request with these headers (its
+    /// secondary key matches; always when it has none).
+    pub fn matches<'a, R>(&self, request: R) -> bool
+    where
+        R: IntoIterator<Item = (&'a str, &'a [u8])> + Clone,
+    {
+        self.vary.as_ref().is_none_or(|v| v.matches(request))
+    }
+
+    /// Keyed consistently: a head with `Vary` needs a secondary key.
+    pub(crate) fn storable_key(&self) -> bool {
+        self.vary.is_some() || !crate::vary::has_vary(self.headers())
+    }
+
+    /// The object a `304` (or a `HEAD` reply) to a request sent at
+    /// `request_time`, received at `response_time`, leaves (RFC 9111
+    /// §4.3.4): its fields merged into the stored ones
+    /// ([`merge_headers`]; its `private=`/`no-cache=` fields dropped), and
+    /// the freshness recomputed from the merged fields with the update's
+    /// own `Date` and `Age`. Status, body, key and timing stay.
+    pub fn freshened<'a, H>(
+        &self,
+        update: H,
+        request_time: u64,
+        response_time: u64,
+        targeted: &Targeted,
+    ) -> Object
+    where
+        H: IntoIterator<Item = (&'a str, &'a [u8])> + Clone,
+    {
+        let cc = targeted
+            .directives(update.clone())
+            .unwrap_or_else(|| Directives::parse(update.clone()));
+        let mut strip = cc.private_fields;
+        strip.extend(cc.no_cache_fields);
+        let head = Bytes::from(merge_headers(&self.head, update.clone(), &strip));
+        let by = Freshness::of_response(self.status, update, request_time, response_time, targeted);
+        let mut object = Object {
+            head,
+            fresh: by,
+            ..self.clone()
+        };
+        let mut fresh = Freshness::of_response(
+            self.status,
+            object.headers(),
+            request_time,
+            response_time,
+            targeted,
+        );
+        fresh.date = by.date;
+        fresh.age = by.age;
+        object.fresh = fresh;
+        object
+    }
+
     /// The header lines, as (name, value) pairs.
     pub fn headers(&self) -> impl Iterator<Item = (&str, &[u8])> + Clone {
-        self.head.split(|&b| b == b'\n').filter_map(|line| {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            let i = line.iter().position(|&b| b == b':')?;
-            let name = std::str::from_utf8(&line[..i]).ok()?;
-            Some((name.trim(), line[i + 1..].trim_ascii()))
-        })
+        header_pairs(&self.head)
     }
+}
+
+/// Header lines (`Name: value\r\n` each) as (name, value) pairs.
+pub fn header_pairs(head: &[u8]) -> impl Iterator<Item = (&str, &[u8])> + Clone {
+    head.split(|&b| b == b'\n').filter_map(|line| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let i = line.iter().position(|&b| b == b':')?;
+        let name = std::str::from_utf8(&line[..i]).ok()?;
+        Some((name.trim(), line[i + 1..].trim_ascii()))
+    })
 }

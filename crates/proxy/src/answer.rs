@@ -224,6 +224,7 @@ fn refreshed(obj: &Object, reply: &ResponseHead, sent_at: u64, now: u64) -> Obje
         body: obj.body.clone(),
         fresh: obj.fresh.revalidated(&by),
         timing: obj.timing,
+        vary: obj.vary.clone(),
     }
 }
 
@@ -305,6 +306,7 @@ mod tests {
             body: Bytes::from_static(b"body"),
             fresh: Freshness::of_reply([("Cache-Control", b"max-age=10".as_slice())], t0, t0),
             timing: None,
+            vary: None,
         };
         let raw = format!(
             "HTTP/1.1 304 Not Modified\r\nDate: {}\r\nCache-Control: max-age=60\r\nX-Cacheoff-Echo: 0000000000000002\r\nConnection: keep-alive\r\n\r\n",

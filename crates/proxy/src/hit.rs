@@ -227,6 +227,7 @@ mod tests {
             body: Bytes::from_static(b"body"),
             fresh,
             timing: None,
+            vary: None,
         }
     }
 

@@ -176,6 +176,7 @@ impl Plan {
             body,
             fresh: self.fresh,
             timing,
+            vary: None,
         }
     }
 }
