@@ -7,15 +7,15 @@ use crate::access_log::LogCode;
 use crate::conn::{Done, Xact};
 use crate::damage::misbehave;
 use crate::fault::Fault;
-use crate::framing::{end_to_end, error_reply, push_header};
+use crate::framing::error_reply;
 use crate::hit::{serve_stored, Served};
 use crate::inflight::{self, Join, Leader, Outcome};
 use crate::relay::relay;
 use crate::upstream::{exchange, origin_request, Conditional, FetchError};
 use crate::Shared;
-use bytes::Bytes;
-use cacheoff_cache::{key_of, Directives, Freshness, Object};
-use cacheoff_http::{date, Method, ResponseHead};
+use cacheoff_cache::validators::Conditional as StoredValidators;
+use cacheoff_cache::{key_of, on_origin_error, reuse, Directives, Object, OnError, Reuse};
+use cacheoff_http::{Method, RequestHead};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
@@ -57,13 +57,28 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
         };
         return forward(s, x, leader, LogCode::ClientRefreshMiss).await;
     }
-    if let Some(obj) = lookup(sh, &t.url).await {
-        if sh.cfg.collector
-            || obj.fresh.is_fresh(sh.cfg.clock.unix_now())
-            || sh.cfg.faults.strikes(Fault::Stale)
-        {
-            sh.stats.hits.fetch_add(1, Ordering::Relaxed);
-            return serve_stored(s, x, &obj, Served::Hit).await;
+    if let Some(obj) = lookup(sh, &t.url, req).await {
+        let now = sh.cfg.clock.unix_now();
+        let reuse = if sh.cfg.collector || sh.cfg.faults.strikes(Fault::Stale) {
+            Reuse::Fresh
+        } else {
+            reuse(&directives, &obj.fresh, now)
+        };
+        match reuse {
+            Reuse::Fresh | Reuse::Stale => {
+                sh.stats.hits.fetch_add(1, Ordering::Relaxed);
+                return serve_stored(s, x, &obj, Served::Hit).await;
+            }
+            Reuse::GatewayTimeout => return gateway_error(s, 504, sh).await,
+            // Served stale now only if the origin is asked meanwhile.
+            Reuse::StaleWhileRevalidate if req.method == Method::Get => {
+                if let Some(leader) = sh.inflight.lead(key) {
+                    background_revalidation(x, obj.clone(), leader);
+                }
+                sh.stats.hits.fetch_add(1, Ordering::Relaxed);
+                return serve_stored(s, x, &obj, Served::Hit).await;
+            }
+            Reuse::StaleWhileRevalidate | Reuse::Validate => {}
         }
         if req.method == Method::Get {
             if let Some(leader) = sh.inflight.lead(key) {
@@ -73,6 +88,10 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
         // HEAD of a stale object, or a revalidation under way: ask the origin.
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
         return forward(s, x, None, LogCode::Miss).await;
+    }
+    if directives.only_if_cached {
+        // RFC 9111 §5.2.1.7: nothing stored answers it.
+        return gateway_error(s, 504, sh).await;
     }
     // A HEAD, or a range of an object not stored: the origin answers it
     // and nothing is stored (partial replies are never combined).
@@ -90,12 +109,13 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
             forward(s, x, Some(leader), LogCode::Miss).await
         }
         Join::Wait(rx) => match inflight::wait(rx).await {
-            Outcome::Stored(obj) => {
+            // The fetched variant answers this request too (Vary).
+            Outcome::Stored(obj) if obj.matches(request_fields(req)) => {
                 sh.stats.hits.fetch_add(1, Ordering::Relaxed);
                 sh.stats.collapsed.fetch_add(1, Ordering::Relaxed);
                 serve_stored(s, x, &obj, Served::Hit).await
             }
-            Outcome::NotStored => {
+            Outcome::Stored(_) | Outcome::NotStored => {
                 sh.stats.misses.fetch_add(1, Ordering::Relaxed);
                 forward(s, x, None, LogCode::Miss).await
             }
@@ -107,18 +127,27 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
     }
 }
 
-async fn lookup(sh: &Arc<Shared>, url: &str) -> Option<Arc<Object>> {
-    if let Some(o) = sh.cache.get_memory(url) {
+/// A request's header fields as the cache's functions take them.
+pub(crate) fn request_fields(req: &RequestHead) -> impl Iterator<Item = (&str, &[u8])> + Clone {
+    req.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()))
+}
+
+/// The stored response (the variant, if it varies) for this request.
+async fn lookup(sh: &Arc<Shared>, url: &str, req: &RequestHead) -> Option<Arc<Object>> {
+    if let Some(o) = sh.cache.get_memory_for(url, request_fields(req)) {
         return Some(o);
     }
     if !sh.cache.has_disk() {
         return None;
     }
-    let (sh, url) = (sh.clone(), url.to_string());
-    tokio::task::spawn_blocking(move || sh.cache.get_disk(&url))
-        .await
-        .ok()
-        .flatten()
+    let (sh, url, fields) = (sh.clone(), url.to_string(), req.headers.clone());
+    tokio::task::spawn_blocking(move || {
+        let fields = fields.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
+        sh.cache.get_disk_for(&url, fields)
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 pub(crate) async fn remove(sh: &Arc<Shared>, url: &str) {
@@ -148,13 +177,9 @@ async fn revalidate(s: &mut TcpStream, x: &Xact<'_>, obj: Arc<Object>, leader: L
         req, t, sh, pool, ..
     } = *x;
     sh.stats.stale.fetch_add(1, Ordering::Relaxed);
-    // Validators are the stored Last-Modified (never Expires) and ETag.
-    let etag = obj
-        .headers()
-        .find(|(n, _)| n.eq_ignore_ascii_case("etag"))
-        .map(|(_, v)| v);
-    let since = obj.fresh.last_modified.map(|lm| date::format(lm as i64));
-    if etag.is_none() && since.is_none() {
+    // Validators are the stored ETag and Last-Modified (never Expires).
+    let validators = StoredValidators::of(obj.headers());
+    if validators.if_none_match.is_none() && validators.if_modified_since.is_none() {
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
         return forward(s, x, Some(leader), LogCode::RefreshModified).await;
     }
@@ -164,68 +189,113 @@ async fn revalidate(s: &mut TcpStream, x: &Xact<'_>, obj: Arc<Object>, leader: L
         &t.authority,
         &t.path,
         Conditional::Validate {
-            etag,
-            since: since.as_deref(),
+            etag: validators.if_none_match.as_deref(),
+            since: validators.if_modified_since.as_deref(),
         },
         &[],
         sh.cfg.collector,
     );
+    let directives = Directives::parse(request_fields(req));
+    let failed = |status| match on_origin_error(&directives, &obj.fresh, sh.cfg.clock.unix_now()) {
+        OnError::ServeStale => None,
+        OnError::GatewayTimeout => Some(504),
+        OnError::Error => Some(status),
+    };
     let reply = match exchange(pool, &sh.cfg, &t.authority, &request, false, true).await {
         Ok(r) => r,
-        Err(e) => return origin_failed(s, e, Some(leader), sh).await,
+        Err(e) => {
+            let Some(status) = failed(e.status()) else {
+                leader.finish(Some(obj.clone()));
+                return serve_stored(s, x, &obj, Served::Hit).await;
+            };
+            leader.fail(status);
+            return gateway_error(s, status, sh).await;
+        }
     };
+    let origin_error = matches!(reply.head.status, 500 | 502 | 503 | 504);
+    if origin_error {
+        // stale-if-error (RFC 5861 §4), or 504 for a copy that must
+        // never be served stale (RFC 9111 §5.2.2.2).
+        match failed(reply.head.status) {
+            None => {
+                leader.finish(Some(obj.clone()));
+                return serve_stored(s, x, &obj, Served::Hit).await;
+            }
+            Some(504) if reply.head.status != 504 => {
+                leader.fail(504);
+                return gateway_error(s, 504, sh).await;
+            }
+            Some(_) => {}
+        }
+    }
     if reply.head.status != 304 {
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
         return relay(s, x, reply, Some(leader), LogCode::RefreshModified, sent_at).await;
     }
     sh.stats.revalidated.fetch_add(1, Ordering::Relaxed);
-    let updated = Arc::new(refreshed(
-        &obj,
-        &reply.head,
-        sent_at,
-        sh.cfg.clock.unix_now(),
-    ));
+    let updated = Arc::new(
+        obj.freshened(
+            reply
+                .head
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_slice())),
+            sent_at,
+            sh.cfg.clock.unix_now(),
+            &sh.cfg.targeted,
+        ),
+    );
     reply.release(pool, &sh.cfg);
     store(sh, updated.clone());
     leader.finish(Some(updated.clone()));
     serve_stored(s, x, &updated, Served::Revalidated).await
 }
 
-/// The stored object as a `304` from the origin leaves it: the 304's
-/// headers replace the stored ones of the same name, and its freshness
-/// restarts from the 304's.
-fn refreshed(obj: &Object, reply: &ResponseHead, sent_at: u64, now: u64) -> Object {
-    let by = Freshness::of_reply(
-        reply
-            .headers
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_slice())),
-        sent_at,
-        now,
-    );
-    let fresh_head = end_to_end(reply);
-    let mut head = Vec::with_capacity(obj.head.len() + fresh_head.len());
-    let replaced = |name: &str| {
-        reply
-            .headers
-            .iter()
-            .any(|(n, _)| n.eq_ignore_ascii_case(name))
-    };
-    for (name, value) in obj.headers() {
-        if !replaced(name) {
-            push_header(&mut head, name, value);
+/// `stale-while-revalidate`: the stale copy is served and this task asks
+/// the origin meanwhile, with no client waiting; a 304 freshens the copy,
+/// a new reply replaces it through the store as any miss would.
+fn background_revalidation(x: &Xact<'_>, obj: Arc<Object>, leader: Leader) {
+    let (sh, req, t) = (x.sh.clone(), x.req.clone(), x.t.authority.clone());
+    let path = x.t.path.clone();
+    tokio::task::spawn_local(async move {
+        let validators = StoredValidators::of(obj.headers());
+        let sent_at = sh.cfg.clock.unix_now();
+        let request = origin_request(
+            &req,
+            &t,
+            &path,
+            Conditional::Validate {
+                etag: validators.if_none_match.as_deref(),
+                since: validators.if_modified_since.as_deref(),
+            },
+            &[],
+            true,
+        );
+        let pool = crate::upstream::Pool::default();
+        let Ok(reply) = exchange(&pool, &sh.cfg, &t, &request, false, true).await else {
+            return;
+        };
+        if reply.head.status == 304 {
+            let updated = Arc::new(
+                obj.freshened(
+                    reply
+                        .head
+                        .headers
+                        .iter()
+                        .map(|(n, v)| (n.as_str(), v.as_slice())),
+                    sent_at,
+                    sh.cfg.clock.unix_now(),
+                    &sh.cfg.targeted,
+                ),
+            );
+            store(&sh, updated.clone());
+            leader.finish(Some(updated));
+        } else {
+            // Changed (or failed): the next request fetches it.
+            remove(&sh, &obj.url).await;
+            leader.finish(None);
         }
-    }
-    head.extend_from_slice(&fresh_head);
-    Object {
-        url: obj.url.clone(),
-        status: obj.status,
-        head: Bytes::from(head),
-        body: obj.body.clone(),
-        fresh: obj.fresh.revalidated(&by),
-        timing: obj.timing,
-        vary: obj.vary.clone(),
-    }
+    });
 }
 
 /// Sends the request to the origin and relays the reply.
@@ -287,45 +357,4 @@ async fn gateway_error(s: &mut TcpStream, status: u16, sh: &Shared) -> Done {
     let out = error_reply(status);
     let _ = s.write_all(&out).await;
     Done::error(status, out.len() as u64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use cacheoff_http::response::parse_response;
-
-    #[test]
-    fn a_304_refreshes_the_stored_headers_and_lifetime_and_keeps_the_body() {
-        let t0 = 1_800_000_000;
-        let stored = Object {
-            url: "http://o/x".into(),
-            status: 200,
-            head: Bytes::from_static(
-                b"Date: x\r\nCache-Control: max-age=10\r\nX-Cacheoff-Echo: 0000000000000001\r\nContent-Type: text/plain\r\n",
-            ),
-            body: Bytes::from_static(b"body"),
-            fresh: Freshness::of_reply([("Cache-Control", b"max-age=10".as_slice())], t0, t0),
-            timing: None,
-            vary: None,
-        };
-        let raw = format!(
-            "HTTP/1.1 304 Not Modified\r\nDate: {}\r\nCache-Control: max-age=60\r\nX-Cacheoff-Echo: 0000000000000002\r\nConnection: keep-alive\r\n\r\n",
-            date::format(t0 as i64 + 100)
-        );
-        let reply = parse_response(raw.as_bytes(), false, true)
-            .unwrap()
-            .unwrap();
-        let o = refreshed(&stored, &reply, t0 + 100, t0 + 100);
-        let head = String::from_utf8(o.head.to_vec()).unwrap();
-        assert_eq!(
-            head,
-            format!(
-                "Content-Type: text/plain\r\nDate: {}\r\nCache-Control: max-age=60\r\nX-Cacheoff-Echo: 0000000000000002\r\n",
-                date::format(t0 as i64 + 100)
-            )
-        );
-        assert_eq!(o.body, stored.body);
-        assert!(o.fresh.is_fresh(t0 + 150));
-        assert!(!o.fresh.is_fresh(t0 + 161));
-    }
 }

@@ -4,7 +4,7 @@ use crate::dest::DestRule;
 use crate::fault::Faults;
 use crate::framing::ReplyFraming;
 use cacheoff_base::{Clock, SystemClock};
-use cacheoff_cache::Policy;
+use cacheoff_cache::{Policy, Targeted};
 use ipnet::IpNet;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -80,6 +80,9 @@ pub struct ProxyConfig {
     pub reply_framing: ReplyFraming,
     /// Deliberate misbehaviour (none by default).
     pub faults: Faults,
+    /// Targeted cache-control fields obeyed over `Cache-Control` and
+    /// removed downstream (RFC 9213): `CDN-Cache-Control` for a surrogate.
+    pub targeted: Targeted,
 }
 
 impl ProxyConfig {
@@ -112,6 +115,7 @@ impl ProxyConfig {
             clock: Arc::new(SystemClock),
             reply_framing: ReplyFraming::Length,
             faults: Faults::default(),
+            targeted: Targeted::none(),
         }
     }
 

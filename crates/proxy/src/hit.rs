@@ -4,6 +4,7 @@
 //! replays the recorded miss timing, and for the faults that damage hits.
 
 use crate::access_log::LogCode;
+use crate::answer::request_fields;
 use crate::conn::{Done, Xact};
 use crate::damage::{deliver, on_hit, Damage, Delivery};
 use crate::fault::Fault;
@@ -11,7 +12,8 @@ use crate::framing::{content_type_of, end_head, without_header, BodyFraming};
 use crate::range::{self, Ranged};
 use crate::replay;
 use crate::send::send_reply;
-use cacheoff_cache::{Object, Timing};
+use cacheoff_cache::storage::strip_fields;
+use cacheoff_cache::{validators, Object, Timing};
 use cacheoff_http::echo::ECHO_HEADER;
 use cacheoff_http::status::write_status_line;
 use cacheoff_http::{Framing, Method, RequestHead};
@@ -47,13 +49,19 @@ impl Served {
     }
 }
 
-/// Decides whether the client's `If-Modified-Since` gets a 304: when the
-/// stored `Last-Modified` is not after its date (never by `Expires`,
-/// unless the ims-by-expires fault says the fresh copy will do).
+/// Decides whether the client's condition gets a 304 (RFC 9111 §4.3.2):
+/// its `If-None-Match` against the stored `ETag` (weak comparison), else
+/// its `If-Modified-Since` against the stored `Last-Modified` (never
+/// `Expires`, unless the ims-by-expires fault says the fresh copy will do).
 fn not_modified(req: &RequestHead, obj: &Object, by_expires: bool) -> bool {
     obj.status == 200
         && (by_expires
-            || matches!((req.ims, obj.fresh.last_modified), (Some(ims), Some(lm)) if lm <= ims))
+            || validators::not_modified(
+                request_fields(req),
+                obj.status,
+                validators::etag_of(obj.headers()).as_ref(),
+                obj.fresh.last_modified,
+            ))
 }
 
 /// Writes a stored object: 304 if the client's `If-Modified-Since` is not
@@ -137,17 +145,25 @@ pub(crate) async fn serve_stored(
         out.extend_from_slice(&without_header(&obj.head, ECHO_HEADER));
     } else if status == 416 {
         // The error says nothing of the stored representation.
-    } else if matches!(&ranged, Ranged::Parts(p) if p.len() > 1) {
-        out.extend_from_slice(&without_header(&obj.head, "content-type"));
     } else {
-        out.extend_from_slice(&obj.head);
+        // Targeted fields were for this cache (RFC 9213); several ranges
+        // have their own Content-Type.
+        let mut strip = cfg.targeted.strip_downstream(obj.headers());
+        if matches!(&ranged, Ranged::Parts(p) if p.len() > 1) {
+            strip.push("content-type".into());
+        }
+        if strip.is_empty() {
+            out.extend_from_slice(&obj.head);
+        } else {
+            out.extend_from_slice(&strip_fields(&obj.head, &strip));
+        }
     }
     out.extend_from_slice(range_head.as_bytes());
     if how != Served::Miss {
         let _ = write!(
             out,
             "Age: {}\r\n",
-            obj.fresh.current_age(cfg.clock.unix_now())
+            obj.fresh.age_header(cfg.clock.unix_now())
         );
     }
     if req.method == Method::Head && !not_modified {

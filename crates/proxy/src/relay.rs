@@ -5,7 +5,7 @@
 //! stores the result and wakes the requests waiting for it.
 
 use crate::access_log::LogCode;
-use crate::answer::{remove, store};
+use crate::answer::{remove, request_fields, store};
 use crate::config::ProxyConfig;
 use crate::conn::{Done, Xact};
 use crate::fault::Fault;
@@ -18,12 +18,13 @@ use crate::send::send;
 use crate::upstream::{OriginReply, Pool};
 use crate::Shared;
 use bytes::Bytes;
-use cacheoff_cache::freshness::storable;
-use cacheoff_cache::{Directives, Freshness, Object, Timing};
+use cacheoff_cache::storage::strip_fields;
+use cacheoff_cache::validators::{etag_of, last_modified_of, not_modified};
+use cacheoff_cache::{storable_with, Freshness, Object, Storage, Timing};
 use cacheoff_http::chunked::write_chunk;
 use cacheoff_http::echo::ECHO_HEADER;
 use cacheoff_http::status::write_status_line;
-use cacheoff_http::{date, Method, RequestHead, ResponseHead};
+use cacheoff_http::{Method, RequestHead, ResponseHead};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,7 +81,7 @@ pub(crate) async fn relay(
             transfer: reply.last_byte.saturating_duration_since(reply.first_byte),
             served: t0.elapsed(),
         };
-        Arc::new(plan.object(&t.url, Bytes::from(body), Some(timing)))
+        Arc::new(plan.object(req, &t.url, Bytes::from(body), Some(timing)))
     });
     // Filed before the client has its last byte, so a client that got
     // the reply whole finds the object stored.
@@ -90,7 +91,7 @@ pub(crate) async fn relay(
     done.keep_alive = plan.keep_alive && !client.failed;
     if plan.client_304 {
         // Built from the fetched reply, stored or not.
-        let o = object.unwrap_or_else(|| Arc::new(plan.object(&t.url, Bytes::new(), None)));
+        let o = object.unwrap_or_else(|| Arc::new(plan.object(req, &t.url, Bytes::new(), None)));
         return serve_stored(s, x, &o, Served::Miss).await;
     }
     done
@@ -131,21 +132,33 @@ impl Plan {
         // which also keeps the copy fresh for an hour.
         let store_anyway =
             status == 200 && (cfg.collector || cfg.faults.strikes(Fault::CacheUncachable));
-        let may_store = leads && may_store(req, head, cfg.max_object, store_anyway);
-        let mut fresh = Freshness::of_reply(pairs(head), sent_at, cfg.clock.unix_now());
+        let storage = may_store(req, head, cfg, store_anyway);
+        let may_store = leads && storage.is_some();
+        let mut fresh = Freshness::of_response(
+            status,
+            pairs(head),
+            sent_at,
+            cfg.clock.unix_now(),
+            &cfg.targeted,
+        );
         if store_anyway && !cfg.collector {
             fresh.no_cache = false;
             fresh.max_age = Some(3600);
         }
         let client_304 = leads && answers_condition(req, head);
-        let e2e = Bytes::from(end_to_end(head));
+        let all = end_to_end(head);
+        // Targeted fields are for this cache alone (RFC 9213): kept in the
+        // store (a 304 recomputes freshness from them), not passed on.
+        let downstream = strip_fields(&all, &cfg.targeted.strip_downstream(pairs(head)));
+        // What the store must not keep (Set-Cookie, private="f", ...).
+        let e2e = Bytes::from(strip_fields(&all, storage.as_deref().unwrap_or(&[])));
         let framing = BodyFraming::choose(cfg.reply_framing, head.framing, req.minor);
         let keep_alive = framing.keeps_alive(cfg.reply_framing, req.keep_alive);
         let client_head = (!client_304).then(|| {
             let e2e = if cfg.faults.strikes(Fault::StripEcho) {
-                without_header(&e2e, ECHO_HEADER)
+                without_header(&downstream, ECHO_HEADER)
             } else {
-                e2e.to_vec()
+                downstream
             };
             // A reply that arrived already old says how old it is now
             // (RFC 9111 §5.1): the origin's Age plus its time in transit.
@@ -167,8 +180,9 @@ impl Plan {
         }
     }
 
-    /// The stored object the reply makes, with `body`.
-    fn object(&self, url: &str, body: Bytes, timing: Option<Timing>) -> Object {
+    /// The stored object the reply to `req` makes, with `body`, keyed by
+    /// the request fields its `Vary` nominates.
+    fn object(&self, req: &RequestHead, url: &str, body: Bytes, timing: Option<Timing>) -> Object {
         Object {
             url: url.to_string(),
             status: self.status,
@@ -178,6 +192,7 @@ impl Plan {
             timing,
             vary: None,
         }
+        .keyed_by(request_fields(req))
     }
 }
 
@@ -226,43 +241,50 @@ fn pairs(head: &ResponseHead) -> impl Iterator<Item = (&str, &[u8])> + Clone {
     head.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()))
 }
 
-/// Decides whether a reply may fill the store: RFC 9111's rules, or any
-/// 200 when `store_anyway`; never a body announced larger than
-/// `max_object` (one that grows past it is dropped while it arrives).
-fn may_store(req: &RequestHead, head: &ResponseHead, max_object: u64, store_anyway: bool) -> bool {
-    let fits = crate::upstream::length_of(head).is_none_or(|n| n <= max_object);
+/// Decides whether a reply may fill the store (RFC 9111 §3, RFC 9213), and
+/// the fields the stored copy must drop; any 200 when `store_anyway`;
+/// never a body announced larger than `max_object` (one that grows past it
+/// is dropped while it arrives).
+fn may_store(
+    req: &RequestHead,
+    head: &ResponseHead,
+    cfg: &ProxyConfig,
+    store_anyway: bool,
+) -> Option<Vec<String>> {
+    let fits = crate::upstream::length_of(head).is_none_or(|n| n <= cfg.max_object);
     // The body of a request is not part of the key: what a GET with one
     // got is not what the next GET gets.
     let with_body = req.chunked || req.content_length.is_some_and(|n| n > 0);
-    // Partial content is never stored (nor combined into a whole).
-    if !fits || head.status == 206 || with_body {
-        return false;
+    // Partial content is never stored (nor combined into a whole), nor a
+    // reply whose framing was ambiguous.
+    if !fits || head.status == 206 || with_body || head.conflicting_length {
+        return None;
     }
     if store_anyway {
-        return true;
+        return Some(Vec::new());
     }
-    let req_cc = Directives::parse(req.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
-    let authorized = req
-        .headers
-        .iter()
-        .any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
-    let has_expires = pairs(head).any(|(n, _)| n.eq_ignore_ascii_case("expires"));
-    storable(
+    match storable_with(
         head.status,
-        &req_cc,
-        &Directives::parse(pairs(head)),
-        has_expires,
-        authorized,
-    )
+        request_fields(req),
+        pairs(head),
+        with_body,
+        &cfg.targeted,
+    ) {
+        Storage::Store { strip } => Some(strip),
+        Storage::Refuse(_) => None,
+    }
 }
 
-/// Decides whether the client's `If-Modified-Since` is met by a fetched
-/// 200 (its `Last-Modified` not after the date), so the client gets a 304.
+/// Decides whether the client's condition is met by a fetched reply
+/// (`If-None-Match` by weak comparison, else `If-Modified-Since`), so the
+/// client gets a 304.
 fn answers_condition(req: &RequestHead, head: &ResponseHead) -> bool {
-    let lm = pairs(head)
-        .find(|(n, _)| n.eq_ignore_ascii_case("last-modified"))
-        .and_then(|(_, v)| date::parse(v));
-    head.status == 200 && matches!((req.ims, lm), (Some(ims), Some(lm)) if lm <= ims)
+    not_modified(
+        request_fields(req),
+        head.status,
+        etag_of(pairs(head)).as_ref(),
+        last_modified_of(pairs(head)),
+    )
 }
 
 /// The head the client gets for a relayed reply: the origin's status and
@@ -449,27 +471,32 @@ mod tests {
 
     #[test]
     fn the_store_takes_what_rfc_9111_allows_and_fits() {
+        let (mut big, mut small) = (cfg(), cfg());
+        big.max_object = 100;
+        small.max_object = 4;
+        let store = |req: &RequestHead, head: &ResponseHead, anyway| {
+            may_store(req, head, &big, anyway).is_some()
+        };
         let public = reply(200, "Cache-Control: public\r\n");
-        assert!(may_store(&req(""), &public, 100, false));
+        assert!(store(&req(""), &public, false));
         assert!(
-            !may_store(&req(""), &public, 4, false),
+            may_store(&req(""), &public, &small, false).is_none(),
             "larger than max_object"
         );
-        assert!(!may_store(
-            &req("Cache-Control: no-store\r\n"),
-            &public,
-            100,
-            false
-        ));
-        assert!(!may_store(
-            &req("Authorization: x\r\n"),
-            &reply(200, ""),
-            100,
-            false
-        ));
+        assert!(!store(&req("Cache-Control: no-store\r\n"), &public, false));
+        assert!(!store(&req("Authorization: x\r\n"), &reply(200, ""), false));
         let private = reply(200, "Cache-Control: private\r\n");
-        assert!(!may_store(&req(""), &private, 100, false));
-        assert!(may_store(&req(""), &private, 100, true));
+        assert!(!store(&req(""), &private, false));
+        assert!(store(&req(""), &private, true));
+        // A cookie is stored only with an explicitly shared reply, and
+        // then without the cookie.
+        assert!(!store(&req(""), &reply(200, "Set-Cookie: a=1\r\n"), false));
+        let shared = reply(
+            200,
+            "Set-Cookie: a=1\r\nCache-Control: public, max-age=60\r\n",
+        );
+        let strip = may_store(&req(""), &shared, &big, false).unwrap();
+        assert!(strip.iter().any(|f| f.eq_ignore_ascii_case("set-cookie")));
     }
 
     #[test]
