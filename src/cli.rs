@@ -54,6 +54,11 @@ pub struct ProxyArgs {
     /// Reverse proxy (accelerator) for this origin instead of a forward proxy.
     #[arg(long, value_name = "HOST:PORT")]
     pub origin: Option<String>,
+    /// Targeted cache-control field a reverse proxy obeys over
+    /// Cache-Control and removes downstream (RFC 9213); repeat for more,
+    /// the first present wins. Default with --origin: CDN-Cache-Control.
+    #[arg(long, value_name = "NAME", requires = "origin")]
+    pub targeted_field: Vec<String>,
     /// The SPE Collector: store every reply, never reuse origin
     /// connections, and serve each hit with the timing of its miss.
     #[arg(long)]

@@ -14,6 +14,15 @@ pub fn config(a: &ProxyArgs) -> ProxyConfig {
         .origin
         .clone()
         .map_or(Upstream::Forward, Upstream::Reverse);
+    if a.origin.is_some() {
+        c.targeted = if a.targeted_field.is_empty() {
+            cacheoff_cache::Targeted::cdn()
+        } else {
+            cacheoff_cache::Targeted {
+                fields: a.targeted_field.clone(),
+            }
+        };
+    }
     c.collector = a.collector;
     c.policy = a.policy;
     c.allow = a.allow.clone();

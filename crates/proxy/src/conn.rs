@@ -7,12 +7,12 @@ use crate::answer::answer;
 use crate::config::Upstream;
 use crate::dest::{admitted, Dest};
 use crate::framing::error_reply;
-use crate::limits::{BodyClock, HeadScan, Reservation, Slot};
+use crate::limits::{BodyClock, Reservation, Slot};
 use crate::upstream::Pool;
 use crate::Shared;
 use cacheoff_http::chunked::ChunkedDecoder;
-use cacheoff_http::request::parse_request_within;
-use cacheoff_http::{HttpError, Method, RequestHead, MAX_HEADERS};
+use cacheoff_http::request::parse_request_strict;
+use cacheoff_http::{HeadScanner, Method, RequestHead};
 use std::net::{IpAddr, SocketAddr};
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
@@ -240,36 +240,23 @@ async fn read_head(
     sh: &Shared,
 ) -> Result<Option<RequestHead>, u16> {
     let cfg = &sh.cfg;
-    let mut scan = HeadScan::default();
+    // The parser runs once per complete head, not once per read.
+    let mut scan = HeadScanner::new();
     let mut deadline = None;
     loop {
-        // Empty lines before a request line are allowed (RFC 9112 §2.2);
-        // dropped here so they are not taken for the end of a head.
-        let blank = buf
-            .iter()
-            .take_while(|&&b| b == b'\r' || b == b'\n')
-            .count();
-        if blank > 0 {
-            buf.drain(..blank);
-            scan = HeadScan::default();
-        }
         if !buf.is_empty() {
             deadline.get_or_insert_with(|| Instant::now() + cfg.client_header_timeout);
         }
-        // The parser runs once per complete head, not once per read.
-        while let Some(end) = scan.find(buf) {
-            match parse_request_within(&buf[..end], true, cfg.max_header) {
-                Ok(Some(h)) => return Ok(Some(h)),
-                Ok(None) => scan.skip_to(end),
-                Err(HttpError::HeadTooLarge(_)) => return Err(431),
-                // httparse reports too many headers as malformed; counting
-                // the lines tells the two apart without reading its text.
-                Err(_) if header_lines(&buf[..end]) > MAX_HEADERS => return Err(431),
-                Err(_) => return Err(400),
+        match scan.scan_within(buf, cfg.max_header) {
+            Ok(Some(end)) => {
+                return match parse_request_strict(&buf[..end], true, cfg.max_header) {
+                    Ok(Some(h)) => Ok(Some(h)),
+                    Ok(None) => Err(400),
+                    Err(e) => Err(e.status()),
+                }
             }
-        }
-        if buf.len() > cfg.max_header {
-            return Err(431);
+            Ok(None) => {}
+            Err(e) => return Err(e.status()),
         }
         buf.reserve(4096);
         let read = match deadline {
@@ -285,14 +272,6 @@ async fn read_head(
             }
         }
     }
-}
-
-/// Header lines in a head (without the request line and the blank line).
-fn header_lines(head: &[u8]) -> usize {
-    head.iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        .saturating_sub(2)
 }
 
 /// Checks a request before its body is read, so a refusal spares the
@@ -529,11 +508,5 @@ mod tests {
         assert_eq!(take_expect(&mut r), Err(417));
         let mut r = parsed("PUT /a HTTP/1.1\r\n\r\n");
         assert_eq!(take_expect(&mut r), Ok(false));
-    }
-
-    #[test]
-    fn header_lines_leave_out_the_request_line_and_the_blank_one() {
-        assert_eq!(header_lines(b"GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\n\r\n"), 2);
-        assert_eq!(header_lines(b"GET / HTTP/1.1\n\n"), 0);
     }
 }

@@ -1,5 +1,4 @@
-//! What bounds one client's hold on the proxy: finding the end of a
-//! request head without re-parsing it ([`HeadScan`]), the pace a request
+//! What bounds one client's hold on the proxy: the pace a request
 //! body must keep ([`BodyClock`]), the proxy-wide budget of buffered
 //! upload bytes ([`UploadBudget`]) and the cap on client connections
 //! ([`Slots`]).
@@ -12,49 +11,6 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Finds where a request head ends in a buffer that grows between calls,
-/// looking at each byte about once: a 60 KB head sent a byte at a time
-/// would otherwise be parsed from its start 60 000 times.
-#[derive(Debug, Default)]
-pub(crate) struct HeadScan {
-    /// Where the next call starts looking.
-    from: usize,
-}
-
-impl HeadScan {
-    /// The head's length (through its blank line) once `buf` holds one.
-    /// Line ends may be CRLF or bare LF, as the parser (httparse) takes
-    /// them, so the blank line is the first `\n` followed by `\n` or
-    /// `\r\n`.
-    pub(crate) fn find(&mut self, buf: &[u8]) -> Option<usize> {
-        let mut i = self.from;
-        while let Some(off) = buf
-            .get(i..)
-            .and_then(|b| b.iter().position(|&c| c == b'\n'))
-        {
-            let lf = i + off;
-            match (buf.get(lf + 1), buf.get(lf + 2)) {
-                (Some(b'\n'), _) => return Some(lf + 2),
-                (Some(b'\r'), Some(b'\n')) => return Some(lf + 3),
-                // The blank line may still be arriving: look again here.
-                (None, _) | (Some(b'\r'), None) => {
-                    self.from = lf;
-                    return None;
-                }
-                _ => i = lf + 1,
-            }
-        }
-        // Keep an overlap for a line end split across reads.
-        self.from = buf.len().saturating_sub(3).max(self.from);
-        None
-    }
-
-    /// Continues after an end the parser did not take as one.
-    pub(crate) fn skip_to(&mut self, end: usize) {
-        self.from = end;
-    }
-}
 
 /// The pace a request body must keep, after Apache's mod_reqtimeout:
 /// `grace` from the end of the head, plus one second for every
@@ -183,38 +139,6 @@ impl Drop for Slot {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn scan_in_pieces(msg: &[u8], piece: usize) -> Option<(usize, usize)> {
-        let mut s = HeadScan::default();
-        for end in (piece..msg.len() + piece).step_by(piece) {
-            let upto = end.min(msg.len());
-            if let Some(n) = s.find(&msg[..upto]) {
-                return Some((n, upto));
-            }
-        }
-        None
-    }
-
-    #[test]
-    fn the_head_end_is_found_however_the_bytes_arrive() {
-        for msg in [
-            &b"GET / HTTP/1.1\r\nHost: h\r\n\r\nBODY"[..],
-            b"GET / HTTP/1.1\nHost: h\n\nBODY",
-            b"GET / HTTP/1.1\r\nHost: h\n\r\nBODY",
-            b"GET / HTTP/1.1\nHost: h\r\n\nBODY",
-        ] {
-            let head = msg.len() - 4;
-            for piece in 1..8 {
-                assert_eq!(
-                    scan_in_pieces(msg, piece).map(|r| r.0),
-                    Some(head),
-                    "{piece}"
-                );
-            }
-        }
-        assert_eq!(scan_in_pieces(b"GET / HTTP/1.1\r\nHost: h\r\n", 3), None);
-        assert_eq!(scan_in_pieces(b"GET / HTTP/1.1\r\nA: \r\r\n", 1), None);
-    }
 
     #[test]
     fn the_body_clock_earns_time_with_bytes() {

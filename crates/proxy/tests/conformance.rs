@@ -346,3 +346,280 @@ fn rfc9111_4_3_4_a_304_updates_the_stored_headers_and_freshness() {
     assert_eq!(hit.header("cache-control").as_deref(), Some("max-age=100"));
     assert_eq!(b.origin.count(), 2);
 }
+
+/// An origin whose replies vary on `Accept-Language`, echoing it.
+fn varying_origin(vary: &'static str) -> Bench {
+    Bench::new(move |seen| {
+        let lang = seen
+            .header("accept-language")
+            .unwrap_or_else(|| "none".into());
+        ok(
+            &format!("Cache-Control: max-age=60\r\nVary: {vary}\r\n"),
+            &lang,
+        )
+    })
+}
+
+#[test]
+fn rfc9111_4_1_a_stored_variant_answers_only_requests_with_the_same_nominated_fields() {
+    let b = varying_origin("Accept-Language");
+    assert_eq!(b.get("/v", "Accept-Language: en\r\n").body(), "en");
+    assert_eq!(b.get("/v", "Accept-Language: fr\r\n").body(), "fr");
+    let en = b.get("/v", "accept-language: en\r\n");
+    assert_eq!((en.x_cache().as_str(), en.body().as_str()), ("HIT", "en"));
+    let fr = b.get("/v", "Accept-Language: fr\r\n");
+    assert_eq!((fr.x_cache().as_str(), fr.body().as_str()), ("HIT", "fr"));
+    // A request without the field matches only one stored without it.
+    let none = b.get("/v", "");
+    assert_eq!(
+        (none.x_cache().as_str(), none.body().as_str()),
+        ("MISS", "none")
+    );
+    assert_eq!(b.get("/v", "").x_cache(), "HIT");
+    assert_eq!(b.origin.count(), 3);
+}
+
+#[test]
+fn rfc9111_4_1_field_lines_are_combined_and_whitespace_normalised() {
+    let b = varying_origin("Accept-Language");
+    b.get("/v", "Accept-Language: en,fr\r\n");
+    let same = b.get("/v", "Accept-Language: en\r\nAccept-Language: fr\r\n");
+    assert_eq!(same.x_cache(), "HIT");
+    let spaced = b.get("/v", "Accept-Language: en, fr\r\n");
+    assert_eq!(spaced.x_cache(), "HIT");
+}
+
+#[test]
+fn rfc9111_4_1_vary_star_is_never_served_from_the_store() {
+    let b = varying_origin("*");
+    b.get("/v", "Accept-Language: en\r\n");
+    assert_eq!(b.get("/v", "Accept-Language: en\r\n").x_cache(), "MISS");
+    assert_eq!(b.origin.count(), 2);
+}
+
+#[test]
+fn rfc9110_13_1_2_if_none_match_gets_a_304_by_weak_comparison_and_overrides_the_date() {
+    let b = validating_origin();
+    b.get("/both", "");
+    let r = |extra: &str| b.get("/both", extra).status;
+    assert_eq!(r("If-None-Match: \"v1\"\r\n"), 304);
+    assert_eq!(r("If-None-Match: W/\"v1\"\r\n"), 304);
+    assert_eq!(r("If-None-Match: \"x\", \"v1\"\r\n"), 304);
+    assert_eq!(r("If-None-Match: *\r\n"), 304);
+    assert_eq!(r("If-None-Match: \"v2\"\r\n"), 200);
+    // If-None-Match decides alone: a matching date does not make a 304.
+    let both = format!(
+        "If-None-Match: \"v2\"\r\nIf-Modified-Since: {}\r\n",
+        date(T0)
+    );
+    assert_eq!(r(&both), 200);
+    assert_eq!(r(&format!("If-Modified-Since: {}\r\n", date(T0))), 304);
+    assert_eq!(b.origin.count(), 1);
+}
+
+#[test]
+fn rfc9111_3_5_a_cookie_is_never_served_to_another_client() {
+    let b = Bench::new(|seen| match seen.head.path() {
+        "/implicit" => ok(
+            "Set-Cookie: id=alice\r\nLast-Modified: Thu, 01 Jan 2026 00:00:00 GMT\r\n",
+            "a",
+        ),
+        _ => ok(
+            "Set-Cookie: id=alice\r\nCache-Control: public, max-age=60\r\n",
+            "a",
+        ),
+    });
+    let first = b.get("/implicit", "");
+    assert_eq!(first.header("set-cookie").as_deref(), Some("id=alice"));
+    let second = b.get("/implicit", "");
+    assert_eq!(
+        (
+            second.x_cache().as_str(),
+            second.header("set-cookie").as_deref()
+        ),
+        ("MISS", Some("id=alice"))
+    );
+    // Explicitly shared: stored, without the cookie.
+    b.get("/shared", "");
+    let hit = b.get("/shared", "");
+    assert_eq!(
+        (hit.x_cache().as_str(), hit.header("set-cookie")),
+        ("HIT", None)
+    );
+}
+
+#[test]
+fn rfc9111_5_2_2_2_must_revalidate_is_never_served_stale_504_when_the_origin_is_down() {
+    let down = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d = down.clone();
+    let b = Bench::new(move |_| {
+        if d.load(std::sync::atomic::Ordering::SeqCst) {
+            return whole("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
+        }
+        ok(
+            "Cache-Control: max-age=10, must-revalidate\r\nETag: \"m\"\r\n",
+            "m",
+        )
+    });
+    b.get("/m", "");
+    b.clock.advance(20);
+    down.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(b.get("/m", "").status, 504);
+    // Even a client that accepts stale copies does not get this one.
+    assert_eq!(b.get("/m", "Cache-Control: max-stale=600\r\n").status, 504);
+}
+
+#[test]
+fn rfc5861_4_stale_if_error_serves_the_stale_copy_when_the_origin_fails() {
+    let down = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d = down.clone();
+    let b = Bench::new(move |_| {
+        if d.load(std::sync::atomic::Ordering::SeqCst) {
+            return whole("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n");
+        }
+        ok(
+            "Cache-Control: max-age=10, stale-if-error=100\r\nETag: \"s\"\r\n",
+            "kept",
+        )
+    });
+    b.get("/s", "");
+    b.clock.advance(50);
+    down.store(true, std::sync::atomic::Ordering::SeqCst);
+    let r = b.get("/s", "");
+    assert_eq!((r.status, r.body().as_str()), (200, "kept"));
+    // Past the window: the origin's error.
+    b.clock.advance(100);
+    assert_eq!(b.get("/s", "").status, 500);
+}
+
+#[test]
+fn rfc5861_3_stale_while_revalidate_serves_stale_and_refreshes_in_the_background() {
+    let b = Bench::new(|seen| {
+        if seen.has("if-none-match") {
+            return whole(format!(
+                "HTTP/1.1 304 Not Modified\r\nDate: {}\r\nCache-Control: max-age=10, stale-while-revalidate=30\r\nETag: \"w\"\r\n\r\n",
+                date(T0 + 15)
+            ));
+        }
+        ok(
+            "Cache-Control: max-age=10, stale-while-revalidate=30\r\nETag: \"w\"\r\n",
+            "w",
+        )
+    });
+    b.get("/w", "");
+    b.clock.advance(15);
+    let stale = b.get("/w", "");
+    assert_eq!((stale.status, stale.x_cache().as_str()), (200, "HIT"));
+    // The background revalidation reaches the origin and freshens the copy.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while b.origin.count() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(
+        b.origin.last().header("if-none-match").as_deref(),
+        Some("\"w\"")
+    );
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let fresh = b.get("/w", "");
+    assert_eq!(
+        (fresh.x_cache().as_str(), fresh.header("age").as_deref()),
+        ("HIT", Some("0"))
+    );
+    assert_eq!(b.origin.count(), 2);
+}
+
+#[test]
+fn rfc9111_5_2_1_7_only_if_cached_gets_504_without_a_stored_copy() {
+    let b = Bench::new(|_| ok("Cache-Control: max-age=60\r\n", "c"));
+    assert_eq!(b.get("/c", "Cache-Control: only-if-cached\r\n").status, 504);
+    assert_eq!(b.origin.count(), 0);
+    b.get("/c", "");
+    assert_eq!(
+        b.get("/c", "Cache-Control: only-if-cached\r\n").x_cache(),
+        "HIT"
+    );
+}
+
+#[test]
+fn rfc9111_5_2_2_10_s_maxage_wins_over_max_age_for_a_shared_cache() {
+    let b = Bench::new(|_| ok("Cache-Control: max-age=10, s-maxage=100\r\n", "s"));
+    b.get("/s", "");
+    b.clock.advance(50);
+    assert_eq!(b.get("/s", "").x_cache(), "HIT");
+}
+
+#[test]
+fn rfc9213_cdn_cache_control_governs_a_surrogate_and_stops_there() {
+    let b = Bench::tuned(
+        |_| {
+            ok(
+                "Cache-Control: no-store\r\nCDN-Cache-Control: max-age=100\r\n",
+                "cdn",
+            )
+        },
+        |c| c.targeted = cacheoff_cache::Targeted::cdn(),
+    );
+    let miss = b.get("/t", "");
+    assert_eq!(miss.header("cdn-cache-control"), None);
+    assert_eq!(miss.header("cache-control").as_deref(), Some("no-store"));
+    b.clock.advance(50);
+    let hit = b.get("/t", "");
+    assert_eq!(
+        (hit.x_cache().as_str(), hit.header("cdn-cache-control")),
+        ("HIT", None)
+    );
+    // Without targeting, Cache-Control rules.
+    let plain = Bench::new(|_| {
+        ok(
+            "Cache-Control: no-store\r\nCDN-Cache-Control: max-age=100\r\n",
+            "cdn",
+        )
+    });
+    plain.get("/t", "");
+    assert_eq!(plain.get("/t", "").x_cache(), "MISS");
+}
+
+#[test]
+fn rfc9112_6_no_transfer_encoding_trick_smuggles_a_request() {
+    let b = Bench::new(|_| ok("Cache-Control: no-store\r\n", "r"));
+    let smuggled = "25\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n\r\n0\r\n\r\n";
+    for (te, status) in [
+        (
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n",
+            400,
+        ),
+        ("Transfer-Encoding: xchunked\r\n", 400),
+        ("Transfer-Encoding: identity\r\n", 400),
+        ("Transfer-Encoding: \r\n", 400),
+        ("Transfer-Encoding: \"chunked\"\r\n", 400),
+        ("Transfer-Encoding: chunked, identity\r\n", 400),
+    ] {
+        // With a Content-Length too: always 400, whatever the coding.
+        let raw = format!("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n{te}\r\n{smuggled}");
+        let mut c = b.client();
+        c.write(raw.as_bytes());
+        assert_eq!(c.reply(false).status, status, "{te:?} with a length");
+        assert!(
+            c.try_reply(false).is_none(),
+            "{te:?}: the connection stays open"
+        );
+    }
+    for (te, status) in [
+        ("Transfer-Encoding: xchunked\r\n", 501),
+        (
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+            400,
+        ),
+        ("Transfer-Encoding: chunked, identity\r\n", 400),
+    ] {
+        let raw = format!("POST /x HTTP/1.1\r\nHost: x\r\n{te}\r\n{smuggled}");
+        let mut c = b.client();
+        c.write(raw.as_bytes());
+        assert_eq!(c.reply(false).status, status, "{te:?}");
+        assert!(
+            c.try_reply(false).is_none(),
+            "{te:?}: the connection stays open"
+        );
+    }
+    assert_eq!(b.origin.count(), 0, "{:?}", b.origin.seen());
+}
