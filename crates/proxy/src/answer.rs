@@ -45,8 +45,8 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
         return forward(s, x, None, LogCode::Miss).await;
     }
     let directives = Directives::parse(req.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
-    let reload = (directives.no_cache || directives.max_age == Some(0))
-        && !sh.cfg.faults.strikes(Fault::ReloadHit);
+    let reload_asked = directives.no_cache || directives.max_age == Some(0);
+    let reload = reload_asked && !sh.cfg.faults.strikes(Fault::ReloadHit);
     let key = key_of(&t.url);
     if reload {
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
@@ -59,7 +59,8 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
     }
     if let Some(obj) = lookup(sh, &t.url, req).await {
         let now = sh.cfg.clock.unix_now();
-        let reuse = if sh.cfg.collector || sh.cfg.faults.strikes(Fault::Stale) {
+        // A reload that got this far is the reload-hit fault: served as is.
+        let reuse = if sh.cfg.collector || reload_asked || sh.cfg.faults.strikes(Fault::Stale) {
             Reuse::Fresh
         } else {
             reuse(&directives, &obj.fresh, now)
