@@ -15,7 +15,7 @@ use crate::upstream::{exchange, origin_request, Conditional, FetchError};
 use crate::Shared;
 use cacheoff_cache::validators::Conditional as StoredValidators;
 use cacheoff_cache::{key_of, on_origin_error, reuse, Directives, Object, OnError, Reuse};
-use cacheoff_http::{Method, RequestHead};
+use cacheoff_http::{Method, RequestHead, ResponseHead};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
@@ -178,24 +178,12 @@ async fn revalidate(s: &mut TcpStream, x: &Xact<'_>, obj: Arc<Object>, leader: L
         req, t, sh, pool, ..
     } = *x;
     sh.stats.stale.fetch_add(1, Ordering::Relaxed);
-    // Validators are the stored ETag and Last-Modified (never Expires).
-    let validators = StoredValidators::of(obj.headers());
-    if validators.if_none_match.is_none() && validators.if_modified_since.is_none() {
+    let Some(request) = validation_request(req, &t.authority, &t.path, &obj, sh.cfg.collector)
+    else {
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
         return forward(s, x, Some(leader), LogCode::RefreshModified).await;
-    }
+    };
     let sent_at = sh.cfg.clock.unix_now();
-    let request = origin_request(
-        req,
-        &t.authority,
-        &t.path,
-        Conditional::Validate {
-            etag: validators.if_none_match.as_deref(),
-            since: validators.if_modified_since.as_deref(),
-        },
-        &[],
-        sh.cfg.collector,
-    );
     let directives = Directives::parse(request_fields(req));
     let failed = |status| match on_origin_error(&directives, &obj.fresh, sh.cfg.clock.unix_now()) {
         OnError::ServeStale => None,
@@ -234,67 +222,64 @@ async fn revalidate(s: &mut TcpStream, x: &Xact<'_>, obj: Arc<Object>, leader: L
         return relay(s, x, reply, Some(leader), LogCode::RefreshModified, sent_at).await;
     }
     sh.stats.revalidated.fetch_add(1, Ordering::Relaxed);
-    let updated = Arc::new(
-        obj.freshened(
-            reply
-                .head
-                .headers
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_slice())),
-            sent_at,
-            sh.cfg.clock.unix_now(),
-            &sh.cfg.targeted,
-        ),
-    );
+    let updated = freshen(sh, &obj, &reply.head, sent_at);
     reply.release(pool, &sh.cfg);
-    store(sh, updated.clone());
     leader.finish(Some(updated.clone()));
     serve_stored(s, x, &updated, Served::Revalidated).await
 }
 
+/// The request asking the origin whether `obj` changed, by its stored
+/// validators (its ETag and Last-Modified, never Expires); `None` when it
+/// has neither.
+fn validation_request(
+    req: &RequestHead,
+    authority: &str,
+    path: &str,
+    obj: &Object,
+    close: bool,
+) -> Option<Vec<u8>> {
+    let v = StoredValidators::of(obj.headers());
+    if v.if_none_match.is_none() && v.if_modified_since.is_none() {
+        return None;
+    }
+    let cond = Conditional::Validate {
+        etag: v.if_none_match.as_deref(),
+        since: v.if_modified_since.as_deref(),
+    };
+    Some(origin_request(req, authority, path, cond, &[], close))
+}
+
+/// Stores `obj` as the origin's 304 `reply` leaves it (RFC 9111 §4.3.4).
+fn freshen(sh: &Arc<Shared>, obj: &Object, reply: &ResponseHead, sent_at: u64) -> Arc<Object> {
+    let fields = reply
+        .headers
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_slice()));
+    let now = sh.cfg.clock.unix_now();
+    let updated = Arc::new(obj.freshened(fields, sent_at, now, &sh.cfg.targeted));
+    store(sh, updated.clone());
+    updated
+}
+
 /// `stale-while-revalidate`: the stale copy is served and this task asks
 /// the origin meanwhile, with no client waiting; a 304 freshens the copy,
-/// a new reply replaces it through the store as any miss would.
+/// anything else drops it, so the next request fetches it as a miss.
 fn background_revalidation(x: &Xact<'_>, obj: Arc<Object>, leader: Leader) {
-    let (sh, req, t) = (x.sh.clone(), x.req.clone(), x.t.authority.clone());
-    let path = x.t.path.clone();
+    let Some(request) = validation_request(x.req, &x.t.authority, &x.t.path, &obj, true) else {
+        return;
+    };
+    let (sh, authority) = (x.sh.clone(), x.t.authority.clone());
     tokio::task::spawn_local(async move {
-        let validators = StoredValidators::of(obj.headers());
         let sent_at = sh.cfg.clock.unix_now();
-        let request = origin_request(
-            &req,
-            &t,
-            &path,
-            Conditional::Validate {
-                etag: validators.if_none_match.as_deref(),
-                since: validators.if_modified_since.as_deref(),
-            },
-            &[],
-            true,
-        );
         let pool = crate::upstream::Pool::default();
-        let Ok(reply) = exchange(&pool, &sh.cfg, &t, &request, false, true).await else {
-            return;
-        };
-        if reply.head.status == 304 {
-            let updated = Arc::new(
-                obj.freshened(
-                    reply
-                        .head
-                        .headers
-                        .iter()
-                        .map(|(n, v)| (n.as_str(), v.as_slice())),
-                    sent_at,
-                    sh.cfg.clock.unix_now(),
-                    &sh.cfg.targeted,
-                ),
-            );
-            store(&sh, updated.clone());
-            leader.finish(Some(updated));
-        } else {
-            // Changed (or failed): the next request fetches it.
-            remove(&sh, &obj.url).await;
-            leader.finish(None);
+        match exchange(&pool, &sh.cfg, &authority, &request, false, true).await {
+            Ok(reply) if reply.head.status == 304 => {
+                leader.finish(Some(freshen(&sh, &obj, &reply.head, sent_at)));
+            }
+            _ => {
+                remove(&sh, &obj.url).await;
+                leader.finish(None);
+            }
         }
     });
 }
