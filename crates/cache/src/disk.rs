@@ -154,14 +154,20 @@ fn encode(o: &Object) -> Vec<u8> {
         vary: o.vary.clone(),
     })
     .expect("meta serializes");
-    let mut out = Vec::with_capacity(FIXED + meta.len() + o.head.len() + o.body.len() + 4);
-    out.extend_from_slice(MAGIC);
+    frame(MAGIC, &meta, &o.head, &o.body)
+}
+
+/// A file's bytes: magic, the three lengths, the parts, then a CRC-32 of
+/// everything before it.
+fn frame(magic: &[u8], meta: &[u8], head: &[u8], body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(FIXED + meta.len() + head.len() + body.len() + 4);
+    out.extend_from_slice(magic);
     out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
-    out.extend_from_slice(&(o.head.len() as u32).to_le_bytes());
-    out.extend_from_slice(&(o.body.len() as u64).to_le_bytes());
-    out.extend_from_slice(&meta);
-    out.extend_from_slice(&o.head);
-    out.extend_from_slice(&o.body);
+    out.extend_from_slice(&(head.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(meta);
+    out.extend_from_slice(head);
+    out.extend_from_slice(body);
     let crc = crc32fast::hash(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
@@ -625,17 +631,7 @@ mod tests {
             m["fresh"].as_object_mut().unwrap().remove(f);
         }
         let meta = serde_json::to_vec(&meta).unwrap();
-        let mut out = Vec::new();
-        out.extend_from_slice(MAGIC_V1);
-        out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(o.head.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(o.body.len() as u64).to_le_bytes());
-        out.extend_from_slice(&meta);
-        out.extend_from_slice(&o.head);
-        out.extend_from_slice(&o.body);
-        let crc = crc32fast::hash(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
-        out
+        frame(MAGIC_V1, &meta, &o.head, &o.body)
     }
 
     #[test]
