@@ -13,6 +13,8 @@ use crate::inflight::{self, Join, Leader, Outcome};
 use crate::relay::relay;
 use crate::upstream::{exchange, origin_request, Conditional, FetchError};
 use crate::Shared;
+use cacheoff_cache::storage::strip_fields;
+use cacheoff_cache::update::head_updates;
 use cacheoff_cache::validators::Conditional as StoredValidators;
 use cacheoff_cache::{key_of, on_origin_error, reuse, Directives, Object, OnError, Reuse};
 use cacheoff_http::{Method, RequestHead, ResponseHead};
@@ -249,6 +251,29 @@ fn validation_request(
     Some(origin_request(req, authority, path, cond, &[], close))
 }
 
+/// A 200 to a HEAD freshens the stored response it describes, or drops
+/// it when it describes another representation (RFC 9111 §4.3.5).
+pub(crate) async fn head_update(
+    sh: &Arc<Shared>,
+    req: &RequestHead,
+    url: &str,
+    reply: &ResponseHead,
+    sent_at: u64,
+) {
+    let Some(obj) = lookup(sh, url, req).await else {
+        return;
+    };
+    let fields = reply
+        .headers
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_slice()));
+    if head_updates(&obj, fields) {
+        freshen(sh, &obj, reply, sent_at);
+    } else {
+        remove(sh, url).await;
+    }
+}
+
 /// Stores `obj` as the origin's 304 `reply` leaves it (RFC 9111 §4.3.4).
 fn freshen(sh: &Arc<Shared>, obj: &Object, reply: &ResponseHead, sent_at: u64) -> Arc<Object> {
     let fields = reply
@@ -256,7 +281,13 @@ fn freshen(sh: &Arc<Shared>, obj: &Object, reply: &ResponseHead, sent_at: u64) -
         .iter()
         .map(|(n, v)| (n.as_str(), v.as_slice()));
     let now = sh.cfg.clock.unix_now();
-    let updated = Arc::new(obj.freshened(fields, sent_at, now, &sh.cfg.targeted));
+    let mut updated = obj.freshened(fields, sent_at, now, &sh.cfg.targeted);
+    // As on a miss, targeted fields are read, then not stored.
+    let targeted = sh.cfg.targeted.strip_downstream(updated.headers());
+    if !targeted.is_empty() {
+        updated.head = strip_fields(&updated.head, &targeted).into();
+    }
+    let updated = Arc::new(updated);
     store(sh, updated.clone());
     updated
 }

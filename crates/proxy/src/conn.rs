@@ -240,16 +240,28 @@ async fn read_head(
     sh: &Shared,
 ) -> Result<Option<RequestHead>, u16> {
     let cfg = &sh.cfg;
-    // The parser runs once per complete head, not once per read.
+    let parse = |head: &[u8]| parse_request_strict(head, true, cfg.max_header);
+    // A head usually arrives whole with its first read (keep-alive ones
+    // may already be buffered): parsed straight away. One that does not is
+    // scanned as it grows and parsed once complete, never once per read.
+    let mut tried_whole = false;
     let mut scan = HeadScanner::new();
     let mut deadline = None;
     loop {
         if !buf.is_empty() {
             deadline.get_or_insert_with(|| Instant::now() + cfg.client_header_timeout);
+            if !tried_whole {
+                tried_whole = true;
+                match parse(buf) {
+                    Ok(Some(h)) => return Ok(Some(h)),
+                    Ok(None) => {}
+                    Err(e) => return Err(e.status()),
+                }
+            }
         }
         match scan.scan_within(buf, cfg.max_header) {
             Ok(Some(end)) => {
-                return match parse_request_strict(&buf[..end], true, cfg.max_header) {
+                return match parse(&buf[..end]) {
                     Ok(Some(h)) => Ok(Some(h)),
                     Ok(None) => Err(400),
                     Err(e) => Err(e.status()),

@@ -12,7 +12,6 @@ use crate::framing::{content_type_of, end_head, without_header, BodyFraming};
 use crate::range::{self, Ranged};
 use crate::replay;
 use crate::send::send_reply;
-use cacheoff_cache::storage::strip_fields;
 use cacheoff_cache::{validators, Object, Timing};
 use cacheoff_http::echo::ECHO_HEADER;
 use cacheoff_http::status::write_status_line;
@@ -54,14 +53,23 @@ impl Served {
 /// its `If-Modified-Since` against the stored `Last-Modified` (never
 /// `Expires`, unless the ims-by-expires fault says the fresh copy will do).
 fn not_modified(req: &RequestHead, obj: &Object, by_expires: bool) -> bool {
+    // Most hits are unconditional: they cost no look at the stored ETag.
+    let conditional = || {
+        req.ims.is_some()
+            || req
+                .headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("if-none-match"))
+    };
     obj.status == 200
         && (by_expires
-            || validators::not_modified(
-                request_fields(req),
-                obj.status,
-                validators::etag_of(obj.headers()).as_ref(),
-                obj.fresh.last_modified,
-            ))
+            || conditional()
+                && validators::not_modified(
+                    request_fields(req),
+                    obj.status,
+                    validators::etag_of(obj.headers()).as_ref(),
+                    obj.fresh.last_modified,
+                ))
 }
 
 /// Writes a stored object: 304 if the client's `If-Modified-Since` is not
@@ -145,18 +153,11 @@ pub(crate) async fn serve_stored(
         out.extend_from_slice(&without_header(&obj.head, ECHO_HEADER));
     } else if status == 416 {
         // The error says nothing of the stored representation.
+    } else if matches!(&ranged, Ranged::Parts(p) if p.len() > 1) {
+        // Several ranges have their own Content-Type.
+        out.extend_from_slice(&without_header(&obj.head, "content-type"));
     } else {
-        // Targeted fields were for this cache (RFC 9213); several ranges
-        // have their own Content-Type.
-        let mut strip = cfg.targeted.strip_downstream(obj.headers());
-        if matches!(&ranged, Ranged::Parts(p) if p.len() > 1) {
-            strip.push("content-type".into());
-        }
-        if strip.is_empty() {
-            out.extend_from_slice(&obj.head);
-        } else {
-            out.extend_from_slice(&strip_fields(&obj.head, &strip));
-        }
+        out.extend_from_slice(&obj.head);
     }
     out.extend_from_slice(range_head.as_bytes());
     if how != Served::Miss {

@@ -5,7 +5,7 @@
 //! stores the result and wakes the requests waiting for it.
 
 use crate::access_log::LogCode;
-use crate::answer::{remove, request_fields, store};
+use crate::answer::{head_update, remove, request_fields, store};
 use crate::config::ProxyConfig;
 use crate::conn::{Done, Xact};
 use crate::fault::Fault;
@@ -47,6 +47,9 @@ pub(crate) async fn relay(
         for url in invalidated(&reply.head, &t.authority) {
             remove(sh, &url).await;
         }
+    }
+    if req.method == Method::Head && plan.status == 200 && sh.cfg.stores() {
+        head_update(sh, req, &t.url, &reply.head, sent_at).await;
     }
     let mut client = Client {
         written: 0,
@@ -147,11 +150,14 @@ impl Plan {
         }
         let client_304 = leads && answers_condition(req, head);
         let all = end_to_end(head);
-        // Targeted fields are for this cache alone (RFC 9213): kept in the
-        // store (a 304 recomputes freshness from them), not passed on.
-        let downstream = strip_fields(&all, &cfg.targeted.strip_downstream(pairs(head)));
-        // What the store must not keep (Set-Cookie, private="f", ...).
-        let e2e = Bytes::from(strip_fields(&all, storage.as_deref().unwrap_or(&[])));
+        // Targeted fields are for this cache alone (RFC 9213): read above,
+        // then neither passed on nor stored, so a hit need not look for them.
+        let targeted = cfg.targeted.strip_downstream(pairs(head));
+        let downstream = strip_fields(&all, &targeted);
+        // Nor what the store must not keep (Set-Cookie, private="f", ...).
+        let mut unkept = storage.unwrap_or_default();
+        unkept.extend(targeted);
+        let e2e = Bytes::from(strip_fields(&all, &unkept));
         let framing = BodyFraming::choose(cfg.reply_framing, head.framing, req.minor);
         let keep_alive = framing.keeps_alive(cfg.reply_framing, req.keep_alive);
         let client_head = (!client_304).then(|| {

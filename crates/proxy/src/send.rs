@@ -8,7 +8,6 @@ use crate::framing::{BodyFraming, LAST_CHUNK};
 use cacheoff_http::chunked::write_chunk;
 use std::io;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 /// Bodies up to this size go out in the head's buffer, one write.
@@ -20,13 +19,22 @@ const WINDOW: usize = 64 * 1024;
 pub(crate) const CHUNK: usize = 4096;
 
 /// Writes all of `bytes`; fails when the client takes nothing for `idle`.
+/// A write the socket takes at once (most replies) arms no timer.
 pub(crate) async fn send(s: &mut TcpStream, bytes: &[u8], idle: Duration) -> io::Result<()> {
     let mut at = 0;
     while at < bytes.len() {
-        match tokio::time::timeout(idle, s.write(&bytes[at..])).await {
-            Ok(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(Ok(n)) => at += n,
-            Ok(Err(e)) => return Err(e),
+        match s.try_write(&bytes[at..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                at += n;
+                continue;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+        // The socket is full: wait for room, as long as the client reads.
+        match tokio::time::timeout(idle, s.writable()).await {
+            Ok(ready) => ready?,
             Err(_) => return Err(io::ErrorKind::TimedOut.into()),
         }
     }

@@ -623,3 +623,39 @@ fn rfc9112_6_no_transfer_encoding_trick_smuggles_a_request() {
     }
     assert_eq!(b.origin.count(), 0, "{:?}", b.origin.seen());
 }
+
+#[test]
+fn rfc9111_4_3_5_a_head_reply_freshens_the_stored_get_or_drops_it() {
+    let version = std::sync::Arc::new(std::sync::atomic::AtomicU8::new(1));
+    let v = version.clone();
+    let b = Bench::new(move |seen| {
+        let n = v.load(std::sync::atomic::Ordering::SeqCst);
+        let tag = format!(
+            "ETag: \"t{n}\"\r\nX-Seen: {}\r\n",
+            seen.head.method.as_str()
+        );
+        if seen.head.method.as_str() == "HEAD" {
+            return whole(format!(
+                "HTTP/1.1 200 OK\r\nDate: {}\r\nCache-Control: max-age=100\r\n{tag}Content-Length: 4\r\n\r\n",
+                date(T0 + 20)
+            ));
+        }
+        ok(&format!("Cache-Control: max-age=10\r\n{tag}"), "body")
+    });
+    b.get("/h", "");
+    b.clock.advance(20);
+    // Stale: the HEAD goes to the origin, and its reply freshens the GET.
+    let head = b.send("HEAD /h HTTP/1.1\r\nHost: o\r\n\r\n");
+    assert_eq!(head.status, 200);
+    let hit = b.get("/h", "");
+    assert_eq!(
+        (hit.x_cache().as_str(), hit.body().as_str()),
+        ("HIT", "body")
+    );
+    assert_eq!(hit.header("x-seen").as_deref(), Some("HEAD"));
+    // A HEAD describing another representation drops the stored one.
+    b.clock.advance(200);
+    version.store(2, std::sync::atomic::Ordering::SeqCst);
+    b.send("HEAD /h HTTP/1.1\r\nHost: o\r\n\r\n");
+    assert_eq!(b.get("/h", "").x_cache(), "MISS");
+}
