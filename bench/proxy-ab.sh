@@ -13,6 +13,9 @@
 #            (the origin sends no Vary, so these are hits on the same
 #            entry: what the header-dependent part of the lookup costs)
 # The origin's access log shows whether the measured replies were hits.
+# Besides replies/s and latency, the proxy's own CPU time per reply (user
+# + system, from /proc): with wrk on the same two cores the rate moves
+# with the machine, the CPU cost per reply much less.
 #
 # Usage: bench/proxy-ab.sh OLD_REV [seconds] [connections] [rounds]
 #        (defaults: 5 s, 50 connections, 3 rounds)
@@ -81,6 +84,8 @@ for i in $(seq 100); do
 done
 
 # wrk prints latencies as 812.00us, 1.20ms or 1.01s: in ms.
+# proc_cpu PID: user + system CPU time of a process, in clock ticks.
+proc_cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 to_ms() { awk '{ v=$1; if (v ~ /us$/) { sub(/us$/, "", v); v/=1000 } else if (v ~ /ms$/) { sub(/ms$/, "", v) } else if (v ~ /s$/) { sub(/s$/, "", v); v*=1000 }; printf "%.3f", v }' <<<"$1"; }
 
 objs=(1k 11k 1k+lang)
@@ -90,7 +95,7 @@ headers_of() { if [[ $1 == *+lang ]]; then echo "Accept-Language: en"; fi; }
 # measure SIDE ROUND: one proxy of that build, the three cases; appends
 # "side round obj rate p50 p99 origin-requests errors" to $work/results.
 measure() {
-  local side=$1 r=$2 obj url hdr h before after out rate p50 p99 errs
+  local side=$1 r=$2 obj url hdr h before after out rate p50 p99 errs cpu0 cpu1 replies cpu_us
   bin=${bins[$side]} # what start_proxy starts
   start_proxy "$work/proxy-$side-$r.txt" --origin "127.0.0.1:$origin_port" --mem 256MB --workers 2
   for obj in "${objs[@]}"; do
@@ -102,15 +107,21 @@ measure() {
       curl -sf -o /dev/null --max-time 10 "${h[@]}" "$url" || { echo "$side: $url ${hdr:+($hdr) }failed before measuring" >&2; exit 1; }
     done
     before=$(wc -l <"$work/origin-access.log")
+    cpu0=$(proc_cpu "$pid")
     out=$(timeout $((secs + 60)) wrk -t1 -c"$conns" -d"${secs}s" --latency "${h[@]}" "$url")
     after=$(wc -l <"$work/origin-access.log")
+    cpu1=$(proc_cpu "$pid")
+    replies=$(awk '/requests in/ {print $1}' <<<"$out")
+    # The proxy's own CPU (user + system) per reply: steadier than the
+    # rate when wrk and the proxy share the cores.
+    cpu_us=$(awk -v c=$((cpu1 - cpu0)) -v t="$(getconf CLK_TCK)" -v n="${replies:-0}" 'BEGIN {printf "%.2f", n > 0 ? c * 1e6 / t / n : 0}')
     rate=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
     p50=$(to_ms "$(awk '$1 == "50%" {print $2}' <<<"$out")")
     p99=$(to_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")
     errs=$(awk '/Non-2xx|Socket errors/ {print}' <<<"$out" | tr -s ' ' | tr ' ' '_' | paste -sd';' -)
-    echo "$side $r $obj ${rate:-0} $p50 $p99 $((after - before)) ${errs:--}" >>"$work/results"
-    printf 'round %d %-3s %-8s %9.0f/s  p50 %7.3f ms  p99 %7.3f ms  origin %d%s\n' \
-      "$r" "$side" "$obj" "${rate:-0}" "$p50" "$p99" "$((after - before))" "${errs:+  errors ${errs//_/ }}"
+    echo "$side $r $obj ${rate:-0} $p50 $p99 $((after - before)) ${errs:--} $cpu_us" >>"$work/results"
+    printf 'round %d %-3s %-8s %9.0f/s  p50 %7.3f ms  p99 %7.3f ms  proxy %6.2f CPU-us/reply  origin %d%s\n' \
+      "$r" "$side" "$obj" "${rate:-0}" "$p50" "$p99" "$cpu_us" "$((after - before))" "${errs:+  errors ${errs//_/ }}"
   done
   stop_proxy >/dev/null
 }
@@ -131,8 +142,10 @@ for obj in "${objs[@]}"; do
   ro=$(col old "$obj" 4 | median); rn=$(col new "$obj" 4 | median)
   ao=$(col old "$obj" 5 | median); an=$(col new "$obj" 5 | median)
   qo=$(col old "$obj" 6 | median); qn=$(col new "$obj" 6 | median)
-  printf '%-9s median old %8.0f/s  new %8.0f/s  new/old %.3f   p50 old %.3f ms new %.3f ms   p99 old %.3f ms new %.3f ms\n' \
-    "$obj" "$ro" "$rn" "$(awk -v n="$rn" -v o="$ro" 'BEGIN {print (o > 0 ? n / o : 0)}')" "$ao" "$an" "$qo" "$qn"
+  co=$(col old "$obj" 9 | median); cn=$(col new "$obj" 9 | median)
+  printf '%-9s median old %8.0f/s  new %8.0f/s  new/old %.3f   p50 old %.3f ms new %.3f ms   p99 old %.3f ms new %.3f ms   CPU-us/reply old %.2f new %.2f new/old %.3f\n' \
+    "$obj" "$ro" "$rn" "$(awk -v n="$rn" -v o="$ro" 'BEGIN {print (o > 0 ? n / o : 0)}')" "$ao" "$an" "$qo" "$qn" \
+    "$co" "$cn" "$(awk -v n="$cn" -v o="$co" 'BEGIN {print (o > 0 ? n / o : 0)}')"
 done
 origin_old=$(awk '$1 == "old" {s += $7} END {print s + 0}' "$work/results")
 origin_new=$(awk '$1 == "new" {s += $7} END {print s + 0}' "$work/results")
