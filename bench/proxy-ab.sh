@@ -114,7 +114,7 @@ measure() {
     replies=$(awk '/requests in/ {print $1}' <<<"$out")
     # The proxy's own CPU (user + system) per reply: steadier than the
     # rate when wrk and the proxy share the cores.
-    cpu_us=$(awk -v c=$((cpu1 - cpu0)) -v t="$(getconf CLK_TCK)" -v n="${replies:-0}" 'BEGIN {printf "%.2f", n > 0 ? c * 1e6 / t / n : 0}')
+    cpu_us=$(awk -v c=$((cpu1 - cpu0)) -v t="$(getconf CLK_TCK)" -v n="${replies:-0}" 'BEGIN {printf "%.2f", (n > 0 ? c * 1e6 / t / n : 0)}')
     rate=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
     p50=$(to_ms "$(awk '$1 == "50%" {print $2}' <<<"$out")")
     p99=$(to_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")

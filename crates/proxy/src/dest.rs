@@ -159,6 +159,21 @@ impl DestRule {
     }
 }
 
+/// Whether a name admitted as `asked` may be connected to at `ip`, where
+/// it resolved: a rule by address (`*` included) must admit the address
+/// too, so a name pointing at this machine does not get through `*`;
+/// a rule naming the host is trusted with whatever it resolves to.
+pub(crate) fn admitted_resolved(rules: &[DestRule], asked: &Dest, ip: IpAddr) -> bool {
+    let resolved = Dest {
+        host: Host::Ip(unmap(ip)),
+        port: asked.port,
+    };
+    rules.iter().any(|r| match r.host {
+        HostPattern::Any | HostPattern::Net(_) => r.admits(&resolved),
+        HostPattern::Name(_) | HostPattern::Under(_) => r.admits(asked),
+    })
+}
+
 /// Whether any of `rules` admits `d`.
 pub(crate) fn admitted(rules: &[DestRule], d: &Dest) -> bool {
     rules.iter().any(|r| r.admits(d))

@@ -4,7 +4,8 @@
 //!
 //! Ownership: a [`Pool`] belongs to one worker thread (`Rc`, no locks).
 
-use crate::config::ProxyConfig;
+use crate::config::{ProxyConfig, Upstream};
+use crate::dest::{admitted_resolved, Dest};
 use cacheoff_http::chunked::ChunkedDecoder;
 use cacheoff_http::response::parse_response_within;
 use cacheoff_http::{Framing, HttpError, RequestHead, ResponseHead};
@@ -21,6 +22,8 @@ use tokio::net::TcpStream;
 pub enum FetchError {
     #[error("cannot resolve or connect to origin {0}: {1}")]
     Connect(String, io::Error),
+    #[error("origin {0} resolves to an address --allow-dest does not admit")]
+    Denied(String),
     #[error("origin {0} timed out")]
     Timeout(String),
     #[error("origin closed the connection early")]
@@ -36,6 +39,7 @@ impl FetchError {
     pub fn status(&self) -> u16 {
         match self {
             FetchError::Connect(..) => 503,
+            FetchError::Denied(_) => 403,
             FetchError::Timeout(_) => 504,
             _ => 502,
         }
@@ -197,10 +201,20 @@ async fn connect(authority: &str, cfg: &ProxyConfig) -> Result<TcpStream, FetchE
         format!("{authority}:80")
     };
     let attempt = async {
-        let addrs: Vec<_> = tokio::net::lookup_host(&target)
+        let mut addrs: Vec<_> = tokio::net::lookup_host(&target)
             .await
             .map_err(fail)?
             .collect();
+        // The name was admitted; where it points must be too.
+        let forward = cfg.upstream == Upstream::Forward;
+        if let Some(rules) = cfg.dest_rules().filter(|_| forward) {
+            if let Ok(asked) = Dest::parse(authority) {
+                addrs.retain(|a| admitted_resolved(&rules, &asked, a.ip()));
+                if addrs.is_empty() {
+                    return Err(FetchError::Denied(authority.to_string()));
+                }
+            }
+        }
         let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
         for a in addrs {
             match TcpStream::connect(a).await {

@@ -477,6 +477,39 @@ fn an_open_proxy_connects_only_where_allow_dest_says() {
 }
 
 #[test]
+fn a_name_that_resolves_to_this_machine_does_not_pass_a_wildcard_rule() {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let resolves_here = std::net::ToSocketAddrs::to_socket_addrs(&(name.as_str(), 80))
+        .map(|mut a| a.any(|a| a.ip().is_loopback()))
+        .unwrap_or(false);
+    if name.is_empty() || name == "localhost" || !resolves_here {
+        eprintln!("skipped: this machine's name ({name:?}) does not resolve to loopback");
+        return;
+    }
+    // An origin reached through the proxies below, by this machine's name.
+    let t = Setup::new(|_| {});
+    let authority = format!("{name}:{}", t.origin.addr.port());
+    let open_to = |rule: String| {
+        Setup::new(move |c| {
+            c.allow = vec!["10.0.0.0/8".parse().unwrap()];
+            c.allow_dest = Some(vec![rule.parse().unwrap()]);
+        })
+    };
+    let raw = format!("GET http://{authority}/w HTTP/1.1\r\nHost: {authority}\r\n\r\n");
+    // The name passes `*`, but where it points is this machine.
+    let wildcard = open_to(format!("*:{}", t.origin.addr.port()));
+    assert_eq!(wildcard.exchange(raw.as_bytes()), 403);
+    assert!(t.origin.seen("/w").is_empty());
+    // Naming the host trusts it with what it resolves to.
+    let named = open_to(authority.clone());
+    assert_eq!(named.exchange(raw.as_bytes()), 200);
+    assert_eq!(t.origin.seen("/w").len(), 1);
+}
+
+#[test]
 fn host_lines_and_header_counts_are_checked() {
     let t = Setup::new(|_| {});
     let url = t.url("/h");
