@@ -479,6 +479,9 @@ mod tests {
             })
         );
         assert_eq!(fwd("GET http://h HTTP/1.1").unwrap().path, "/");
+        // A query without a path stays out of the authority.
+        let q = fwd("GET http://h:81?q=1 HTTP/1.1").unwrap();
+        assert_eq!((q.authority.as_str(), q.path.as_str()), ("h:81", "/?q=1"));
         assert_eq!(fwd("GET /a HTTP/1.1"), Err(400));
         assert_eq!(fwd("GET https://h/a HTTP/1.1"), Err(501));
         assert_eq!(fwd("GET http://u@h/a HTTP/1.1"), Err(400));
