@@ -12,6 +12,7 @@ use std::path::PathBuf;
     version,
     about = "Measure Web proxy caches the cache-off way: robots, origin servers and standard workloads",
     long_about = None,
+    after_help = "Exit status: 0 done, 1 the run failed, 2 bad input or set-up (a bad setting, no proxy answering at --proxy), 130 aborted by a second Ctrl-C.",
 )]
 pub struct Cli {
     #[command(subcommand)]

@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod console;
+mod preflight;
 pub mod proxy_cmd;
 pub mod report_cmd;
 pub mod run_cmd;

@@ -42,6 +42,9 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
+    if let Some(p) = a.proxy {
+        crate::preflight::check(p)?;
+    }
     // No proxy named and no --direct: test the reference proxy.
     let embedded = match (a.proxy, a.direct) {
         (None, false) => Some(start_reference_proxy(&workload)?),

@@ -209,6 +209,31 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
 }
 
 #[test]
+fn a_run_against_an_address_where_nothing_listens_exits_2_at_once() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let started = std::time::Instant::now();
+    let args = [
+        "run",
+        "simple",
+        "--proxy",
+        &closed,
+        "--duration",
+        "1min",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    assert_usage_error(&args, &closed);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(!out.exists(), "nothing is started");
+}
+
+#[test]
 fn report_needs_a_run_directory() {
     let dir = tempfile::tempdir().unwrap();
     assert_usage_error(
