@@ -13,6 +13,7 @@
 //! - [`Phase`] and [`Schedule`] give the load factor at any moment and the
 //!   5-second interval boundaries.
 
+mod addrmap;
 mod content;
 mod describe;
 mod dist;
@@ -29,6 +30,7 @@ mod schedule;
 mod validate;
 mod world;
 
+pub use addrmap::{server_name, AddrMap, AddrMapError, ZONE};
 pub use cacheoff_base::RequestType;
 pub use content::{content_set, ContentType, Embeds, Extension, Mix};
 pub use describe::describe;
