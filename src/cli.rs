@@ -53,12 +53,17 @@ pub struct ProxyArgs {
     #[arg(long, default_value = "4GB", value_name = "SIZE", requires = "disk")]
     pub disk_size: cacheoff_base::Bytes,
     /// Reverse proxy (accelerator) for this origin instead of a forward proxy.
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "origin_map")]
     pub origin: Option<String>,
+    /// Surrogate for several origins, routed by the request's Host name:
+    /// a file of `NAME HOST:PORT` lines (what `run --reverse` writes as
+    /// addrmap.txt).
+    #[arg(long, value_name = "FILE")]
+    pub origin_map: Option<PathBuf>,
     /// Targeted cache-control field a reverse proxy obeys over
     /// Cache-Control and removes downstream (RFC 9213); repeat for more,
-    /// the first present wins. Default with --origin: CDN-Cache-Control.
-    #[arg(long, value_name = "NAME", requires = "origin")]
+    /// the first present wins. Default in reverse mode: CDN-Cache-Control.
+    #[arg(long, value_name = "NAME")]
     pub targeted_field: Vec<String>,
     /// The SPE Collector: store every reply, never reuse origin
     /// connections, and serve each hit with the timing of its miss.
@@ -289,9 +294,19 @@ pub struct RunArgs {
     pub workload: String,
 
     /// Forward proxy under test (HOST:PORT). Without it (and without
-    /// --direct) the run starts cacheoff's reference proxy and tests that.
-    #[arg(long, value_name = "HOST:PORT", conflicts_with = "direct")]
+    /// --direct or --reverse) the run starts cacheoff's reference proxy
+    /// and tests that.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with_all = ["direct", "reverse"])]
     pub proxy: Option<SocketAddr>,
+
+    /// Reverse-proxy (surrogate) mode: robots send `GET /path` with
+    /// `Host: s<N>.bench.tst` to the surrogate at HOST:PORT, which routes
+    /// each name to its origin server (the address map: `cacheoff
+    /// workload addrmap`, and addrmap.txt in the run directory; needs
+    /// --server-port). Without an address: the reference proxy as the
+    /// surrogate.
+    #[arg(long, value_name = "HOST:PORT", num_args = 0..=1, conflicts_with = "direct")]
+    pub reverse: Option<Option<SocketAddr>>,
 
     /// No proxy: robots talk to the origin servers directly (the
     /// no-proxy baseline, and what the workload offers).

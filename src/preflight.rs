@@ -16,7 +16,7 @@ const LIMIT: Duration = Duration::from_secs(5);
 pub fn check(proxy: SocketAddr) -> Result<(), Failure> {
     let fail = |why: String| {
         Failure::usage(anyhow::anyhow!(
-            "no proxy to test at {proxy}: {why}; start it or check --proxy"
+            "no proxy to test at {proxy}: {why}; start it or check the address"
         ))
     };
     let mut s = TcpStream::connect_timeout(&proxy, LIMIT)

@@ -5,16 +5,30 @@ use crate::cli::ProxyArgs;
 use crate::{console, Failure};
 use anyhow::Context;
 use cacheoff_proxy::{Proxy, ProxyConfig, ProxyStats, Upstream};
+use std::collections::HashMap;
 
-pub fn config(a: &ProxyArgs) -> ProxyConfig {
+pub fn config(a: &ProxyArgs) -> Result<ProxyConfig, Failure> {
     let mut c = ProxyConfig::new(a.listen);
     c.memory = a.mem.0;
     c.disk = a.disk.clone().map(|d| (d, a.disk_size.0));
-    c.upstream = a
-        .origin
-        .clone()
-        .map_or(Upstream::Forward, Upstream::Reverse);
-    if a.origin.is_some() {
+    c.upstream = match (&a.origin, &a.origin_map) {
+        (Some(o), _) => {
+            if !o.contains(':') {
+                return Err(Failure::usage(anyhow::anyhow!(
+                    "--origin {o:?}: expected HOST:PORT"
+                )));
+            }
+            Upstream::Reverse(o.clone())
+        }
+        (None, Some(path)) => Upstream::ByHost(std::sync::Arc::new(origin_map(path)?)),
+        (None, None) => Upstream::Forward,
+    };
+    if !a.targeted_field.is_empty() && c.upstream == Upstream::Forward {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "--targeted-field needs reverse mode (--origin or --origin-map)"
+        )));
+    }
+    if c.upstream != Upstream::Forward {
         c.targeted = if a.targeted_field.is_empty() {
             cacheoff_cache::Targeted::cdn()
         } else {
@@ -46,7 +60,20 @@ pub fn config(a: &ProxyArgs) -> ProxyConfig {
     }
     c.reply_framing = a.reply_framing;
     c.faults = cacheoff_proxy::Faults::new(a.faults.clone());
-    c
+    Ok(c)
+}
+
+/// `--origin-map FILE`: origin names to `host:port`.
+fn origin_map(path: &std::path::Path) -> Result<HashMap<String, String>, Failure> {
+    let bad =
+        |why: String| Failure::usage(anyhow::anyhow!("--origin-map {}: {why}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let map = cacheoff_workload::AddrMap::parse(&text).map_err(|e| bad(e.to_string()))?;
+    Ok(map
+        .entries()
+        .iter()
+        .map(|(name, addr)| (name.clone(), addr.to_string()))
+        .collect())
 }
 
 /// One line of counters, printed when a proxy stops.
@@ -83,14 +110,7 @@ pub fn replay_line(p: &Proxy) -> String {
 }
 
 pub fn run(a: &ProxyArgs) -> Result<(), Failure> {
-    if let Some(o) = &a.origin {
-        if !o.contains(':') {
-            return Err(Failure::usage(anyhow::anyhow!(
-                "--origin {o:?}: expected HOST:PORT"
-            )));
-        }
-    }
-    let cfg = config(a);
+    let cfg = config(a)?;
     let proxy = Proxy::start(cfg)
         .context("cannot start the proxy")
         .map_err(Failure::usage)?;
@@ -99,6 +119,7 @@ pub fn run(a: &ProxyArgs) -> Result<(), Failure> {
         (_, true) => "SPE Collector".to_string(),
         (Upstream::Forward, false) => "forward proxy".to_string(),
         (Upstream::Reverse(o), false) => format!("reverse proxy for {o}"),
+        (Upstream::ByHost(m), false) => format!("surrogate for {} origins by Host", m.len()),
     };
     let disk = match (&c.disk, proxy.disk_report()) {
         (Some((dir, size)), Some(r)) => format!(

@@ -5,10 +5,10 @@ use crate::cli::RunArgs;
 use crate::console;
 use crate::Failure;
 use anyhow::Context;
-use cacheoff_agent::{RunConfig, Sink, StopHandle};
-use cacheoff_rundir::{Build, Manifest, RunDir, RunDirError, Summary};
+use cacheoff_agent::{BoundServers, RunConfig, Sink, StopHandle, Via};
+use cacheoff_rundir::{Build, Manifest, Mode, RunDir, RunDirError, Summary};
 use cacheoff_stats::IntervalStats;
-use cacheoff_workload::{load, Workload};
+use cacheoff_workload::{load, AddrMap, Workload};
 use std::path::{Path, PathBuf};
 
 /// What a finished `run` leaves behind.
@@ -21,7 +21,8 @@ pub struct RunResult {
 /// Turns command-line settings into the resolved workload.
 pub fn resolve_workload(a: &RunArgs) -> Result<Workload, Failure> {
     let mut o = a.settings.0.clone();
-    if o.cache_size.is_none() && a.proxy.is_none() && !a.direct {
+    let embedded = a.proxy.is_none() && !a.direct && matches!(a.reverse, None | Some(None));
+    if o.cache_size.is_none() && embedded {
         // Testing the reference proxy: its memory store is the cache.
         let proxy = cacheoff_proxy::ProxyConfig::new((std::net::Ipv4Addr::LOCALHOST, 0).into());
         o.cache_size = Some(cacheoff_base::Bytes(proxy.memory));
@@ -42,22 +43,59 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    if let Some(p) = a.proxy {
+    let reverse = a.reverse.is_some();
+    if let Some(p) = a.proxy.or(a.reverse.flatten()) {
+        if reverse && workload.servers.port == 0 {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "--reverse {p}: the surrogate must know the origin servers' addresses before the run: give them a port (--server-port PORT) and configure the surrogate with `cacheoff workload addrmap {} --server-port PORT`",
+                a.workload
+            )));
+        }
         crate::preflight::check(p)?;
     }
+    // Servers are bound first in reverse mode: the address map names them.
+    let bound = if reverse {
+        Some(std::sync::Arc::new(
+            BoundServers::bind(&workload)
+                .context("cannot listen on the origin servers' addresses")
+                .map_err(Failure::usage)?,
+        ))
+    } else {
+        None
+    };
     // No proxy named and no --direct: test the reference proxy.
-    let embedded = match (a.proxy, a.direct) {
-        (None, false) => Some(start_reference_proxy(&workload)?),
+    let embedded = match (a.proxy, a.reverse, a.direct) {
+        (None, None, false) => Some(start_reference_proxy(&workload, None)?),
+        (None, Some(None), _) => Some(start_reference_proxy(
+            &workload,
+            bound.as_ref().map(|b| b.addr_map()),
+        )?),
         _ => None,
     };
-    let proxy = a.proxy.or(embedded.as_ref().map(|p| p.addr()));
+    let target = a
+        .proxy
+        .or(a.reverse.flatten())
+        .or(embedded.as_ref().map(|p| p.addr()));
+    let via = match target {
+        None => Via::Direct,
+        Some(t) if reverse => Via::Surrogate(t),
+        Some(t) => Via::Proxy(t),
+    };
     let label = a
         .label
         .clone()
         .or_else(|| embedded.as_ref().map(reference_label));
     let stop = StopHandle::new();
     install_signal_handlers(&stop);
-    let r = run_labelled(&dir, workload, proxy, label, workers, a.quiet, argv, &stop)?;
+    let setup = Setup {
+        workload,
+        via,
+        bound,
+        label,
+        workers,
+        quiet: a.quiet,
+    };
+    let r = run_setup(&dir, setup, argv, &stop)?;
     if !a.quiet {
         console::print("");
     }
@@ -78,11 +116,24 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
     Ok(r)
 }
 
-/// The reference proxy, sized to the workload's cache size.
-fn start_reference_proxy(w: &Workload) -> Result<cacheoff_proxy::Proxy, Failure> {
+/// The reference proxy, sized to the workload's cache size: a forward
+/// proxy, or with an address map a surrogate for those servers.
+fn start_reference_proxy(
+    w: &Workload,
+    origins: Option<AddrMap>,
+) -> Result<cacheoff_proxy::Proxy, Failure> {
     let mut cfg = cacheoff_proxy::ProxyConfig::new((std::net::Ipv4Addr::LOCALHOST, 0).into());
     if let Some(size) = w.cache_size {
         cfg.memory = size.0;
+    }
+    if let Some(map) = origins {
+        let by_name = map
+            .entries()
+            .iter()
+            .map(|(n, a)| (n.clone(), a.to_string()))
+            .collect();
+        cfg.upstream = cacheoff_proxy::Upstream::ByHost(std::sync::Arc::new(by_name));
+        cfg.targeted = cacheoff_cache::Targeted::cdn();
     }
     cacheoff_proxy::Proxy::start(cfg)
         .context("cannot start the reference proxy")
@@ -110,7 +161,28 @@ pub fn run_in(
     argv: &[String],
     stop: &StopHandle,
 ) -> Result<RunResult, Failure> {
-    run_labelled(dir, workload, proxy, None, workers, quiet, argv, stop)
+    let setup = Setup {
+        workload,
+        via: proxy.map_or(Via::Direct, Via::Proxy),
+        bound: None,
+        label: None,
+        workers,
+        quiet,
+    };
+    run_setup(dir, setup, argv, stop)
+}
+
+/// Everything a run needs besides its directory.
+pub struct Setup {
+    pub workload: Workload,
+    pub via: Via,
+    /// Origin servers bound beforehand (a surrogate's address map).
+    pub bound: Option<std::sync::Arc<BoundServers>>,
+    /// What the proxy under test is (`--label`).
+    pub label: Option<String>,
+    pub workers: usize,
+    /// Only the final summary, not a line per interval.
+    pub quiet: bool,
 }
 
 /// The build running, for manifests.
@@ -124,6 +196,8 @@ pub fn build() -> Build {
 /// The run directory and the console, fed by the run-time.
 struct Recorder<'a> {
     dir: &'a mut RunDir,
+    path: &'a Path,
+    surrogate: bool,
     quiet: bool,
     xacts_so_far: u64,
     /// The first write that failed; the run goes on and fails at the end.
@@ -134,6 +208,13 @@ impl Sink for Recorder<'_> {
     fn started(&mut self, servers: &[std::net::SocketAddr]) {
         if let Err(e) = self.dir.servers_bound(servers) {
             self.error.get_or_insert(e);
+        }
+        if self.surrogate {
+            let path = self.path.join(ADDR_MAP_FILE);
+            if let Err(source) = std::fs::write(&path, AddrMap::for_servers(servers).to_text()) {
+                self.error
+                    .get_or_insert(RunDirError::Write { path, source });
+            }
         }
     }
     fn interval(&mut self, iv: &IntervalStats) {
@@ -154,19 +235,38 @@ impl Sink for Recorder<'_> {
     }
 }
 
-/// [`run_in`] with a label for the proxy under test (`--label`).
-#[allow(clippy::too_many_arguments)]
-pub fn run_labelled(
+/// In a reverse-mode run directory: the origin servers by name.
+pub const ADDR_MAP_FILE: &str = "addrmap.txt";
+
+/// Runs `setup` into the new run directory `dir`.
+pub fn run_setup(
     dir: &Path,
-    workload: Workload,
-    proxy: Option<std::net::SocketAddr>,
-    label: Option<String>,
-    workers: usize,
-    quiet: bool,
+    setup: Setup,
     argv: &[String],
     stop: &StopHandle,
 ) -> Result<RunResult, Failure> {
-    let manifest = Manifest::new(workload.clone(), proxy, label, workers, argv, &build());
+    let Setup {
+        workload,
+        via,
+        bound,
+        label,
+        workers,
+        quiet,
+    } = setup;
+    let (mode, proxy) = match via {
+        Via::Direct => (Mode::Direct, None),
+        Via::Proxy(p) => (Mode::Forward, Some(p)),
+        Via::Surrogate(p) => (Mode::Reverse, Some(p)),
+    };
+    let manifest = Manifest::new(
+        workload.clone(),
+        mode,
+        proxy,
+        label,
+        workers,
+        argv,
+        &build(),
+    );
     let mut run_dir = RunDir::create(dir, manifest).map_err(|e| match e {
         RunDirError::HoldsARun(_) => Failure::usage(e),
         e => Failure::usage(anyhow::Error::new(e).context("cannot create the run directory")),
@@ -181,22 +281,27 @@ pub fn run_labelled(
             workload
                 .peak_rate
                 .map_or("closed-loop".to_string(), |r| format!("peak {r}")),
-            proxy.map_or("direct (no proxy)".to_string(), |p| format!(
-                "via proxy {p}"
-            )),
+            match via {
+                Via::Direct => "direct (no proxy)".to_string(),
+                Via::Proxy(p) => format!("via proxy {p}"),
+                Via::Surrogate(p) => format!("to surrogate {p}"),
+            },
             dir.display()
         ));
         console::print(console::header());
     }
     let mut recorder = Recorder {
         dir: &mut run_dir,
+        path: dir,
+        surrogate: mode == Mode::Reverse,
         quiet,
         xacts_so_far: 0,
         error: None,
     };
     let cfg = RunConfig {
         workload,
-        proxy,
+        via,
+        bound,
         workers,
     };
     let stats = cacheoff_agent::run(cfg, &mut recorder, stop)

@@ -164,6 +164,30 @@ pub fn run(w: Workload, proxy: Option<SocketAddr>) -> (tempfile::TempDir, RunRes
     (dir, r)
 }
 
+/// Runs `w` to the surrogate at `surrogate` (reverse mode), its origin
+/// servers bound beforehand as `bound`, into a new temporary directory.
+pub fn run_reverse(
+    w: Workload,
+    surrogate: SocketAddr,
+    bound: std::sync::Arc<cacheoff_agent::BoundServers>,
+) -> (tempfile::TempDir, RunResult) {
+    let _slots = take_slots(&w);
+    let dir = tempfile::tempdir().unwrap();
+    let argv = [env!("CARGO_CRATE_NAME").to_string()];
+    let setup = cacheoff::run_cmd::Setup {
+        workload: w,
+        via: cacheoff_agent::Via::Surrogate(surrogate),
+        bound: Some(bound),
+        label: None,
+        workers: WORKERS,
+        quiet: true,
+    };
+    let r = cacheoff::run_cmd::run_setup(dir.path(), setup, &argv, &StopHandle::new())
+        .map_err(|f| f.error)
+        .unwrap();
+    (dir, r)
+}
+
 /// A thread that uses `stop` once the run in `dir` has written
 /// `intervals` intervals.
 pub fn stop_after(dir: &Path, intervals: usize, stop: &StopHandle) -> JoinHandle<()> {

@@ -4,11 +4,12 @@
 
 use crate::merge::{Merger, WorkerMsg};
 use crate::shared::Shared;
+use crate::shared::Via;
 use crate::timeline::Timeline;
 use crate::worker::{run_worker, WorkerSetup};
 use crate::AgentError;
 use cacheoff_stats::{Accum, IntervalStats, RunStats};
-use cacheoff_workload::{ObjectSpace, PlanDigest, Workload};
+use cacheoff_workload::{AddrMap, ObjectSpace, PlanDigest, Workload};
 use socket2::{Domain, Socket, Type};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::mpsc;
@@ -20,8 +21,13 @@ use tokio::sync::watch;
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     pub workload: Workload,
-    /// Forward proxy under test; `None` sends straight to the servers.
-    pub proxy: Option<SocketAddr>,
+    /// Straight to the servers, or through the proxy or surrogate under
+    /// test.
+    pub via: Via,
+    /// Origin-server listeners bound beforehand ([`BoundServers::bind`]),
+    /// when their addresses had to be known before the run (a surrogate's
+    /// address map); else the run binds them.
+    pub bound: Option<Arc<BoundServers>>,
     /// Worker threads (one per core by default).
     pub workers: usize,
 }
@@ -80,6 +86,41 @@ fn bind_servers(wl: &Workload) -> Result<Vec<std::net::TcpListener>, AgentError>
         .collect()
 }
 
+/// The origin servers' listening sockets, bound before a run so their
+/// addresses (and the [`AddrMap`] naming them) are known in advance.
+#[derive(Debug)]
+pub struct BoundServers(Vec<std::net::TcpListener>);
+
+impl BoundServers {
+    pub fn bind(wl: &Workload) -> Result<BoundServers, AgentError> {
+        bind_servers(wl).map(BoundServers)
+    }
+
+    pub fn addrs(&self) -> Vec<SocketAddr> {
+        self.0
+            .iter()
+            .map(|l| l.local_addr().expect("bound listener has an address"))
+            .collect()
+    }
+
+    /// The servers by name, as a surrogate routes to them.
+    pub fn addr_map(&self) -> AddrMap {
+        AddrMap::for_servers(&self.addrs())
+    }
+
+    fn try_clone(&self) -> Result<Vec<std::net::TcpListener>, AgentError> {
+        self.0
+            .iter()
+            .map(|l| {
+                l.try_clone().map_err(|source| AgentError::Bind {
+                    addr: l.local_addr().unwrap_or_else(|_| ([0, 0, 0, 0], 0).into()),
+                    source,
+                })
+            })
+            .collect()
+    }
+}
+
 /// Raises the soft descriptor limit to what the run may need (up to the
 /// hard limit); fails clearly instead of letting connects fail mid-run.
 fn raise_fd_limit(needed: u64) -> Result<(), AgentError> {
@@ -128,7 +169,10 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
         // run may still fit; running out shows as connect_failed errors.
         sink.warn(&e.to_string());
     }
-    let listeners = bind_servers(&wl)?;
+    let listeners = match &cfg.bound {
+        Some(b) => b.try_clone()?,
+        None => bind_servers(&wl)?,
+    };
     let servers: Vec<SocketAddr> = listeners
         .iter()
         .map(|l| l.local_addr().expect("bound listener has an address"))
@@ -137,9 +181,15 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
     let shared = Arc::new(Shared {
         objects: ObjectSpace::new(wl.seed, &wl.content).for_run(run_nonce()),
         timeline: Timeline::new(&wl),
-        server_hosts: servers.iter().map(|a| a.to_string()).collect(),
+        server_hosts: match cfg.via {
+            Via::Surrogate(_) => AddrMap::for_servers(&servers)
+                .names()
+                .map(str::to_string)
+                .collect(),
+            _ => servers.iter().map(|a| a.to_string()).collect(),
+        },
         servers: servers.clone(),
-        proxy: cfg.proxy,
+        via: cfg.via,
         start: Instant::now() + START_DELAY,
         epoch: start_wall
             .duration_since(std::time::UNIX_EPOCH)

@@ -28,7 +28,8 @@ mod shared;
 mod timeline;
 mod worker;
 
-pub use coord::{run, RunConfig, Sink, StopHandle};
+pub use coord::{run, BoundServers, RunConfig, Sink, StopHandle};
+pub use shared::Via;
 
 use std::net::SocketAddr;
 

@@ -11,15 +11,38 @@ use cacheoff_workload::{ObjectInfo, ObjectSpace, ObjectTimes, Workload};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Instant;
 
+/// How robots reach the origin servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// Straight to each server (the baseline).
+    Direct,
+    /// Through a forward proxy: absolute URIs.
+    Proxy(SocketAddr),
+    /// To a surrogate (reverse proxy): origin-form requests whose `Host`
+    /// names the server (`cacheoff_workload::AddrMap`).
+    Surrogate(SocketAddr),
+}
+
+impl Via {
+    /// The one address every robot connection goes to, if not direct.
+    pub fn addr(self) -> Option<SocketAddr> {
+        match self {
+            Via::Direct => None,
+            Via::Proxy(a) | Via::Surrogate(a) => Some(a),
+        }
+    }
+}
+
 pub struct Shared {
     pub workload: Workload,
     pub objects: ObjectSpace,
     pub timeline: Timeline,
     /// Origin server addresses, by server index.
     pub servers: Vec<SocketAddr>,
-    /// `ip:port` of each server, for URLs and Host headers.
+    /// What robots name each server by in URLs and Host headers: `ip:port`,
+    /// or in surrogate mode its name in the address map.
     pub server_hosts: Vec<String>,
-    pub proxy: Option<SocketAddr>,
+    pub via: Via,
     /// The run's time zero.
     pub start: Instant,
     /// Wall-clock time of `start` in Unix seconds: the epoch of object life

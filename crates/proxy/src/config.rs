@@ -19,6 +19,9 @@ pub enum Upstream {
     /// Reverse proxy (accelerator): every request to this origin
     /// (`host:port`), whatever the request names.
     Reverse(String),
+    /// Surrogate for several origins: the request's `Host` name (lower
+    /// case, no port) picks the origin's `host:port`; other names get 421.
+    ByHost(std::sync::Arc<std::collections::HashMap<String, String>>),
 }
 
 #[derive(Clone)]

@@ -39,6 +39,16 @@ fn target(req: &RequestHead, upstream: &Upstream) -> Result<Target, u16> {
     }
     let (authority, path) = match upstream {
         Upstream::Reverse(origin) => (origin.clone(), req.path().to_string()),
+        Upstream::ByHost(origins) => {
+            let host = host_name(req).ok_or(400u16)?;
+            let origin = origins.get(&host).ok_or(421u16)?;
+            // The key names the site, not the address it happens to be at.
+            return Ok(Target {
+                url: format!("http://{host}{}", req.path()),
+                authority: origin.clone(),
+                path: req.path().to_string(),
+            });
+        }
         Upstream::Forward => {
             let t = &req.target;
             let scheme_ok = t.len() > 7 && t[..7].eq_ignore_ascii_case("http://");
@@ -62,6 +72,22 @@ fn target(req: &RequestHead, upstream: &Upstream) -> Result<Target, u16> {
         authority,
         path,
     })
+}
+
+/// The request's `Host` name, lower case and without a port.
+fn host_name(req: &RequestHead) -> Option<String> {
+    let value = req
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map(|(_, v)| v)?;
+    let host = std::str::from_utf8(value).ok()?.trim();
+    let name = match host.rsplit_once(':') {
+        Some((h, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => h,
+        Some((h, "")) => h,
+        _ => host,
+    };
+    (!name.is_empty()).then(|| name.to_ascii_lowercase())
 }
 
 /// What one transaction did, for the log and the counters.
@@ -494,6 +520,30 @@ mod tests {
         let t = target(&req("GET http://elsewhere/x HTTP/1.1"), &rev).unwrap();
         assert_eq!(t.url, "http://127.0.0.1:8080/x");
         assert_eq!(t.authority, "127.0.0.1:8080");
+    }
+
+    #[test]
+    fn a_surrogate_routes_by_host_name() {
+        let map = [
+            ("s1.bench.tst", "127.2.0.1:80"),
+            ("s2.bench.tst", "127.2.0.2:81"),
+        ]
+        .map(|(n, a)| (n.to_string(), a.to_string()));
+        let by_host = Upstream::ByHost(std::sync::Arc::new(map.into_iter().collect()));
+        let t = target(
+            &parsed("GET /x HTTP/1.1\r\nHost: S2.bench.tst:80\r\n\r\n"),
+            &by_host,
+        )
+        .unwrap();
+        assert_eq!(t.url, "http://s2.bench.tst/x");
+        assert_eq!(t.authority, "127.2.0.2:81");
+        assert_eq!(t.path, "/x");
+        let unknown = parsed("GET /x HTTP/1.1\r\nHost: elsewhere\r\n\r\n");
+        assert_eq!(target(&unknown, &by_host), Err(421));
+        assert_eq!(
+            target(&parsed("GET /x HTTP/1.0\r\n\r\n"), &by_host),
+            Err(400)
+        );
     }
 
     fn parsed(raw: &str) -> RequestHead {

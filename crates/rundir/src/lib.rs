@@ -22,7 +22,7 @@ mod records;
 mod run;
 
 pub use files::{FORMAT_VERSION, INTERVALS_FILE, MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE};
-pub use manifest::{now_rfc3339, Build, Host, Manifest, MANIFEST_FORMAT};
+pub use manifest::{now_rfc3339, Build, Host, Manifest, Mode, MANIFEST_FORMAT};
 pub use records::{measured_phase, IntervalRecord, Summary, SUMMARY_FORMAT};
 pub use run::{Run, RunState};
 

@@ -30,6 +30,10 @@ pub struct Manifest {
     pub finished_at: Option<String>,
     pub seed: u64,
     pub proxy: Option<SocketAddr>,
+    /// How robots reached the servers; absent in older runs (then
+    /// [`Manifest::mode`] tells it from `proxy`).
+    #[serde(default, rename = "mode", skip_serializing_if = "Option::is_none")]
+    pub via_mode: Option<Mode>,
     /// What the proxy under test is (`--label`); absent in older runs.
     #[serde(default)]
     pub label: Option<String>,
@@ -39,6 +43,28 @@ pub struct Manifest {
     pub servers: Vec<SocketAddr>,
     /// The fully resolved workload.
     pub workload: Workload,
+}
+
+/// How robots reached the origin servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// No proxy: the baseline.
+    Direct,
+    /// Through a forward proxy (absolute URIs).
+    Forward,
+    /// To a surrogate (origin-form requests, servers named in `Host`).
+    Reverse,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Direct => "direct",
+            Mode::Forward => "forward",
+            Mode::Reverse => "reverse",
+        }
+    }
 }
 
 /// Which build is running, for the manifest.
@@ -53,6 +79,7 @@ impl Manifest {
     /// filled in once bound.
     pub fn new(
         workload: Workload,
+        mode: Mode,
         proxy: Option<SocketAddr>,
         label: Option<String>,
         workers: usize,
@@ -69,12 +96,25 @@ impl Manifest {
             finished_at: None,
             seed: workload.seed,
             proxy,
+            via_mode: Some(mode),
             label,
             workers,
             host: Host::probe(),
             servers: Vec::new(),
             workload,
         }
+    }
+}
+
+impl Manifest {
+    /// How robots reached the servers (older runs: forward if they had a
+    /// proxy).
+    pub fn mode(&self) -> Mode {
+        self.via_mode.unwrap_or(if self.proxy.is_some() {
+            Mode::Forward
+        } else {
+            Mode::Direct
+        })
     }
 }
 

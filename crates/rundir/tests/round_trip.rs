@@ -19,7 +19,15 @@ fn manifest() -> Manifest {
         version: "0.0.0".into(),
         git_revision: "test".into(),
     };
-    Manifest::new(workload(), None, None, 2, &["test".into()], &build)
+    Manifest::new(
+        workload(),
+        cacheoff_rundir::Mode::Direct,
+        None,
+        None,
+        2,
+        &["test".into()],
+        &build,
+    )
 }
 
 /// `xacts` misses of 2 ms from their intended start, 1 ms from their

@@ -113,7 +113,7 @@ impl Pool {
         let began = Instant::now();
         let shared = clients.shared();
         let addr: SocketAddr = match target {
-            Target::Proxy => shared.proxy.expect("proxy target only with a proxy"),
+            Target::Proxy => shared.via.addr().expect("proxy target only with a proxy"),
             Target::Server(i) => shared.servers[i as usize],
         };
         let socket = match addr {

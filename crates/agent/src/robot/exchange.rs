@@ -5,7 +5,7 @@
 use super::conns::{Conn, HEAD_CHUNK};
 use super::verdict::{self, Ask};
 use crate::local::{Clients, IO_BUF};
-use crate::shared::unix_now;
+use crate::shared::{unix_now, Via};
 use cacheoff_base::RequestType;
 use cacheoff_http::body::BodyCheck;
 use cacheoff_http::chunked::ChunkedDecoder;
@@ -108,7 +108,7 @@ pub async fn exchange(
             method,
             host: &shared.server_hosts[p.info.server as usize],
             path: &path,
-            absolute: shared.proxy.is_some(),
+            absolute: matches!(shared.via, Via::Proxy(_)),
             xact,
             keep_alive: true,
             ims: ims_date.as_deref(),

@@ -117,7 +117,7 @@ async fn closed_loop(clients: Rc<Clients>, robot: Rc<Robot>) {
 }
 
 fn target_of(clients: &Clients, due: &Due) -> Target {
-    if clients.shared().proxy.is_some() {
+    if clients.shared().via.addr().is_some() {
         Target::Proxy
     } else {
         Target::Server(due.plan.info.server)
