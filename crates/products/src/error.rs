@@ -48,7 +48,10 @@ pub enum Error {
         status: String,
         tail: String,
     },
-    #[error("{product} did not answer on {listen} within {waited:?}{}", tail_text(tail))]
+    #[error(
+        "{product} did not answer on {listen} within {waited:?}{}",
+        tail_text(tail)
+    )]
     NotReady {
         product: String,
         listen: std::net::SocketAddr,

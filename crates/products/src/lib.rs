@@ -29,5 +29,6 @@ pub use log::LogCounts;
 pub use process::TAG_VAR;
 pub use running::{parse_version, Disk, Running, Settings, Version};
 pub use spec::{
-    Arg, CommandSpec, CondArg, FileSpec, LogSpec, Mode, ProductSpec, ReadySpec, StopSpec, PROBE_MARK,
+    Arg, CommandSpec, CondArg, FileSpec, LogSpec, Mode, ProductSpec, ReadySpec, StopSpec,
+    PROBE_MARK,
 };

@@ -281,14 +281,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let tag = format!("unit-{}", std::process::id());
         // The leader, and a child that leaves the group with setsid.
-        let argv: Vec<String> = [
-            "/bin/sh",
-            "-c",
-            "setsid sleep 30 & sleep 30",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let argv: Vec<String> = ["/bin/sh", "-c", "setsid sleep 30 & sleep 30"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let mut child = spawn(&argv, d.path(), &d.path().join("out"), &tag, None).unwrap();
         let pgid = child.id() as i32;
         let deadline = Instant::now() + Duration::from_secs(5);

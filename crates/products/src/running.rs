@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::log::{self, LogCounts};
 use crate::process::{self, members};
 use crate::render;
-use crate::spec::{applies, Arg, CondArg, CommandSpec, LogSpec, Mode, ProductSpec};
+use crate::spec::{applies, Arg, CommandSpec, CondArg, LogSpec, Mode, ProductSpec};
 use crate::template::{self, Vars};
 use cacheoff_workload::AddrMap;
 use std::io::{Read, Write};
@@ -68,6 +68,7 @@ const KILL_WAIT: Duration = Duration::from_secs(10);
 struct Launch {
     name: String,
     argv: Vec<String>,
+    after_ready: bool,
 }
 
 /// A started product. Dropping it kills every process of it at once.
@@ -80,6 +81,12 @@ pub struct Running {
     cleanup: Vec<String>,
     diagnostics: Vec<PathBuf>,
     probe: String,
+    /// Ready only once a probe shows in the access log.
+    probe_logged: bool,
+    /// The access log's length when the after-ready processes started.
+    log_mark: u64,
+    /// The after-ready processes of this start are still to be spawned.
+    pending: bool,
     stop_signal: i32,
     grace: Duration,
     log_path: PathBuf,
@@ -292,7 +299,11 @@ impl ProductSpec {
                         .file_name()
                         .map_or("process".into(), |n| n.to_string_lossy().into_owned()),
                 };
-                out.push(Launch { name, argv });
+                out.push(Launch {
+                    name,
+                    argv,
+                    after_ready: c.after_ready,
+                });
             }
             Ok(out)
         };
@@ -318,6 +329,9 @@ impl ProductSpec {
                 .map(|d| r("diagnostics", d).map(|p| dir.join(p)))
                 .collect::<Result<_, _>>()?,
             probe,
+            probe_logged: self.ready.log,
+            log_mark: 0,
+            pending: false,
             stop_signal: self.stop_signal(),
             grace: Duration::from_secs_f64(self.stop.grace_secs),
             log_path: dir.join(r("log.path", &self.log.path)?),
@@ -338,8 +352,9 @@ impl ProductSpec {
     /// Gives the run directory (and the disk cache's) to user `u`, which
     /// the product switches to when started as root.
     fn give_to(&self, u: &str, dir: &Path, disk: Option<&Path>) -> Result<(), Error> {
-        let (uid, gid) = process::lookup_user(u)
-            .ok_or_else(|| self.setup("user_when_root", format!("no user {u:?} on this machine")))?;
+        let (uid, gid) = process::lookup_user(u).ok_or_else(|| {
+            self.setup("user_when_root", format!("no user {u:?} on this machine"))
+        })?;
         for d in std::iter::once(dir).chain(disk) {
             if let Some((closed, mode)) = process::closed_ancestor(d) {
                 return Err(self.setup(
@@ -377,7 +392,12 @@ pub fn parse_version(text: &str) -> Version {
         }
     }
     Version {
-        line: text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").to_string(),
+        line: text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("")
+            .to_string(),
         number: None,
     }
 }
@@ -407,7 +427,11 @@ impl Running {
     /// Whether it was started (or restarted) and neither cut nor stopped
     /// since, and its first process has not exited.
     pub fn is_running(&self) -> bool {
-        self.pgid.is_some() && self.children.first().is_some_and(|c| process::exit_status(c).is_none())
+        self.pgid.is_some()
+            && self
+                .children
+                .first()
+                .is_some_and(|c| process::exit_status(c).is_none())
     }
 
     /// Live processes of the product: its process group, and any process
@@ -417,8 +441,9 @@ impl Running {
     }
 
     /// Waits until the product answers its readiness probe (a TCP
-    /// connection to its address and any HTTP reply to the probe request);
-    /// returns when it did.
+    /// connection to its address and any HTTP reply to the probe request),
+    /// starts its after-ready processes, and with `ready.log` waits until
+    /// a probe shows in the access log; returns when it is ready.
     pub fn wait_ready(&mut self, timeout: Duration) -> Result<Instant, Error> {
         let start = Instant::now();
         if self.pgid.is_none() {
@@ -433,7 +458,14 @@ impl Running {
                 });
             }
             if probe(self.listen, &self.probe) {
-                return Ok(Instant::now());
+                if self.pending {
+                    self.pending = false;
+                    self.log_mark = self.log_len();
+                    self.spawn(true)?;
+                }
+                if !self.probe_logged || self.probe_in_log() {
+                    return Ok(Instant::now());
+                }
             }
             if start.elapsed() >= timeout {
                 return Err(Error::NotReady {
@@ -474,7 +506,9 @@ impl Running {
                 break;
             }
             if Instant::now() >= deadline {
-                return Err(self.state(&format!("processes {left:?} of the last start will not die")));
+                return Err(self.state(&format!(
+                    "processes {left:?} of the last start will not die"
+                )));
             }
             for p in left {
                 process::signal(p, libc::SIGKILL);
@@ -485,13 +519,16 @@ impl Running {
         self.spawn_all()
     }
 
-    /// The graceful stop: the product file's signal to every process, then
-    /// SIGKILL to whatever is left after its grace time. Stopping a
-    /// product that is not running does nothing.
+    /// The graceful stop: after the log's `delay_secs`, the product file's
+    /// signal to every process, then SIGKILL to whatever is left after its
+    /// grace time. Stopping a product that is not running does nothing.
     pub fn stop(&mut self) -> Result<(), Error> {
         let Some(pg) = self.pgid else {
             return Ok(());
         };
+        if self.log.delay_secs > 0.0 {
+            std::thread::sleep(Duration::from_secs_f64(self.log.delay_secs));
+        }
         let _ = process::signal_group(pg, self.stop_signal);
         for p in members(None, &self.tag) {
             process::signal(p, self.stop_signal);
@@ -526,7 +563,12 @@ impl Running {
     /// output, each headed by its file.
     pub fn tails(&self) -> String {
         let mut files = self.diagnostics.clone();
-        files.extend(self.launches.iter().map(|l| self.out_path(&l.name)));
+        for l in &self.launches {
+            let p = self.out_path(&l.name);
+            if !files.contains(&p) {
+                files.push(p);
+            }
+        }
         let mut out = String::new();
         for f in files {
             let t = process::tail(&f, 20);
@@ -562,14 +604,13 @@ impl Running {
 
     fn run_init(&mut self, l: &Launch) -> Result<(), Error> {
         let out = self.dir.join(format!("init-{}.out", l.name));
-        let mut child = process::spawn(&l.argv, &self.dir, &out, &self.tag, None).map_err(|e| {
-            Error::Io {
+        let mut child =
+            process::spawn(&l.argv, &self.dir, &out, &self.tag, None).map_err(|e| Error::Io {
                 product: self.product.clone(),
                 what: format!("run {}", l.argv[0]),
                 path: self.dir.clone(),
                 source: e,
-            }
-        })?;
+            })?;
         let deadline = Instant::now() + INIT_TIMEOUT;
         let status = loop {
             match child.try_wait() {
@@ -600,19 +641,30 @@ impl Running {
         })
     }
 
-    /// Spawns every process, the first leading a new process group the
-    /// others join; returns when the first was spawned.
+    /// Spawns every process but the after-ready ones, the first leading a
+    /// new process group the others join; returns when the first was
+    /// spawned.
     fn spawn_all(&mut self) -> Result<Instant, Error> {
+        let at = self.spawn(false)?;
+        self.pending = self.launches.iter().any(|l| l.after_ready);
+        Ok(at)
+    }
+
+    /// Spawns the processes whose `after_ready` is `later`.
+    fn spawn(&mut self, later: bool) -> Result<Instant, Error> {
         let mut at = None;
         for i in 0..self.launches.len() {
+            if self.launches[i].after_ready != later {
+                continue;
+            }
             let out = self.out_path(&self.launches[i].name);
             let argv = &self.launches[i].argv;
             match process::spawn(argv, &self.dir, &out, &self.tag, self.pgid) {
                 Ok(c) => {
                     if self.pgid.is_none() {
                         self.pgid = Some(c.id() as i32);
-                        at = Some(Instant::now());
                     }
+                    at.get_or_insert_with(Instant::now);
                     self.children.push(c);
                 }
                 Err(e) => {
@@ -631,6 +683,19 @@ impl Running {
             }
         }
         Ok(at.unwrap_or_else(Instant::now))
+    }
+
+    fn log_len(&self) -> u64 {
+        std::fs::metadata(&self.log_path).map_or(0, |m| m.len())
+    }
+
+    /// Whether the access log got a probe's line since `log_mark`.
+    fn probe_in_log(&self) -> bool {
+        let Ok(b) = std::fs::read(&self.log_path) else {
+            return false;
+        };
+        let from = (self.log_mark as usize).min(b.len());
+        String::from_utf8_lossy(&b[from..]).contains(crate::spec::PROBE_MARK)
     }
 
     /// SIGKILL to every process of the product until none is alive, then
@@ -652,6 +717,7 @@ impl Running {
             let _ = c.wait();
         }
         self.pgid = None;
+        self.pending = false;
     }
 }
 
@@ -711,7 +777,13 @@ mod tests {
             assert_eq!(parse_version(out).number.as_deref(), Some(number), "{out}");
         }
         let v = parse_version("\nno number here\n");
-        assert_eq!(v, Version { line: "no number here".into(), number: None });
+        assert_eq!(
+            v,
+            Version {
+                line: "no number here".into(),
+                number: None
+            }
+        );
     }
 
     #[test]

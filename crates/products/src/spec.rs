@@ -76,6 +76,11 @@ pub struct CommandSpec {
     pub name: Option<String>,
     pub command: Vec<Arg>,
     pub modes: Option<Vec<Mode>>,
+    /// A `[[process]]` started only once the product answers (by
+    /// [`crate::Running::wait_ready`]), e.g. a log writer that must find the
+    /// product running.
+    #[serde(default)]
+    pub after_ready: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -88,6 +93,10 @@ pub struct ReadySpec {
     /// The probe sent in reverse mode.
     #[serde(default = "default_reverse_probe")]
     pub reverse_request: String,
+    /// Ready only once a probe shows in the access log (for products whose
+    /// log is written by a separate process that must catch up).
+    #[serde(default)]
+    pub log: bool,
 }
 
 impl Default for ReadySpec {
@@ -95,6 +104,7 @@ impl Default for ReadySpec {
         ReadySpec {
             forward_request: default_forward_probe(),
             reverse_request: default_reverse_probe(),
+            log: false,
         }
     }
 }
@@ -160,6 +170,10 @@ pub const SIGNALS: &[(&str, i32)] = &[
 pub struct LogSpec {
     /// Relative to the run directory (a template).
     pub path: String,
+    /// How long the product may take to write a line; a graceful stop
+    /// waits this long first, for products that lose unwritten lines.
+    #[serde(default)]
+    pub delay_secs: f64,
     pub field: usize,
     pub separator: Option<String>,
     pub hits: Vec<String>,
@@ -230,7 +244,10 @@ const BUILTIN: &[(&str, &str)] = &[
         "trafficserver",
         include_str!("../../../products/trafficserver.toml"),
     ),
-    ("reference", include_str!("../../../products/reference.toml")),
+    (
+        "reference",
+        include_str!("../../../products/reference.toml"),
+    ),
 ];
 
 pub fn applies(modes: &Option<Vec<Mode>>, mode: Mode) -> bool {
@@ -245,13 +262,14 @@ impl ProductSpec {
 
     /// A built-in product file (products/<name>.toml, compiled in).
     pub fn builtin(name: &str) -> Result<ProductSpec, Error> {
-        let (_, text) = BUILTIN
-            .iter()
-            .find(|(n, _)| *n == name)
-            .ok_or_else(|| Error::UnknownProduct {
-                name: name.to_string(),
-                known: Self::builtin_names().join(", "),
-            })?;
+        let (_, text) =
+            BUILTIN
+                .iter()
+                .find(|(n, _)| *n == name)
+                .ok_or_else(|| Error::UnknownProduct {
+                    name: name.to_string(),
+                    known: Self::builtin_names().join(", "),
+                })?;
         Self::parse(text, &format!("built-in product {name}"))
     }
 
@@ -315,15 +333,34 @@ impl ProductSpec {
             ));
         }
         if !(self.stop.grace_secs >= 0.0 && self.stop.grace_secs < 3600.0) {
-            return Err(format!("stop.grace_secs: {} is out of range", self.stop.grace_secs));
+            return Err(format!(
+                "stop.grace_secs: {} is out of range",
+                self.stop.grace_secs
+            ));
+        }
+        if !(self.log.delay_secs >= 0.0 && self.log.delay_secs < 60.0) {
+            return Err(format!(
+                "log.delay_secs: {} is out of range",
+                self.log.delay_secs
+            ));
         }
         if self.log.hits.is_empty() {
             return Err("log.hits: name at least one result that is a hit".into());
         }
         for m in &self.modes {
-            if !self.processes.iter().any(|p| applies(&p.modes, *m)) {
-                return Err(format!("no [[process]] runs in {m} mode"));
+            let first = self.processes.iter().find(|p| applies(&p.modes, *m));
+            match first {
+                None => return Err(format!("no [[process]] runs in {m} mode")),
+                Some(p) if p.after_ready => {
+                    return Err(format!(
+                        "the first [[process]] of {m} mode cannot be after_ready"
+                    ))
+                }
+                _ => {}
             }
+        }
+        if self.init.iter().any(|c| c.after_ready) {
+            return Err("after_ready is for [[process]], not [[init]]".into());
         }
         let mut templates: Vec<(String, &str)> = vec![
             ("binary".into(), &self.binary),
@@ -435,7 +472,11 @@ hits = ["HIT"]
     fn bad_files_are_refused() {
         for (from, to, says) in [
             ("modes = [\"forward\"]", "modes = []", "modes"),
-            ("modes = [\"forward\"]", "modes = [\"sideways\"]", "sideways"),
+            (
+                "modes = [\"forward\"]",
+                "modes = [\"sideways\"]",
+                "sideways",
+            ),
             ("name = \"x\"", "name = \"X Y\"", "name"),
             ("price_usd = 0", "price_usd = -1", "price_usd"),
             ("field = 3", "field = 3\nfiled = 4", "filed"),

@@ -91,7 +91,8 @@ enum Tag<'a> {
 
 fn tag(inner: &str) -> Result<Tag<'_>, TemplateError> {
     let t = inner.trim();
-    let name_ok = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    let name_ok =
+        |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
     if let Some(rest) = t.strip_prefix("#if") {
         let n = rest.trim();
         if rest.starts_with(char::is_whitespace) && name_ok(n) {
@@ -134,7 +135,9 @@ impl Template {
                 cur(&mut top, &mut stack).push(Node::Text(rest[..open].to_string()));
             }
             let after = &rest[open + 2..];
-            let close = after.find("}}").ok_or(TemplateError::Unclosed(pos + open))?;
+            let close = after
+                .find("}}")
+                .ok_or(TemplateError::Unclosed(pos + open))?;
             let at = pos + open;
             match tag(&after[..close])? {
                 Tag::Var(n) => {
@@ -294,14 +297,26 @@ mod tests {
         assert_eq!(e, TemplateError::Unset("parent".into()));
         assert_eq!(e.to_string(), "{{parent}} has no value in this start");
         // Unused in the branch taken: fine.
-        assert_eq!(render("{{#if parent}}{{parent}}{{/if}}", &vars(&[])).unwrap(), "");
+        assert_eq!(
+            render("{{#if parent}}{{parent}}{{/if}}", &vars(&[])).unwrap(),
+            ""
+        );
     }
 
     #[test]
     fn malformed_templates_are_refused() {
-        assert!(matches!(Template::parse("a {{dir"), Err(TemplateError::Unclosed(2))));
-        assert!(matches!(Template::parse("{{/if}}"), Err(TemplateError::Stray(..))));
-        assert!(matches!(Template::parse("{{else}}"), Err(TemplateError::Stray(..))));
+        assert!(matches!(
+            Template::parse("a {{dir"),
+            Err(TemplateError::Unclosed(2))
+        ));
+        assert!(matches!(
+            Template::parse("{{/if}}"),
+            Err(TemplateError::Stray(..))
+        ));
+        assert!(matches!(
+            Template::parse("{{else}}"),
+            Err(TemplateError::Stray(..))
+        ));
         assert!(matches!(
             Template::parse("{{#if disk}}{{else}}{{else}}{{/if}}"),
             Err(TemplateError::Stray(..))
@@ -310,7 +325,13 @@ mod tests {
             Template::parse("{{#if disk}}x").unwrap_err(),
             TemplateError::OpenIf("disk".into())
         );
-        assert!(matches!(Template::parse("{{a b}}"), Err(TemplateError::BadTag(_))));
-        assert!(matches!(Template::parse("{{#ifdisk}}{{/if}}"), Err(TemplateError::BadTag(_))));
+        assert!(matches!(
+            Template::parse("{{a b}}"),
+            Err(TemplateError::BadTag(_))
+        ));
+        assert!(matches!(
+            Template::parse("{{#ifdisk}}{{/if}}"),
+            Err(TemplateError::BadTag(_))
+        ));
     }
 }
