@@ -22,13 +22,15 @@ mod process;
 pub mod render;
 mod running;
 mod spec;
+mod start;
 pub mod template;
 
 pub use error::Error;
 pub use log::LogCounts;
 pub use process::TAG_VAR;
-pub use running::{parse_version, Disk, Running, Settings, Version};
+pub use running::Running;
 pub use spec::{
     Arg, CommandSpec, CondArg, FileSpec, LogSpec, Mode, ProductSpec, ReadySpec, StopSpec,
     PROBE_MARK,
 };
+pub use start::{parse_version, Disk, Settings, Version};

@@ -96,7 +96,12 @@ pub struct ReadySpec {
     /// Ready only once a probe shows in the access log (for products whose
     /// log is written by a separate process that must catch up).
     #[serde(default)]
-    pub log: bool,
+    pub probe_logged: bool,
+    /// With `text`: ready only once this file (relative to the run
+    /// directory, a template) got that text since the start, for products
+    /// that answer before they can cache.
+    pub file: Option<String>,
+    pub text: Option<String>,
 }
 
 impl Default for ReadySpec {
@@ -104,7 +109,9 @@ impl Default for ReadySpec {
         ReadySpec {
             forward_request: default_forward_probe(),
             reverse_request: default_reverse_probe(),
-            log: false,
+            probe_logged: false,
+            file: None,
+            text: None,
         }
     }
 }
@@ -216,8 +223,8 @@ pub struct ProductSpec {
     pub init: Vec<CommandSpec>,
     #[serde(rename = "process")]
     pub processes: Vec<CommandSpec>,
-    /// Files removed before every start (templates; a `*` in the last
-    /// component matches any run of characters).
+    /// Files removed before every start and once the product is down
+    /// (templates; a `*` in the last component matches any run of characters).
     #[serde(default)]
     pub cleanup: Vec<String>,
     /// The product's own logs (relative to the run directory, templates)
@@ -344,6 +351,9 @@ impl ProductSpec {
                 self.log.delay_secs
             ));
         }
+        if self.ready.file.is_some() != self.ready.text.is_some() {
+            return Err("ready.file and ready.text go together".into());
+        }
         if self.log.hits.is_empty() {
             return Err("log.hits: name at least one result that is a hit".into());
         }
@@ -368,6 +378,9 @@ impl ProductSpec {
             ("ready.forward_request".into(), &self.ready.forward_request),
             ("ready.reverse_request".into(), &self.ready.reverse_request),
         ];
+        if let Some(f) = &self.ready.file {
+            templates.push(("ready.file".into(), f));
+        }
         for a in &self.version_args {
             templates.push(("version_args".into(), a));
         }
