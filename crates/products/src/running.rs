@@ -154,10 +154,15 @@ impl Running {
 
     /// Starts the product again in the same run directory (configuration
     /// and caches as they were); returns when its first process was
-    /// spawned (the power-on). It must be cut or stopped first.
+    /// spawned (the power-on). It must be down first: cut, stopped, or
+    /// exited by itself.
     pub fn restart(&mut self) -> Result<Instant, Error> {
         if self.pgid.is_some() {
-            return Err(self.state("is still running: cut or stop it before a restart"));
+            if !members(self.pgid, &self.tag).is_empty() {
+                return Err(self.state("is still running: cut or stop it before a restart"));
+            }
+            // It exited by itself: reap what is left.
+            self.kill_all();
         }
         let deadline = Instant::now() + KILL_WAIT;
         loop {

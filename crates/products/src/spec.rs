@@ -31,6 +31,17 @@ impl Mode {
     }
 }
 
+impl std::str::FromStr for Mode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Mode, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("unknown mode {s:?}: forward or reverse"))
+    }
+}
+
 impl fmt::Display for Mode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -304,6 +315,11 @@ impl ProductSpec {
         Ok(spec)
     }
 
+    /// Whether the product file lists `mode`.
+    pub fn supports(&self, mode: Mode) -> bool {
+        self.modes.contains(&mode)
+    }
+
     /// The stop signal's number.
     pub fn stop_signal(&self) -> i32 {
         SIGNALS
@@ -456,6 +472,13 @@ hits = ["HIT"]
             ProductSpec::builtin("squidd"),
             Err(Error::UnknownProduct { .. })
         ));
+    }
+
+    #[test]
+    fn modes_parse_by_name() {
+        assert_eq!("reverse".parse::<Mode>(), Ok(Mode::Reverse));
+        assert_eq!("forward".parse::<Mode>(), Ok(Mode::Forward));
+        assert!("sideways".parse::<Mode>().is_err());
     }
 
     #[test]

@@ -165,6 +165,12 @@ impl ProductSpec {
         if mode == Mode::Reverse && settings.addrmap.is_none() {
             return Err(unsupported("reverse mode needs the origin address map"));
         }
+        if settings.listen.port() == 0 {
+            return Err(self.setup(
+                "listen",
+                "a port is needed (0 picks none we could reach)".into(),
+            ));
+        }
         let bin = self.installed_binary(&settings.exe)?;
         std::fs::create_dir_all(&settings.dir)
             .map_err(|e| self.io("create the run directory", &settings.dir, e))?;
