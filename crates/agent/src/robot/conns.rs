@@ -141,7 +141,11 @@ impl Pool {
             let d = &shared.workload.robots.conn_reuse;
             (d.sample(&mut *self.reuse_rng.borrow_mut()) as u32).max(1)
         };
-        clients.local.stats.borrow_mut().counters.conns_opened += 1;
+        {
+            let mut stats = clients.local.stats.borrow_mut();
+            stats.counters.conns_opened += 1;
+            stats.firsts.record_conn(shared.secs_at(Instant::now()));
+        }
         clients.open_conns.set(clients.open_conns.get() + 1);
         Ok(Conn {
             stream,
