@@ -148,10 +148,12 @@ pub enum MslError {
     Ipv6(SocketAddr),
     #[error("the {0} must be above zero")]
     BadSetting(&'static str),
-    #[error("cannot connect to {product}: {source}")]
+    // The io::Error is told in the message rather than as a source, so
+    // that an error chain does not tell it twice.
+    #[error("cannot connect to {product}: {error}")]
     Connect {
         product: SocketAddr,
-        source: io::Error,
+        error: io::Error,
     },
     #[error(
         "{product} kept the connection open {waited:?} after an HTTP/1.0 request ({got} bytes \
@@ -172,10 +174,10 @@ pub enum MslError {
         probes: u64,
         waited: Duration,
     },
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         what: &'static str,
-        source: io::Error,
+        error: io::Error,
     },
 }
 
@@ -188,14 +190,14 @@ impl MslError {
 }
 
 fn io_err(what: &'static str) -> impl FnOnce(io::Error) -> MslError {
-    move |source| MslError::Io { what, source }
+    move |error| MslError::Io { what, error }
 }
 
 /// Like [`io_err`], with a missing capability told as such.
 fn privileged(what: &'static str) -> impl FnOnce(io::Error) -> MslError {
-    move |source| match source.kind() {
+    move |error| match error.kind() {
         io::ErrorKind::PermissionDenied => MslError::NotPermitted,
-        _ => MslError::Io { what, source },
+        _ => MslError::Io { what, error },
     }
 }
 
@@ -270,9 +272,9 @@ struct Closed {
 }
 
 fn close_by_product(cfg: &MslConfig, product: SocketAddrV4) -> Result<Closed, MslError> {
-    let connect_err = |source| MslError::Connect {
+    let connect_err = |error| MslError::Connect {
         product: cfg.product,
-        source,
+        error,
     };
     let s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).map_err(connect_err)?;
     s.connect_timeout(&SocketAddr::V4(product).into(), cfg.close_wait)
