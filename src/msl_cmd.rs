@@ -13,6 +13,7 @@ pub fn run(a: &MslArgs) -> Result<(), Failure> {
     if let Some(host) = &a.surrogate {
         cfg.request = MslConfig::surrogate_request(host);
     }
+    cfg.check().map_err(Failure::usage)?;
     if !a.json {
         eprintln!(
             "MSL test of {}: probing its TIME-WAIT every {} for up to {}",

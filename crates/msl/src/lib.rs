@@ -76,6 +76,19 @@ impl MslConfig {
         }
     }
 
+    /// The product's IPv4 address if the settings can be used.
+    pub fn check(&self) -> Result<SocketAddrV4, MslError> {
+        for (what, d) in [("probe interval", self.interval), ("timeout", self.timeout)] {
+            if d.is_zero() {
+                return Err(MslError::BadSetting(what));
+            }
+        }
+        match self.product {
+            SocketAddr::V4(a) => Ok(a),
+            SocketAddr::V6(_) => Err(MslError::Ipv6(self.product)),
+        }
+    }
+
     /// A forward proxy's request: a URL whose server does not exist, so
     /// the proxy answers an error at once, and HTTP/1.0 closes after it.
     pub fn proxy_request() -> Vec<u8> {
@@ -204,15 +217,7 @@ fn privileged(what: &'static str) -> impl FnOnce(io::Error) -> MslError {
 /// Runs the MSL test: makes the product close a connection, then probes
 /// its TIME-WAIT. Takes as long as the TIME-WAIT (or the timeout).
 pub fn measure(cfg: &MslConfig) -> Result<MslReport, MslError> {
-    let product = match cfg.product {
-        SocketAddr::V4(a) => a,
-        SocketAddr::V6(_) => return Err(MslError::Ipv6(cfg.product)),
-    };
-    for (what, d) in [("probe interval", cfg.interval), ("timeout", cfg.timeout)] {
-        if d.is_zero() {
-            return Err(MslError::BadSetting(what));
-        }
-    }
+    let product = cfg.check()?;
     // Both privileges are checked before the product sees anything.
     let raw = sys::RawTcp::open().map_err(privileged("opening a raw socket"))?;
     sys::check_repair().map_err(privileged("TCP_REPAIR"))?;
