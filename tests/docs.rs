@@ -209,6 +209,7 @@ fn every_workload_file_key_is_documented() {
     // Tables written inline, whose keys their parent's row shows.
     for (table, parent) in [
         ("[servers.link]", "| `servers.link` |"),
+        ("[robots.link]", "| `robots.link` |"),
         ("[popularity.hot_set]", "| `popularity.hot_set` |"),
         ("[[content]]\n[content.embeds]", "| `content.embeds` |"),
         (
