@@ -212,10 +212,11 @@ fn parse_policy(s: &str) -> Result<cacheoff_cache::Policy, String> {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Run directories, one per product.
-    #[arg(required = true)]
+    /// Run directories, one per product (default: every run the products
+    /// file names, in its order).
     pub runs: Vec<PathBuf>,
-    /// Labels, prices and downtime runs per run directory (TOML).
+    /// Labels, versions, modes, prices, downtime runs and MSL results per
+    /// run directory (TOML; keys: docs/lineup.md).
     #[arg(long)]
     pub products: Option<PathBuf>,
     /// A run without a proxy, for the time savings.
@@ -224,6 +225,9 @@ pub struct CompareArgs {
     /// Output file: .md for Markdown, anything else for HTML.
     #[arg(short = 'o', long = "out", default_value = "cacheoff.html")]
     pub out: PathBuf,
+    /// Also write the summary as JSON (a lineup's summary.json) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
