@@ -1,0 +1,542 @@
+//! Each product in each of its modes, for real: started in a temporary
+//! directory in front of two tiny origin servers, asked for the same URL
+//! twice (the second must be a hit: the origin sees one request), its
+//! access log read, power-cut (no process left), restarted, stopped.
+//!
+//! These need the products installed (`ops/install-products.sh`; `.ci/run`
+//! runs them as root) and are ignored by a plain `cargo test`; a missing
+//! product is skipped with a message. The reference proxy is the
+//! `cacheoff` binary next to this test's (`cargo test --workspace` builds
+//! it) or `$CACHEOFF_EXE`.
+
+use cacheoff_products::{Disk, Mode, ProductSpec, Running, Settings};
+use cacheoff_workload::AddrMap;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+const READY: Duration = Duration::from_secs(60);
+
+/// An origin server: every reply is cachable for an hour and carries
+/// `X-Count` (this server's request count) and `X-Origin` (its name).
+struct Origin {
+    addr: SocketAddr,
+    /// Requests per request target, as received.
+    seen: Arc<Mutex<HashMap<String, u64>>>,
+}
+
+impl Origin {
+    fn start(name: &'static str) -> Origin {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let seen: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
+        let count = Arc::new(AtomicU64::new(0));
+        let s = seen.clone();
+        std::thread::spawn(move || {
+            for c in l.incoming().flatten() {
+                let (s, count) = (s.clone(), count.clone());
+                std::thread::spawn(move || serve(c, name, &s, &count));
+            }
+        });
+        Origin { addr, seen }
+    }
+
+    fn requests(&self, target: &str) -> u64 {
+        self.seen.lock().unwrap().get(target).copied().unwrap_or(0)
+    }
+}
+
+fn serve(c: TcpStream, name: &str, seen: &Mutex<HashMap<String, u64>>, count: &AtomicU64) {
+    let mut r = BufReader::new(c.try_clone().unwrap());
+    let mut w = c;
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let target = line.split_whitespace().nth(1).unwrap_or("").to_string();
+        loop {
+            let mut h = String::new();
+            if r.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            if h == "\r\n" || h == "\n" {
+                break;
+            }
+        }
+        *seen.lock().unwrap().entry(target).or_default() += 1;
+        let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+        let now = SystemTime::now();
+        let body = format!("hello from {name}\n");
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\nDate: {}\r\nLast-Modified: {}\r\nCache-Control: public, max-age=3600\r\nX-Count: {n}\r\nX-Origin: {name}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+            httpdate::fmt_http_date(now),
+            httpdate::fmt_http_date(now - Duration::from_secs(3600)),
+            body.len()
+        );
+        if w.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One request on a new connection, read to its end.
+fn get(proxy: SocketAddr, target: &str, host: &str) -> Reply {
+    let mut s = TcpStream::connect(proxy).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
+    let text = String::from_utf8_lossy(&buf);
+    let head = text.split("\r\n\r\n").next().unwrap_or("");
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        .collect();
+    Reply { status, headers }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The cacheoff binary for the reference proxy: `$CACHEOFF_EXE`, else the
+/// one cargo built next to this test.
+fn cacheoff_exe() -> PathBuf {
+    if let Some(p) = std::env::var_os("CACHEOFF_EXE") {
+        return PathBuf::from(p);
+    }
+    let me = std::env::current_exe().unwrap();
+    me.parent().unwrap().parent().unwrap().join("cacheoff")
+}
+
+/// The product's spec, or `None` (with a message) when it is not there.
+fn product(name: &str, mode: Mode) -> Option<ProductSpec> {
+    let spec = ProductSpec::builtin(name).unwrap();
+    let exe = cacheoff_exe();
+    if !spec.is_installed(&exe) {
+        eprintln!(
+            "SKIPPED: {name} is not installed ({}); ops/install-products.sh installs the products{}",
+            spec.binary_path(&exe).unwrap().display(),
+            if name == "reference" {
+                ", and `cargo build` the cacheoff binary (or set CACHEOFF_EXE)"
+            } else {
+                ""
+            }
+        );
+        return None;
+    }
+    if name == "reference" && mode == Mode::Reverse {
+        let help = std::process::Command::new(&exe)
+            .args(["proxy", "--help"])
+            .output()
+            .unwrap();
+        if !String::from_utf8_lossy(&help.stdout).contains("--origin-map") {
+            eprintln!(
+                "SKIPPED: {} has no --origin-map: build the current cacheoff",
+                exe.display()
+            );
+            return None;
+        }
+    }
+    Some(spec)
+}
+
+/// A temporary run directory, removed at the end unless
+/// `CACHEOFF_KEEP_RUN_DIRS` is set (then its path is printed).
+struct RunDir(Option<tempfile::TempDir>);
+
+impl RunDir {
+    fn path(&self) -> &std::path::Path {
+        self.0.as_ref().unwrap().path()
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        if std::env::var_os("CACHEOFF_KEEP_RUN_DIRS").is_some() {
+            eprintln!("kept {}", self.0.take().unwrap().keep().display());
+        }
+    }
+}
+
+fn run_dir() -> RunDir {
+    let d = tempfile::tempdir().unwrap();
+    // Products that switch users as root must reach it.
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    RunDir(Some(d))
+}
+
+/// Whether process `pid` is alive (a zombie is not).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => {
+            let state = s[s.rfind(')').unwrap() + 1..].split_whitespace().next();
+            !matches!(state, Some("Z") | Some("X"))
+        }
+        Err(_) => false,
+    }
+}
+
+/// Live processes whose process group is `pgid`.
+fn group_members(pgid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let f: Vec<&str> = s[s.rfind(')').unwrap() + 1..].split_whitespace().collect();
+        if f[2] == pgid.to_string() && !matches!(f[0], "Z" | "X") {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn pgid_of(pid: i32) -> i32 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    s[s.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Asks for `path` on each origin, twice, through the product: forward
+/// with absolute URIs, reverse by name. Returns each origin's first reply
+/// count. Panics unless the second reply is the first's (a hit) and each
+/// origin saw one request.
+fn twice_each(r: &Running, mode: Mode, origins: &[&Origin], path: &str) {
+    for (i, o) in origins.iter().enumerate() {
+        let name = format!("s{}.bench.tst", i + 1);
+        let (target, host, seen_as) = match mode {
+            Mode::Forward => {
+                let url = format!("http://{}{path}", o.addr);
+                (url.clone(), o.addr.to_string(), path.to_string())
+            }
+            Mode::Reverse => (path.to_string(), name.clone(), path.to_string()),
+        };
+        let a = get(r.listen(), &target, &host);
+        let b = get(r.listen(), &target, &host);
+        let what = format!("{} {mode}: {target} (Host {host})", r.product());
+        assert_eq!(a.status, 200, "{what}\n{}", r.tails());
+        assert_eq!(b.status, 200, "{what}");
+        assert_eq!(
+            a.header("X-Origin"),
+            Some(format!("s{}", i + 1).as_str()),
+            "{what}: routed to the wrong origin"
+        );
+        assert_eq!(
+            a.header("X-Count"),
+            b.header("X-Count"),
+            "{what}: the second reply was not a hit"
+        );
+        assert_eq!(o.requests(&seen_as), 1, "{what}: origin requests");
+    }
+}
+
+/// Waits for the log to show at least `hits` hits (products write it late).
+fn log_counts(r: &Running, hits: u64) -> cacheoff_products::LogCounts {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let c = r.hits_from_log().unwrap();
+        if c.hits >= hits || Instant::now() >= deadline {
+            return c;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn scenario(name: &str, mode: Mode) {
+    let Some(spec) = product(name, mode) else {
+        return;
+    };
+    let exe = cacheoff_exe();
+    let t = Instant::now();
+    let version = spec.version(&exe).unwrap();
+    eprintln!("{name} {mode}: version took {:?}", t.elapsed());
+    eprintln!("{name} {mode}: {} ({:?})", version.line, version.number);
+    assert!(
+        version.number.is_some(),
+        "{name}: no version in {version:?}"
+    );
+    let dir = run_dir();
+    let (o1, o2) = (Origin::start("s1"), Origin::start("s2"));
+    let map = AddrMap::for_servers(&[o1.addr, o2.addr]);
+    let settings = Settings {
+        listen: SocketAddr::from(([127, 0, 0, 1], free_port())),
+        mem: 64 << 20,
+        disk: spec.disk_cache.then(|| Disk::in_run_dir(128 << 20)),
+        addrmap: (mode == Mode::Reverse).then_some(&map),
+        parent: None,
+        dir: dir.path().join(name),
+        exe: exe.clone(),
+    };
+    let t0 = Instant::now();
+    let mut r = spec.start(mode, &settings).unwrap();
+    eprintln!("{name} {mode}: started in {:?}", t0.elapsed());
+    r.wait_ready(READY).unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("{name} {mode}: ready in {:?}", t0.elapsed());
+
+    twice_each(&r, mode, &[&o1, &o2], "/x");
+    let t = Instant::now();
+    let c = log_counts(&r, 2);
+    eprintln!("{name} {mode}: log read after {:?}", t.elapsed());
+    assert_eq!(
+        (c.requests, c.hits),
+        (4, 2),
+        "{name} {mode}: {c:?}\n{}{}",
+        r.tails(),
+        std::fs::read_to_string(r.access_log()).unwrap_or_default()
+    );
+
+    let pids = r.pids();
+    assert!(!pids.is_empty());
+    let pgid = pgid_of(pids[0]);
+    let t = Instant::now();
+    let cut = r.power_cut().unwrap();
+    eprintln!("{name} {mode}: power_cut took {:?}", t.elapsed());
+    assert!(cut.elapsed() < Duration::from_secs(15));
+    assert_eq!(r.pids(), Vec::<i32>::new(), "{name}: alive after the cut");
+    assert_eq!(group_members(pgid), Vec::<i32>::new());
+    for p in &pids {
+        assert!(!alive(*p), "{name}: pid {p} alive after the cut");
+    }
+    assert!(!r.is_running());
+
+    let t = Instant::now();
+    let on = r.restart().unwrap();
+    eprintln!("{name} {mode}: restart took {:?}", t.elapsed());
+    let ready = r.wait_ready(READY).unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "{name} {mode}: ready {:?} after the power-on",
+        ready.duration_since(on)
+    );
+    let (target, host) = match mode {
+        Mode::Forward => (format!("http://{}/x", o1.addr), o1.addr.to_string()),
+        Mode::Reverse => ("/x".to_string(), "s1.bench.tst".to_string()),
+    };
+    let after = get(r.listen(), &target, &host);
+    assert_eq!(after.status, 200);
+    assert_eq!(after.header("X-Origin"), Some("s1"));
+    eprintln!(
+        "{name} {mode}: after the restart /x was a {} (origin requests: {})",
+        if o1.requests("/x") == 1 {
+            "hit"
+        } else {
+            "miss"
+        },
+        o1.requests("/x")
+    );
+
+    let pids = r.pids();
+    assert!(!pids.is_empty());
+    let t = Instant::now();
+    r.stop().unwrap();
+    eprintln!("{name} {mode}: stopped in {:?}", t.elapsed());
+    assert_eq!(r.pids(), Vec::<i32>::new(), "{name}: alive after stop");
+    for p in &pids {
+        assert!(!alive(*p), "{name}: pid {p} alive after stop");
+    }
+    // The log is complete after a stop; the restart added one request.
+    let c = r.hits_from_log().unwrap();
+    assert!(c.requests >= 5 && c.hits >= 2, "{name} {mode}: {c:?}");
+}
+
+macro_rules! scenarios {
+    ($($test:ident: $name:literal $mode:ident;)*) => {$(
+        #[test]
+        #[ignore = "needs the products (ops/install-products.sh); .ci/run runs it"]
+        fn $test() {
+            scenario($name, Mode::$mode);
+        }
+    )*};
+}
+
+scenarios! {
+    squid_forward: "squid" Forward;
+    squid_reverse: "squid" Reverse;
+    varnish_reverse: "varnish" Reverse;
+    nginx_reverse: "nginx" Reverse;
+    trafficserver_forward: "trafficserver" Forward;
+    trafficserver_reverse: "trafficserver" Reverse;
+    reference_forward: "reference" Forward;
+    reference_reverse: "reference" Reverse;
+}
+
+/// Forward mode through a parent: the parent (here the origin server
+/// itself, which answers whatever it is asked) gets the absolute URI of a
+/// host nobody could reach directly.
+fn through_parent(name: &str) {
+    let Some(spec) = product(name, Mode::Forward) else {
+        return;
+    };
+    let dir = run_dir();
+    let parent = Origin::start("s1");
+    let settings = Settings {
+        listen: SocketAddr::from(([127, 0, 0, 1], free_port())),
+        mem: 64 << 20,
+        disk: None,
+        addrmap: None,
+        parent: Some(parent.addr),
+        dir: dir.path().join(name),
+        exe: cacheoff_exe(),
+    };
+    let mut r = spec.start(Mode::Forward, &settings).unwrap();
+    r.wait_ready(READY).unwrap_or_else(|e| panic!("{e}"));
+    let url = "http://s9.bench.tst/p";
+    let a = get(r.listen(), url, "s9.bench.tst");
+    let b = get(r.listen(), url, "s9.bench.tst");
+    assert_eq!((a.status, b.status), (200, 200), "{name}\n{}", r.tails());
+    assert_eq!(a.header("X-Count"), b.header("X-Count"), "{name}: no hit");
+    assert_eq!(parent.requests(url), 1, "{name}: the parent's requests");
+    r.stop().unwrap();
+    assert!(r.pids().is_empty());
+}
+
+#[test]
+#[ignore = "needs Squid (ops/install-products.sh); .ci/run runs it"]
+fn squid_forward_through_a_parent() {
+    through_parent("squid");
+}
+
+#[test]
+#[ignore = "needs Traffic Server (ops/install-products.sh); .ci/run runs it"]
+fn trafficserver_forward_through_a_parent() {
+    through_parent("trafficserver");
+}
+
+/// Dropping a running product (as an interrupted lineup does) leaves
+/// nothing running.
+#[test]
+#[ignore = "needs Squid (ops/install-products.sh); .ci/run runs it"]
+fn dropping_a_running_product_kills_it() {
+    let Some(spec) = product("squid", Mode::Forward) else {
+        return;
+    };
+    let dir = run_dir();
+    let settings = Settings {
+        listen: SocketAddr::from(([127, 0, 0, 1], free_port())),
+        mem: 16 << 20,
+        disk: None,
+        addrmap: None,
+        parent: None,
+        dir: dir.path().join("squid"),
+        exe: cacheoff_exe(),
+    };
+    let mut r = spec.start(Mode::Forward, &settings).unwrap();
+    r.wait_ready(READY).unwrap_or_else(|e| panic!("{e}"));
+    let pids = r.pids();
+    assert!(!pids.is_empty());
+    drop(r);
+    for p in &pids {
+        assert!(!alive(*p), "pid {p} alive after drop");
+    }
+}
+
+/// A product that cannot start says so, with its own log's tail.
+#[test]
+#[ignore = "needs nginx (ops/install-products.sh); .ci/run runs it"]
+fn a_failed_start_is_explained() {
+    let Some(spec) = product("nginx", Mode::Reverse) else {
+        return;
+    };
+    let dir = run_dir();
+    let o = Origin::start("s1");
+    let map = AddrMap::for_servers(&[o.addr]);
+    // The port is taken.
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let settings = Settings {
+        listen: taken.local_addr().unwrap(),
+        mem: 16 << 20,
+        disk: None,
+        addrmap: Some(&map),
+        parent: None,
+        dir: dir.path().join("nginx"),
+        exe: cacheoff_exe(),
+    };
+    let mut r = spec.start(Mode::Reverse, &settings).unwrap();
+    let e = r
+        .wait_ready(Duration::from_secs(20))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("nginx exited while starting"), "{e}");
+    assert!(e.contains("Address already in use"), "{e}");
+}
+
+#[test]
+fn unsupported_modes_and_missing_maps_are_refused_before_anything_starts() {
+    let dir = run_dir();
+    let settings = Settings {
+        listen: SocketAddr::from(([127, 0, 0, 1], 1)),
+        mem: 1 << 20,
+        disk: None,
+        addrmap: None,
+        parent: None,
+        dir: dir.path().join("x"),
+        exe: cacheoff_exe(),
+    };
+    let varnish = ProductSpec::builtin("varnish").unwrap();
+    let e = varnish
+        .start(Mode::Forward, &settings)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.starts_with("varnish: cannot run in forward mode"), "{e}");
+    let squid = ProductSpec::builtin("squid").unwrap();
+    let e = squid
+        .start(Mode::Reverse, &settings)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("needs the origin address map"), "{e}");
+    let parent = Settings {
+        parent: Some(SocketAddr::from(([127, 0, 0, 1], 2))),
+        ..settings.clone()
+    };
+    let reference = ProductSpec::builtin("reference").unwrap();
+    let e = reference
+        .start(Mode::Forward, &parent)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("no parent proxy"), "{e}");
+    assert!(!dir.path().join("x").exists(), "nothing was written");
+}
