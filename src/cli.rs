@@ -35,6 +35,33 @@ pub enum Command {
     /// The reference caching proxy (forward, or reverse with --origin), or
     /// with --collector the SPE Collector: hits replay their miss's timing.
     Proxy(Box<ProxyArgs>),
+    /// The cache-off MSL test: how long the product keeps a connection it
+    /// closed in TIME-WAIT (60 s or more passes). Needs root.
+    Msl(MslArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 pass, 1 TIME-WAIT under 60 s (or the product never answered a probe), 2 cannot run (not root, nothing listening, the product did not close the connection)."
+)]
+pub struct MslArgs {
+    /// The product under test: a forward proxy, or with --surrogate a
+    /// reverse proxy (IPv4).
+    #[arg(value_name = "HOST:PORT")]
+    pub product: String,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Time between probe SYNs: the precision of the figure.
+    #[arg(long, default_value = "0.1s", value_name = "TIME")]
+    pub interval: Dur,
+    /// How long to probe a TIME-WAIT before reporting "at least" that.
+    #[arg(long, default_value = "180s", value_name = "TIME")]
+    pub timeout: Dur,
+    /// Test a surrogate: ask for / of this site (Host field) instead of a
+    /// forward proxy's absolute URL.
+    #[arg(long, value_name = "HOST")]
+    pub surrogate: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -185,10 +212,11 @@ fn parse_policy(s: &str) -> Result<cacheoff_cache::Policy, String> {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Run directories, one per product.
-    #[arg(required = true)]
+    /// Run directories, one per product (default: every run the products
+    /// file names, in its order).
     pub runs: Vec<PathBuf>,
-    /// Labels, prices and downtime runs per run directory (TOML).
+    /// Labels, versions, modes, prices, downtime runs and MSL results per
+    /// run directory (TOML; keys: docs/lineup.md).
     #[arg(long)]
     pub products: Option<PathBuf>,
     /// A run without a proxy, for the time savings.
@@ -197,6 +225,9 @@ pub struct CompareArgs {
     /// Output file: .md for Markdown, anything else for HTML.
     #[arg(short = 'o', long = "out", default_value = "cacheoff.html")]
     pub out: PathBuf,
+    /// Also write the summary as JSON (a lineup's summary.json) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

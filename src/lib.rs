@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod console;
+pub mod msl_cmd;
 mod preflight;
 pub mod proxy_cmd;
 pub mod report_cmd;
@@ -45,5 +46,6 @@ pub fn run(cli: cli::Cli) -> Result<(), Failure> {
         cli::Command::Report(args) => report_cmd::run(&args),
         cli::Command::Compare(args) => report_cmd::compare(&args),
         cli::Command::Proxy(args) => proxy_cmd::run(&args),
+        cli::Command::Msl(args) => msl_cmd::run(&args),
     }
 }

@@ -4,6 +4,7 @@ use crate::cli::{CompareArgs, ReportArgs, ReportFormat};
 use crate::Failure;
 use anyhow::Context;
 use cacheoff_report::compare::{self, Products};
+use cacheoff_report::lineup::LineupSummary;
 use cacheoff_report::{export, html};
 use cacheoff_rundir::{Run, RunDir, RunDirError};
 use std::path::{Path, PathBuf};
@@ -74,19 +75,44 @@ pub fn compare(a: &CompareArgs) -> Result<(), Failure> {
         Some(p) => Products::load(p).map_err(Failure::usage)?,
         None => Products::default(),
     };
-    let runs = a
-        .runs
+    let dirs: Vec<PathBuf> = if a.runs.is_empty() {
+        products.product.iter().map(|p| p.run.clone()).collect()
+    } else {
+        a.runs.clone()
+    };
+    if dirs.is_empty() {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "nothing to compare: name run directories, or a products file with [[product]] entries"
+        )));
+    }
+    let runs = dirs
         .iter()
         .map(|d| load(d))
         .collect::<Result<Vec<_>, _>>()?;
     let baseline = a.baseline.as_deref().map(load).transpose()?;
     let rows = compare::rows(&runs, &products, baseline.as_ref()).map_err(Failure::run)?;
+    // Links to the report cards lead from where the page is.
+    let linked = compare::relative_to(&rows, dir_of(&a.out));
     let text = if a.out.extension().is_some_and(|e| e == "md") {
-        compare::markdown(&rows)
+        compare::markdown(&linked)
     } else {
-        compare::html(&rows).map_err(Failure::run)?
+        compare::html(&linked).map_err(Failure::run)?
     };
     write(&a.out, &text)?;
     println!("{}", a.out.display());
+    if let Some(json) = &a.json {
+        LineupSummary::new(&rows, baseline.as_ref())
+            .write(json)
+            .map_err(Failure::run)?;
+        println!("{}", json.display());
+    }
     Ok(())
+}
+
+/// The directory a file is in (`.` for a bare name).
+fn dir_of(file: &Path) -> &Path {
+    match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
 }

@@ -94,6 +94,7 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         label,
         workers,
         quiet: a.quiet,
+        on_start: None,
     };
     let r = run_setup(&dir, setup, argv, &stop)?;
     if !a.quiet {
@@ -168,6 +169,7 @@ pub fn run_in(
         label: None,
         workers,
         quiet,
+        on_start: None,
     };
     run_setup(dir, setup, argv, stop)
 }
@@ -183,7 +185,12 @@ pub struct Setup {
     pub workers: usize,
     /// Only the final summary, not a line per interval.
     pub quiet: bool,
+    /// Called once with the run's time zero, as robots are about to start.
+    pub on_start: Option<OnStart>,
 }
+
+/// See [`Setup::on_start`].
+pub type OnStart = Box<dyn FnOnce(std::time::Instant) + Send>;
 
 /// The build running, for manifests.
 pub fn build() -> Build {
@@ -196,6 +203,7 @@ pub fn build() -> Build {
 /// The run directory and the console, fed by the run-time.
 struct Recorder<'a> {
     dir: &'a mut RunDir,
+    on_start: Option<OnStart>,
     path: &'a Path,
     surrogate: bool,
     quiet: bool,
@@ -205,7 +213,10 @@ struct Recorder<'a> {
 }
 
 impl Sink for Recorder<'_> {
-    fn started(&mut self, servers: &[std::net::SocketAddr]) {
+    fn started(&mut self, servers: &[std::net::SocketAddr], start: std::time::Instant) {
+        if let Some(hook) = self.on_start.take() {
+            hook(start);
+        }
         if let Err(e) = self.dir.servers_bound(servers) {
             self.error.get_or_insert(e);
         }
@@ -252,6 +263,7 @@ pub fn run_setup(
         label,
         workers,
         quiet,
+        on_start,
     } = setup;
     let (mode, proxy) = match via {
         Via::Direct => (Mode::Direct, None),
@@ -292,6 +304,7 @@ pub fn run_setup(
     }
     let mut recorder = Recorder {
         dir: &mut run_dir,
+        on_start,
         path: dir,
         surrogate: mode == Mode::Reverse,
         quiet,

@@ -256,6 +256,29 @@ fn workload_list_show_and_check() {
         "{text}"
     );
 
+    // The surrogate workload at a compressed scale: a working set that is
+    // revisited, and an offer near its nominal 76%.
+    let o = cacheoff(&[
+        "workload",
+        "show",
+        "webaxe-4",
+        "--plateau",
+        "1min",
+        "--peak-rate",
+        "200/s",
+        "--cache-size",
+        "32MB",
+    ]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(0));
+    for needle in [
+        "client link            40ms one-way delay",
+        "frozen after 397 fill transactions in a phase (4.267MB ÷ 11KB)",
+        "offered                DHR 7",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.toml");
     std::fs::write(

@@ -334,3 +334,32 @@ fn wan_emulation_adds_the_expected_round_trips() {
     let big = case(1000.0, 100.0 * 1024.0);
     assert!((big - 320.0).abs() < 15.0, "100 KB {big} ms");
 }
+
+#[test]
+fn client_side_wan_emulation_adds_the_same_round_trips() {
+    let forty = cacheoff_workload::LinkConfig {
+        delay: Dur::secs(0.040),
+        loss: 0.0,
+    };
+    let case = |reuse: f64, size: f64, servers_too: bool| {
+        let mut w = simple(3.0, 1, 1, 0.5, 4.0);
+        w.robots.max_conns = 1;
+        w.robots.conn_reuse = Dist::constant(Quantity::Count, reuse);
+        w.content[0].size = Dist::constant(Quantity::Size, size);
+        w.robots.link = Some(forty);
+        w.servers.link = servers_too.then_some(forty);
+        let (_dir, r) = run(w, None);
+        assert_eq!(r.summary.total.errors.total, 0);
+        r.summary.total.rt_polygraph_ms.all.p50
+    };
+    // The robot's end: the handshake and the request before it writes,
+    // the response held as it arrives: 4 x 40 ms on a new connection.
+    let fresh = case(1.0, 1024.0, false);
+    assert!((fresh - 160.0).abs() < 12.0, "new connection {fresh} ms");
+    // 100 KB read in four slow-start rounds: 2 + 3 x 2 delays.
+    let big = case(1000.0, 100.0 * 1024.0, false);
+    assert!((big - 320.0).abs() < 15.0, "100 KB {big} ms");
+    // Both sides emulated: both links crossed, 2 x 80 ms.
+    let both = case(1000.0, 1024.0, true);
+    assert!((both - 160.0).abs() < 15.0, "both sides {both} ms");
+}

@@ -209,6 +209,7 @@ fn every_workload_file_key_is_documented() {
     // Tables written inline, whose keys their parent's row shows.
     for (table, parent) in [
         ("[servers.link]", "| `servers.link` |"),
+        ("[robots.link]", "| `robots.link` |"),
         ("[popularity.hot_set]", "| `popularity.hot_set` |"),
         ("[[content]]\n[content.embeds]", "| `content.embeds` |"),
         (
@@ -279,5 +280,113 @@ fn every_counter_is_documented_with_its_description() {
             d.contains(&row),
             "docs/run-directory.md lacks the row: {row}"
         );
+    }
+}
+
+fn lineup_doc() -> String {
+    repo_file("docs/lineup.md")
+}
+
+/// The keys a deny-unknown-fields table accepts, as serde's answer to an
+/// unknown one lists them (`expected one of `a`, `b``).
+fn expected_keys(error: &str) -> Vec<String> {
+    let (_, list) = error
+        .split_once("expected")
+        .unwrap_or_else(|| panic!("{error}"));
+    list.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn every_products_file_key_is_documented() {
+    use cacheoff_report::compare::Products;
+    let doc = lineup_doc();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("products.toml");
+    let refused = |extra: &str| {
+        std::fs::write(
+            &path,
+            format!("[[product]]\nrun = \"a\"\nlabel = \"A\"\n{extra}\n"),
+        )
+        .unwrap();
+        Products::load(&path).unwrap_err().to_string()
+    };
+    let keys = expected_keys(&refused("no_such_key = 1"));
+    assert!(keys.len() >= 8, "{keys:?}");
+    for k in &keys {
+        assert!(
+            doc.contains(&format!("| `{k}` |")),
+            "docs/lineup.md has no row for products.toml's `{k}`"
+        );
+    }
+    let msl_row = doc.lines().find(|l| l.starts_with("| `msl` |")).unwrap();
+    for k in expected_keys(&refused("msl = { no_such_key = 1 }")) {
+        assert!(msl_row.contains(&format!("`{k}`")), "msl row lacks `{k}`");
+    }
+}
+
+#[test]
+fn every_lineup_summary_field_is_documented_and_in_the_schema() {
+    use cacheoff_report::lineup::LineupSummary;
+    let doc = lineup_doc();
+    // The interface's fields alone; the rest are written with defaults.
+    let minimal = r#"{"products": [{"name": "a", "mode": "forward", "run_dir": "a",
+        "xacts": 1, "rate_xps": 1.0, "dhr_measured": 1.0, "dhr_offered": 1.0,
+        "rt_ms_hit": null, "rt_ms_miss": null, "rt_ms_all": 1.0, "errors": 0,
+        "downtime": {"ttfm_s": null, "ttfh_s": null, "first_conn_s": null},
+        "msl": {"time_wait_s": null, "pass": null}, "disqualified": []}],
+        "baseline": {"run_dir": "b", "rt_ms_all": 1.0}}"#;
+    let s = LineupSummary::from_json(minimal).unwrap();
+    let v: Value = serde_json::from_str(&s.to_json()).unwrap();
+    let mut paths = Vec::new();
+    leaf_paths(&v, "", &mut paths);
+    let schema: Value =
+        serde_json::from_str(&repo_file("docs/schema/lineup-summary.schema.json")).unwrap();
+    let schema_props = |def: Option<&str>| -> Vec<String> {
+        let node = match def {
+            Some(d) => &schema["$defs"][d],
+            None => &schema,
+        };
+        node["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    for p in &paths {
+        let (section, field) = match p.split_once('.') {
+            Some((top, rest)) => (top.trim_end_matches("[]"), rest),
+            None => ("", p.as_str()),
+        };
+        assert!(
+            doc.contains(&format!("`{field}`")),
+            "docs/lineup.md lacks summary.json's `{p}`"
+        );
+        let top = field.split('.').next().unwrap();
+        let props = match section {
+            "" => schema_props(None),
+            "products" => schema_props(Some("product")),
+            "baseline" => schema_props(Some("baseline")),
+            other => panic!("{other}"),
+        };
+        assert!(props.contains(&top.to_string()), "schema lacks `{p}`");
+    }
+    assert!(paths.len() > 40, "{paths:?}");
+    // And the schema knows no field the summary does not write.
+    for (def, node) in [
+        (None, &v),
+        (Some("product"), &v["products"][0]),
+        (Some("baseline"), &v["baseline"]),
+    ] {
+        for k in schema_props(def) {
+            assert!(
+                node.get(&k).is_some(),
+                "the schema's `{k}` is never written"
+            );
+        }
     }
 }

@@ -243,9 +243,16 @@ fn a_killed_run_renders_from_its_intervals_and_exports_match_the_schemas() {
     }
 }
 
+/// The dark phase's start and end in a downtime run.
+fn dark_phase(run: &cacheoff_rundir::Run) -> (f64, f64) {
+    let dark: Vec<_> = run.intervals.iter().filter(|r| r.phase == "dark").collect();
+    (dark[0].start_s, dark[dark.len() - 1].end_s)
+}
+
 #[test]
 fn compare_builds_the_executive_summary() {
     use cacheoff_report::compare::{self, Products};
+    use cacheoff_report::lineup::LineupSummary;
     let root = tempfile::tempdir().unwrap();
     let (proxied, direct, downtime) = (
         root.path().join("proxied"),
@@ -260,25 +267,42 @@ fn compare_builds_the_executive_summary() {
     let dt = compressed("downtime", 60.0, 12.0, None);
     run(&downtime, dt, &StopHandle::new());
 
+    // A products file from before the lineup's keys still reads.
     let products_path = root.path().join("products.toml");
-    std::fs::write(
-        &products_path,
-        "[[product]]\nrun = \"proxied\"\nlabel = \"Ideal box\"\nprice = 2500\ndowntime = \"downtime\"\n",
-    )
-    .unwrap();
+    let old_file =
+        "[[product]]\nrun = \"proxied\"\nlabel = \"Ideal box\"\nprice = 2500\ndowntime = \"downtime\"\n";
+    std::fs::write(&products_path, old_file).unwrap();
     let products = Products::load(&products_path).unwrap();
     let runs = [
         cacheoff_rundir::RunDir::open(&proxied).unwrap(),
         cacheoff_rundir::RunDir::open(&direct).unwrap(),
     ];
     let baseline = cacheoff_rundir::RunDir::open(&direct).unwrap();
+    // The proxied run has its report card (as `cacheoff run` leaves it),
+    // the direct one not.
+    html::write(&runs[0]).unwrap();
     let rows = compare::rows(&runs, &products, Some(&baseline)).unwrap();
     assert_eq!(rows.len(), 2);
     let (p, d) = (&rows[0], &rows[1]);
     assert_eq!(p.label, "Ideal box");
     assert_eq!(d.label, "simple via no proxy");
+    assert_eq!(
+        (p.mode, d.mode),
+        (
+            cacheoff_rundir::Mode::Forward,
+            cacheoff_rundir::Mode::Direct
+        )
+    );
     let head = runs[0].headline();
     assert_eq!(p.throughput, head.rate_xps);
+    assert_eq!(
+        (p.xacts, p.errors, p.phase.as_str()),
+        (head.xacts, 0, "meas")
+    );
+    assert_eq!(
+        (p.dhr_offered, p.dhr_ideal),
+        (head.dhr.offered, head.dhr.ideal)
+    );
     assert!((p.req_per_kusd.unwrap() - head.rate_xps / 2.5).abs() < 1e-9);
     let hits_per_s = head.rt_ms.hit.count as f64 / head.duration_s;
     assert!((p.hits_per_kusd.unwrap() - hits_per_s / 2.5).abs() < 1e-9);
@@ -298,33 +322,63 @@ fn compare_builds_the_executive_summary() {
         (Some(0.0), Some(0.0))
     );
     assert!(p.dhr > 40.0 && d.dhr == 0.0);
-    assert_eq!((d.price, d.req_per_kusd, d.ttfm_s), (None, None, None));
+    assert_eq!((d.price, d.req_per_kusd, d.downtime), (None, None, None));
+    // The simple workload has no top2: its hit ratio is not judged.
+    assert!(!p.dhr_rule && p.disqualified.is_empty());
+    assert_eq!(
+        (p.report.clone(), d.report.clone()),
+        (Some(proxied.join("report.html")), None)
+    );
     // The proxy stayed up through the dark phase: the first interval after
-    // it had both misses and hits.
-    for v in [p.ttfm_s, p.ttfh_s] {
+    // it had both misses and hits. Without downtime.json the figures are
+    // to the interval.
+    let coarse = p.downtime.unwrap();
+    assert!(!coarse.precise);
+    for v in [coarse.ttfm_s, coarse.ttfh_s] {
         assert!(v.is_some_and(|s| s > 0.0 && s <= 5.01), "{v:?}");
+    }
+    // With the power cut timed (here: the dark phase), to the millisecond
+    // and no later than the interval's end.
+    let (cut, on) = dark_phase(&cacheoff_rundir::RunDir::open(&downtime).unwrap());
+    cacheoff_rundir::write_downtime(&downtime, cut, on).unwrap();
+    let rows = compare::rows(&runs, &products, Some(&baseline)).unwrap();
+    let fine = rows[0].downtime.unwrap();
+    assert!(fine.precise);
+    for (f, c) in [(fine.ttfm_s, coarse.ttfm_s), (fine.ttfh_s, coarse.ttfh_s)] {
+        let (f, c) = (f.unwrap(), c.unwrap());
+        assert!(f >= 0.0 && f <= c, "{f} vs {c}");
+    }
+    if let (Some(f), Some(c)) = (fine.first_conn_s, coarse.first_conn_s) {
+        assert!(f <= c, "{f} vs {c}");
     }
 
     let md = compare::markdown(&rows);
-    assert!(md.contains("| Ideal box | 2500 |"), "{md}");
+    assert!(
+        md.contains("Ideal box (forward)](") && md.contains(") | 2500 |"),
+        "{md}"
+    );
     assert_eq!(md.lines().filter(|l| l.starts_with("| ")).count(), 3);
     let page = compare::html(&rows).unwrap();
     assert_self_contained(&page);
     assert!(page.contains("class=\"sortable\"") && page.contains("Ideal box"));
-    // A chart per measure that has a value for some product: all 17 but
-    // the cache age (these runs name no cache size).
+    // A chart per ranked measure that has a value for some product: all 18
+    // but the cache age (these runs name no cache size), and the first
+    // connection if robots opened none after power-on.
     let figs = figures(&page);
-    assert_eq!(figs.len(), 16, "{figs:?}");
+    let charts = 16 + usize::from(fine.first_conn_s.is_some());
+    assert_eq!(figs.len(), charts, "{figs:?}");
     assert!(page.contains("All, ms, Polygraph clock") && page.contains("All, ms, intended start"));
     assert!(figs.iter().all(|&(points, _)| points == 2));
 
     // More than 3% errors disqualifies: marked, and best at nothing.
     let mut bad = rows.clone();
     bad[0].errors_percent = 3.5;
+    bad[0].disqualified = bad[0].check_rules();
     assert!(bad[0].disqualified() && !bad[1].disqualified());
     let md = compare::markdown(&bad);
     assert!(
-        md.contains("| Ideal box (disqualified: 3.5% errors, more than 3%) |"),
+        md.contains("Ideal box (forward)](")
+            && md.contains(") (disqualified: 3.5% errors, more than 3%) |"),
         "{md}"
     );
     let page = compare::html(&bad).unwrap();
@@ -336,6 +390,95 @@ fn compare_builds_the_executive_summary() {
     assert!(row("Ideal box").starts_with("<tr class=\"disqualified\">"));
     assert!(!row("Ideal box").contains("class=\"best\""));
     assert!(row("simple via no proxy").contains("class=\"best\""));
+
+    // The lineup's keys, through the command line, with the summary also
+    // written as JSON: paths relative to each output file.
+    std::fs::write(
+        &products_path,
+        format!(
+            "{old_file}name = \"ideal\"\nversion = \"1.0\"\nmode = \"forward\"\nmsl = {{ time_wait_s = 0.5 }}\n"
+        ),
+    )
+    .unwrap();
+    let out = root.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    let (html_out, json_out) = (out.join("summary.html"), out.join("summary.json"));
+    let o = support::process::cacheoff(&[
+        "compare",
+        &path(&proxied),
+        &path(&direct),
+        "--products",
+        &path(&products_path),
+        "--baseline",
+        &path(&direct),
+        "-o",
+        &path(&html_out),
+        "--json",
+        &path(&json_out),
+    ]);
+    assert!(o.status.success(), "{}", support::process::stderr(&o));
+    let page = std::fs::read_to_string(&html_out).unwrap();
+    assert!(
+        page.contains("<a href=\"../proxied/report.html\">Ideal box 1.0 (forward)</a> (disqualified: TIME-WAIT 0.5 s, under 60 s)"),
+        "{page}"
+    );
+    let text = std::fs::read_to_string(&json_out).unwrap();
+    let s = LineupSummary::from_json(&text).unwrap();
+    let ideal = &s.products[0];
+    assert_eq!(
+        (ideal.name.as_str(), ideal.run_dir.as_str()),
+        ("ideal", "../proxied")
+    );
+    assert_eq!(ideal.downtime_dir.as_deref(), Some("../downtime"));
+    assert_eq!(ideal.downtime.precise, Some(true));
+    assert_eq!(ideal.downtime.ttfm_s, fine.ttfm_s);
+    assert_eq!(
+        (ideal.msl.time_wait_s, ideal.msl.pass),
+        (Some(0.5), Some(false))
+    );
+    assert_eq!(ideal.disqualified, ["TIME-WAIT 0.5 s, under 60 s"]);
+    assert_eq!(
+        (ideal.rt_ms_all, ideal.dhr_offered),
+        (head.rt_ms.all.mean, head.dhr.offered)
+    );
+    let b = s.baseline.as_ref().unwrap();
+    assert_eq!(b.run_dir, "../direct");
+    assert_eq!(b.rt_ms_all, baseline.headline().rt_ms.all.mean);
+    assert_eq!(s.products[1].name, "simple via no proxy");
+    // Without run directories, the products file's runs are compared.
+    let md_out = out.join("summary.md");
+    let o = support::process::cacheoff(&[
+        "compare",
+        "--products",
+        &path(&products_path),
+        "-o",
+        &path(&md_out),
+    ]);
+    assert!(o.status.success(), "{}", support::process::stderr(&o));
+    let md = std::fs::read_to_string(&md_out).unwrap();
+    assert_eq!(
+        md.lines().filter(|l| l.starts_with("| ")).count(),
+        2,
+        "{md}"
+    );
+    assert!(
+        md.contains("| [Ideal box 1.0 (forward)](../proxied/report.html) (disqualified: TIME-WAIT 0.5 s, under 60 s) | 2500 |"),
+        "{md}"
+    );
+
+    // summary.json holds to its schema, which is strict.
+    let schema: serde_json::Value =
+        serde_json::from_str(&repo_file("docs/schema/lineup-summary.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    doc["products"][0]["surprise"] = 1.into();
+    assert_eq!(validator.iter_errors(&doc).count(), 1);
 
     std::fs::write(
         &products_path,

@@ -181,6 +181,7 @@ pub fn run_reverse(
         label: None,
         workers: WORKERS,
         quiet: true,
+        on_start: None,
     };
     let r = cacheoff::run_cmd::run_setup(dir.path(), setup, &argv, &StopHandle::new())
         .map_err(|f| f.error)

@@ -34,8 +34,9 @@ pub struct RunConfig {
 
 /// Receives the run's progress on the coordinator thread.
 pub trait Sink {
-    /// Servers are listening and robots are about to start.
-    fn started(&mut self, _servers: &[SocketAddr]) {}
+    /// Servers are listening and robots are about to start; `start` is
+    /// the run's time zero (every `_s` figure counts from it).
+    fn started(&mut self, _servers: &[SocketAddr], _start: Instant) {}
     /// Something the user should know before trusting the run.
     fn warn(&mut self, _message: &str) {}
     /// One merged interval, in order.
@@ -198,7 +199,7 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
         abort_key: cacheoff_base::rng::key(wl.seed, cacheoff_base::rng::Stream::Aborts),
         workload: wl,
     });
-    sink.started(&servers);
+    sink.started(&servers, shared.start);
 
     let (to_coord, from_workers) = mpsc::channel();
     let (shutdown_tx, shutdown_rx) = watch::channel(false);

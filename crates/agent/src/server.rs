@@ -3,9 +3,9 @@
 //! A response is fully determined by the object: size, cachability, dates
 //! and body bytes; only the transaction echo and `Date` vary.
 
-use crate::link::Link;
+use crate::link::{End, Link};
 use crate::local::Local;
-use cacheoff_base::rng::{stream, SimRng, Stream};
+use cacheoff_base::rng::{seeded, stream, Rng, SimRng, Stream};
 use cacheoff_http::body;
 use cacheoff_http::date;
 use cacheoff_http::echo::echo_of;
@@ -53,9 +53,12 @@ async fn connection(
         .as_ref()
         .map(|d| (d.sample(&mut *rng.borrow_mut()) as u64).max(1))
         .unwrap_or(u64::MAX);
-    let link = cfg.link.as_ref().map(Link::new);
-    // A new connection's handshake delays its first request.
-    let mut setup = link.map(|l| l.setup(&mut rng.borrow_mut()));
+    // The servers' side of the link, if emulated: a new connection's
+    // handshake delays its first request.
+    let mut link = cfg
+        .link
+        .as_ref()
+        .map(|l| End::new(Link::new(l), seeded(rng.borrow_mut().gen())));
     // Requests are small; the response buffer is lent per response.
     let mut inbuf: Vec<u8> = Vec::with_capacity(1024);
     let mut served = 0u64;
@@ -75,9 +78,8 @@ async fn connection(
         if skip_body(&mut s, &mut inbuf, body_len).await.is_err() {
             return;
         }
-        if let Some(l) = &link {
-            let travel = setup.take().unwrap_or_default()
-                + l.request(&mut rng.borrow_mut(), (head.head_len + body_len) as u64);
+        if let Some(end) = &mut link {
+            let travel = end.request((head.head_len + body_len) as u64);
             tokio::time::sleep(travel).await;
         }
         if !cfg.think_time.is_zero() {
@@ -134,9 +136,9 @@ async fn connection(
             ctx.bufs.give(out);
             return;
         }
-        let ok = match &link {
-            Some(l) => {
-                let rounds = l.response(&mut rng.borrow_mut(), out.len() as u64 + body_len);
+        let ok = match &mut link {
+            Some(end) => {
+                let rounds = end.response(out.len() as u64 + body_len);
                 write_paced(&mut s, &out, info.body_seed, body_len, &rounds).await
             }
             None if body_len <= ONE_WRITE => {

@@ -1,61 +1,26 @@
 //! `cacheoff compare`: the cache-off executive summary across runs, one
 //! row per product (run), as HTML (sortable table, a bar chart per
-//! measure) or Markdown.
+//! measure) or Markdown, and as the lineup's `summary.json`
+//! ([`crate::lineup`]).
+//!
+//! [`Products`] (`products.toml`) names each run's product and its other
+//! tests; [`rows`] reads every run into a [`Row`], applying the cache-off's
+//! rules ([`Row::check_rules`]) and the downtime test ([`Downtime`]);
+//! [`markdown`] and [`html`] lay the rows out.
 
-use crate::charts::BarChart;
-use crate::html::esc;
-use crate::{ReportError, Run};
+mod downtime;
+mod page;
+mod products;
+
+pub use downtime::{time_till_first, Downtime};
+pub use page::{html, markdown};
+pub use products::{Msl, Product, Products};
+
+use crate::html::{MAX_ERROR_PERCENT, MIN_DHR_PERCENT, MIN_TIME_WAIT_S};
+use crate::{relative_path, ReportError, Run, RunState};
+use cacheoff_rundir::Mode;
 use cacheoff_stats::{Entry, RtClock};
-use serde::Deserialize;
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
-
-/// `products.toml`: what the runs measured and what it cost.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Products {
-    #[serde(default)]
-    pub product: Vec<Product>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Product {
-    /// The product's run directory (relative to the products file).
-    pub run: PathBuf,
-    pub label: String,
-    /// Total price (devices and network gear), in dollars.
-    pub price: Option<f64>,
-    /// The product's downtime-test run, for TTFM and TTFH.
-    pub downtime: Option<PathBuf>,
-}
-
-impl Products {
-    pub fn load(path: &Path) -> Result<Products, ReportError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ReportError::Products {
-            path: path.into(),
-            why: e.to_string(),
-        })?;
-        let mut p: Products = toml::from_str(&text).map_err(|e| ReportError::Products {
-            path: path.into(),
-            why: e.to_string(),
-        })?;
-        let base = path.parent().unwrap_or(Path::new("."));
-        for prod in &mut p.product {
-            prod.run = base.join(&prod.run);
-            prod.downtime = prod.downtime.as_ref().map(|d| base.join(d));
-        }
-        Ok(p)
-    }
-
-    fn find(&self, dir: &Path) -> Option<&Product> {
-        let canon = |p: &Path| std::fs::canonicalize(p).ok();
-        let want = canon(dir)?;
-        self.product
-            .iter()
-            .find(|p| canon(&p.run) == Some(want.clone()))
-    }
-}
 
 /// Mean response times of a run on one clock, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -88,25 +53,57 @@ impl Times {
     }
 }
 
-/// One row of the executive summary.
+/// One row of the executive summary: a product's run, its figures over
+/// the headline span ([`Run::headline`]) and its other tests.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
+    /// The name shown (products file, else the run's `--label`).
     pub label: String,
+    /// The product's short name (`squid`), from the products file.
+    pub name: Option<String>,
+    pub version: Option<String>,
+    pub mode: Mode,
+    pub run_dir: PathBuf,
+    /// The run's report card, when it has one.
+    pub report: Option<PathBuf>,
+    pub workload: String,
+    /// The span the figures come from: the measured phase, or `total`.
+    pub phase: String,
+    pub state: RunState,
+    pub started_at: String,
+    pub finished_at: Option<String>,
     pub price: Option<f64>,
+    /// Successful transactions over `phase`.
+    pub xacts: u64,
     pub throughput: f64,
     /// From the intended start (corrected for coordinated omission).
     pub rt: Times,
     /// From the connection, as Web Polygraph.
     pub rt_polygraph: Times,
+    /// Document hit ratio measured, offered and an ideal cache's, percent.
     pub dhr: f64,
+    pub dhr_offered: f64,
+    pub dhr_ideal: f64,
     pub req_per_kusd: Option<f64>,
     pub hits_per_kusd: Option<f64>,
-    /// Time till first miss and first hit after power returns (downtime).
-    pub ttfm_s: Option<f64>,
-    pub ttfh_s: Option<f64>,
+    /// The downtime-test run, and its figures.
+    pub downtime_dir: Option<PathBuf>,
+    pub downtime: Option<Downtime>,
     /// Cache size ÷ cachable-miss bytes per hour at peak.
     pub cache_age_h: Option<f64>,
+    pub errors: u64,
     pub errors_percent: f64,
+    /// The 25% minimum hit ratio applies: a PolyMix-style workload (one
+    /// with a `top2` phase) through a proxy.
+    pub dhr_rule: bool,
+    pub msl: Option<Msl>,
+    /// Why the run is disqualified ([`Row::check_rules`] when built).
+    pub disqualified: Vec<String>,
+}
+
+/// `v` rounded to 3 decimals, without trailing zeros.
+fn num(v: f64) -> String {
+    ((v * 1000.0).round() / 1000.0).to_string()
 }
 
 impl Row {
@@ -118,110 +115,127 @@ impl Row {
         }
     }
 
-    /// The cache-off's rule: more than 3% errors disqualifies a run.
+    /// Disqualified for one reason or more.
     pub fn disqualified(&self) -> bool {
-        self.errors_percent > crate::html::MAX_ERROR_PERCENT
+        !self.disqualified.is_empty()
     }
 
-    /// The product's name, marked when its run is disqualified.
-    fn shown_label(&self) -> String {
-        if self.disqualified() {
-            format!(
-                "{} (disqualified: {:.1}% errors, more than {}%)",
-                self.label,
-                self.errors_percent,
-                crate::html::MAX_ERROR_PERCENT
-            )
-        } else {
-            self.label.clone()
+    /// The cache-off's rules, applied to the row's figures: why it is
+    /// disqualified (empty when it is not). More than 3% errors; a
+    /// document hit ratio under 25% where the rule applies
+    /// ([`Row::dhr_rule`]); a failed MSL test (TIME-WAIT under 60 s).
+    pub fn check_rules(&self) -> Vec<String> {
+        let mut why = Vec::new();
+        if self.errors_percent > MAX_ERROR_PERCENT {
+            why.push(format!(
+                "{}% errors, more than {MAX_ERROR_PERCENT}%",
+                num(self.errors_percent)
+            ));
         }
-    }
-}
-
-/// TTFM and TTFH of a downtime run: from the end of its dark phase to the
-/// end of the first interval with a miss (a hit). Interval precision (5 s).
-pub fn time_till_first(run: &Run) -> (Option<f64>, Option<f64>) {
-    let dark: Vec<&str> = run
-        .manifest
-        .workload
-        .phases
-        .iter()
-        .filter(|p| p.dark)
-        .map(|p| p.name.as_str())
-        .collect();
-    let Some(dark_end) = run
-        .intervals
-        .iter()
-        .filter(|r| dark.contains(&r.phase.as_str()))
-        .map(|r| r.end_s)
-        .reduce(f64::max)
-    else {
-        return (None, None);
-    };
-    let after = || {
-        run.intervals
-            .iter()
-            .filter(move |r| r.start_s >= dark_end - 1e-6)
-    };
-    let first = |hits: bool| {
-        after()
-            .find(|r| {
-                let l = &r.stats.rt_ms;
-                if hits {
-                    l.hit.count > 0
-                } else {
-                    l.miss.count > 0
+        if self.dhr_rule && self.dhr < MIN_DHR_PERCENT {
+            why.push(format!(
+                "DHR {}% over {}, under {MIN_DHR_PERCENT}%",
+                num(self.dhr),
+                self.phase
+            ));
+        }
+        if let Some(m) = self.msl.filter(|m| m.verdict() == Some(false)) {
+            why.push(match m.time_wait_s {
+                Some(t) if t < MIN_TIME_WAIT_S => {
+                    format!("TIME-WAIT {} s, under {MIN_TIME_WAIT_S} s", num(t))
                 }
-            })
-            .map(|r| r.end_s - dark_end)
-    };
-    (first(false), first(true))
+                Some(t) => format!("failed the MSL test (TIME-WAIT {} s)", num(t)),
+                None => "failed the MSL test".into(),
+            });
+        }
+        why
+    }
+
+    /// The product as shown: label, version and mode
+    /// (`Squid 5.7 (forward)`).
+    pub fn display_name(&self) -> String {
+        let mut s = self.label.clone();
+        if let Some(v) = self.version.as_ref().filter(|v| !s.contains(v.as_str())) {
+            s = format!("{s} {v}");
+        }
+        if self.mode != Mode::Direct {
+            s = format!("{s} ({})", self.mode.name());
+        }
+        s
+    }
+
+    /// Why the run is disqualified, as shown after its name.
+    fn disqualified_note(&self) -> Option<String> {
+        self.disqualified()
+            .then(|| format!("(disqualified: {})", self.disqualified.join("; ")))
+    }
 }
 
 fn row(run: &Run, product: Option<&Product>, baseline: Option<&Run>) -> Result<Row, ReportError> {
+    let m = &run.manifest;
     let h = run.headline();
-    let label = match (product, &run.manifest.label) {
+    let label = match (product, &m.label) {
         (Some(p), _) => p.label.clone(),
         (None, Some(l)) => l.clone(),
         (None, None) => format!(
             "{} via {}",
-            run.manifest.workload.name,
-            run.manifest
-                .proxy
-                .map_or("no proxy".into(), |p| p.to_string())
+            m.workload.name,
+            m.proxy.map_or("no proxy".into(), |p| p.to_string())
         ),
     };
+    let mode = product.and_then(|p| p.mode).unwrap_or(m.mode());
     let price = product.and_then(|p| p.price).filter(|p| *p > 0.0);
     let hits_per_s = h.rt_ms.hit.count as f64 / h.duration_s.max(1e-9);
     let base = baseline.map(Run::headline);
-    let (ttfm_s, ttfh_s) = match product.and_then(|p| p.downtime.as_ref()) {
-        Some(d) => time_till_first(&cacheoff_rundir::RunDir::open(d)?),
-        None => (None, None),
+    let downtime_dir = product.and_then(|p| p.downtime.clone());
+    let downtime = match &downtime_dir {
+        Some(d) => Some(time_till_first(&cacheoff_rundir::RunDir::open(d)?)),
+        None => None,
     };
     let fill_per_h = h.fill_bytes as f64 / h.duration_s.max(1e-9) * 3600.0;
-    let cache_age_h = run
-        .manifest
+    let cache_age_h = m
         .workload
         .cache_size
         .filter(|_| fill_per_h > 0.0)
         .map(|c| c.0 as f64 / fill_per_h);
-    Ok(Row {
+    let report = run.dir.join(cacheoff_rundir::REPORT_FILE);
+    let mut row = Row {
         label,
+        name: product.and_then(|p| p.name.clone()),
+        version: product.and_then(|p| p.version.clone()),
+        mode,
+        run_dir: run.dir.clone(),
+        report: report.exists().then_some(report),
+        workload: m.workload.name.clone(),
+        phase: h.name.clone(),
+        state: run.state(),
+        started_at: m.started_at.clone(),
+        finished_at: m.finished_at.clone(),
         price,
+        xacts: h.xacts,
         throughput: h.rate_xps,
         rt: Times::of(&h, RtClock::Intended, base.as_ref()),
         rt_polygraph: Times::of(&h, RtClock::Polygraph, base.as_ref()),
         dhr: h.dhr.measured,
+        dhr_offered: h.dhr.offered,
+        dhr_ideal: h.dhr.ideal,
         req_per_kusd: price.map(|p| h.rate_xps / (p / 1000.0)),
         hits_per_kusd: price.map(|p| hits_per_s / (p / 1000.0)),
-        ttfm_s,
-        ttfh_s,
+        downtime_dir,
+        downtime,
         cache_age_h,
+        errors: h.errors.total,
         errors_percent: h.errors.percent,
-    })
+        dhr_rule: mode != Mode::Direct && m.workload.phases.iter().any(|p| p.name == "top2"),
+        msl: product.and_then(|p| p.msl),
+        disqualified: Vec::new(),
+    };
+    row.disqualified = row.check_rules();
+    Ok(row)
 }
 
-/// The rows of the executive summary, in the order of `runs`.
+/// The rows of the executive summary, in the order of `runs`; each run's
+/// product is the one `products` names for its directory.
 pub fn rows(
     runs: &[Run],
     products: &Products,
@@ -232,253 +246,29 @@ pub fn rows(
         .collect()
 }
 
-/// A column: heading (with its unit), the clock a response time reads,
-/// value, decimals shown, and whether more is better.
-struct Column {
-    head: &'static str,
-    clock: Option<RtClock>,
-    get: fn(&Row) -> Option<f64>,
-    digits: usize,
-    higher_is_better: bool,
-}
-
-impl Column {
-    /// The heading, naming the clock of a response time.
-    fn head(&self) -> String {
-        match self.clock {
-            Some(c) => format!("{}, {}", self.head, c.short_label()),
-            None => self.head.into(),
-        }
-    }
-}
-
-/// A column where more is better.
-const fn more(head: &'static str, digits: usize, get: fn(&Row) -> Option<f64>) -> Column {
-    Column {
-        head,
-        clock: None,
-        get,
-        digits,
-        higher_is_better: true,
-    }
-}
-
-/// A column where less is better.
-const fn less(head: &'static str, digits: usize, get: fn(&Row) -> Option<f64>) -> Column {
-    Column {
-        higher_is_better: false,
-        ..more(head, digits, get)
-    }
-}
-
-/// `c` reading `clock`.
-const fn on(clock: RtClock, c: Column) -> Column {
-    Column {
-        clock: Some(clock),
-        ..c
-    }
-}
-
-use RtClock::{Intended, Polygraph};
-
-const COLUMNS: &[Column] = &[
-    less("Price, $", 0, |r| r.price),
-    more("Peak throughput, req/s", 1, |r| Some(r.throughput)),
-    on(Intended, less("Hit time, ms", 1, |r| r.rt.hit)),
-    on(Polygraph, less("Hit time, ms", 1, |r| r.rt_polygraph.hit)),
-    on(Intended, less("All, ms", 1, |r| Some(r.rt.all))),
-    on(Polygraph, less("All, ms", 1, |r| Some(r.rt_polygraph.all))),
-    on(Intended, less("Miss time, ms", 1, |r| r.rt.miss)),
-    on(Polygraph, less("Miss time, ms", 1, |r| r.rt_polygraph.miss)),
-    more("DHR, %", 1, |r| Some(r.dhr)),
-    on(Intended, more("Time savings, %", 1, |r| r.rt.savings)),
-    on(
-        Polygraph,
-        more("Time savings, %", 1, |r| r.rt_polygraph.savings),
-    ),
-    more("Req/s per $1,000", 1, |r| r.req_per_kusd),
-    more("Hits/s per $1,000", 1, |r| r.hits_per_kusd),
-    less("TTFM, s", 0, |r| r.ttfm_s),
-    less("TTFH, s", 0, |r| r.ttfh_s),
-    more("Cache age, h", 2, |r| r.cache_age_h),
-    less("Errors, %", 2, |r| Some(r.errors_percent)),
-];
-
-/// A value with `digits` decimals, or at least two significant digits
-/// when that would round a small value away.
-fn cell(v: Option<f64>, digits: usize) -> String {
-    v.map_or("-".into(), |v| {
-        let needed = if v == 0.0 {
-            0
-        } else {
-            (1.0 - v.abs().log10()).ceil().max(0.0) as usize
-        };
-        let d = digits.max(needed.min(6));
-        format!("{v:.d$}")
-    })
-}
-
-/// How to read the summary, saying what each clock measures.
-fn how_to_read() -> String {
-    let clock = |c: RtClock| {
-        format!(
-            "\u{201c}{}\u{201d} times each reply {}",
-            c.short_label(),
-            c.description()
-        )
-    };
-    format!(
-        "Each row is one product's run, measured over its last plateau. Response times are shown on two clocks: {}; {}, which leaves out waits for one of the robot's connections and compares with results published with Web Polygraph. Time savings compare the mean response time, on each clock, with a run without a proxy. A cache-off compares products under the same workload, rate and duration; rows from different workloads or peak rates do not compare. Throughput is what the product was offered and kept up with, not its limit. Hit ratio depends on cache size, so read it with the cache age. Prices make price/performance, not quality: a cheap box with errors is not a bargain, and a run with more than 3% errors is disqualified.",
-        clock(RtClock::Intended),
-        clock(RtClock::Polygraph),
-    )
-}
-
-/// The Markdown summary.
-pub fn markdown(rows: &[Row]) -> String {
-    let mut o = String::from("# cacheoff executive summary\n\n| Product |");
-    for c in COLUMNS {
-        let _ = write!(o, " {} |", c.head());
-    }
-    o.push_str("\n|---|");
-    for _ in COLUMNS {
-        o.push_str("---:|");
-    }
-    o.push('\n');
-    for r in rows {
-        let _ = write!(o, "| {} |", r.shown_label().replace('|', "\\|"));
-        for c in COLUMNS {
-            let _ = write!(o, " {} |", cell((c.get)(r), c.digits));
-        }
-        o.push('\n');
-    }
-    let _ = write!(o, "\n{}\n", how_to_read());
-    o
-}
-
-const SORT_SCRIPT: &str = r#"
-document.querySelectorAll("table.sortable th").forEach(function (th, col) {
-  th.addEventListener("click", function () {
-    var tbody = th.closest("table").tBodies[0];
-    var asc = th.dataset.dir !== "asc";
-    th.closest("tr").querySelectorAll("th").forEach(function (h) { delete h.dataset.dir; });
-    th.dataset.dir = asc ? "asc" : "desc";
-    var rows = Array.prototype.slice.call(tbody.rows);
-    rows.sort(function (a, b) {
-      var x = a.cells[col].dataset.v, y = b.cells[col].dataset.v;
-      var nx = parseFloat(x), ny = parseFloat(y);
-      var c = (isNaN(nx) || isNaN(ny)) ? String(x).localeCompare(String(y)) : nx - ny;
-      return asc ? c : -c;
-    });
-    rows.forEach(function (r) { tbody.appendChild(r); });
-  });
-});
-document.body.dataset.ready = "1";
-"#;
-
-/// The HTML summary page.
-pub fn html(rows: &[Row]) -> Result<String, ReportError> {
-    let mut o = String::new();
-    let _ = write!(
-        o,
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>cacheoff executive summary</title><style>{}
-th{{cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom}}th[data-dir=asc]::after{{content:\" \\25B2\"}}th[data-dir=desc]::after{{content:\" \\25BC\"}}td.best{{color:#0b7a3b;font-weight:600}}tr.disqualified td{{color:#888;text-decoration:line-through}}tr.disqualified td:first-child{{text-decoration:none;color:#b00}}</style></head><body><main>",
-        crate::html::STYLE
-    );
-    o.push_str("<h1>cacheoff executive summary</h1><p class=\"sub\">Click a column heading to sort. Best value per column in green.</p>");
-    o.push_str("<div style=\"overflow-x:auto\"><table class=\"sortable\" id=\"summary\"><thead><tr><th>Product</th>");
-    for c in COLUMNS {
-        let _ = write!(o, "<th>{}</th>", esc(&c.head()));
-    }
-    o.push_str("</tr></thead><tbody>");
-    let best: Vec<Option<f64>> = COLUMNS
-        .iter()
-        .map(|c| {
-            // A disqualified run is never the best at anything.
-            let vals = rows
-                .iter()
-                .filter(|r| !r.disqualified())
-                .filter_map(|r| (c.get)(r));
-            if c.higher_is_better {
-                vals.reduce(f64::max)
-            } else {
-                vals.reduce(f64::min)
-            }
+/// `rows` with their paths (run, report card, downtime run) relative to
+/// `dir` where they can be: for a page written into `dir` to link them.
+/// Relative paths in `rows` are taken from the working directory.
+pub fn relative_to(rows: &[Row], dir: &Path) -> Vec<Row> {
+    rows.iter()
+        .map(|r| Row {
+            run_dir: relative_path(&r.run_dir, dir),
+            report: r.report.as_deref().map(|p| relative_path(p, dir)),
+            downtime_dir: r.downtime_dir.as_deref().map(|p| relative_path(p, dir)),
+            ..r.clone()
         })
-        .collect();
-    for r in rows {
-        let _ = write!(
-            o,
-            "<tr{}><td data-v=\"{}\">{}</td>",
-            if r.disqualified() {
-                " class=\"disqualified\""
-            } else {
-                ""
-            },
-            esc(&r.label),
-            esc(&r.shown_label())
-        );
-        for (c, b) in COLUMNS.iter().zip(&best) {
-            let v = (c.get)(r);
-            let class = if rows.len() > 1 && !r.disqualified() && v.is_some() && v == *b {
-                " class=\"best\""
-            } else {
-                ""
-            };
-            let _ = write!(
-                o,
-                "<td{class} data-v=\"{}\">{}</td>",
-                v.map_or(String::new(), |v| v.to_string()),
-                cell(v, c.digits)
-            );
-        }
-        o.push_str("</tr>");
-    }
-    o.push_str("</tbody></table></div>");
-    let _ = write!(
-        o,
-        "<h2>How (not) to read this</h2><p class=\"note\">{}</p><h2>Per measure</h2>",
-        esc(&how_to_read())
-    );
-    for c in COLUMNS {
-        if rows.iter().all(|r| (c.get)(r).is_none()) {
-            continue;
-        }
-        let chart = BarChart {
-            title: c.head(),
-            y_label: c.head(),
-            bars: rows
-                .iter()
-                .map(|r| (r.label.clone(), (c.get)(r).unwrap_or(0.0).max(0.0)))
-                .collect(),
-        };
-        let svg = chart.svg((960, 260))?;
-        let title = format!(
-            "{}{}",
-            c.head(),
-            if c.higher_is_better {
-                " (higher is better)"
-            } else {
-                " (lower is better)"
-            }
-        );
-        crate::html::figure(
-            &mut o,
-            &title,
-            chart.points(),
-            crate::html::Marks::Bars,
-            &svg,
-        );
-    }
-    let _ = write!(o, "</main><script>{SORT_SCRIPT}</script></body></html>");
-    Ok(o)
+        .collect()
 }
 
+/// Rows for the tests of the summary and its layouts.
 #[cfg(test)]
-mod tests {
+pub(crate) mod sample {
     use super::*;
 
-    fn row(label: &str, intended_ms: f64, polygraph_ms: f64) -> Row {
+    /// A forward proxy's clean run of PolyMix-4 over top2: 100 req/s,
+    /// 40% hits (55% offered), `intended_ms` and `polygraph_ms` mean
+    /// response times on the two clocks.
+    pub fn row(label: &str, intended_ms: f64, polygraph_ms: f64) -> Row {
         let times = |all: f64| Times {
             hit: Some(all / 4.0),
             all,
@@ -487,51 +277,170 @@ mod tests {
         };
         Row {
             label: label.into(),
+            name: None,
+            version: None,
+            mode: Mode::Forward,
+            run_dir: format!("runs/{label}").into(),
+            report: None,
+            workload: "polymix-4".into(),
+            phase: "top2".into(),
+            state: RunState::Complete,
+            started_at: "2026-11-22T00:15:30.123Z".into(),
+            finished_at: Some("2026-11-22T04:15:30.123Z".into()),
             price: None,
+            xacts: 360_000,
             throughput: 100.0,
             rt: times(intended_ms),
             rt_polygraph: times(polygraph_ms),
             dhr: 40.0,
+            dhr_offered: 55.0,
+            dhr_ideal: 52.0,
             req_per_kusd: None,
             hits_per_kusd: None,
-            ttfm_s: None,
-            ttfh_s: None,
+            downtime_dir: None,
+            downtime: None,
             cache_age_h: None,
+            errors: 0,
             errors_percent: 0.0,
+            dhr_rule: true,
+            msl: None,
+            disqualified: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `r` judged again after a change.
+    fn judged(mut r: Row) -> Row {
+        r.disqualified = r.check_rules();
+        r
     }
 
     #[test]
-    fn each_response_time_shows_both_clocks_side_by_side() {
-        let heads: Vec<String> = COLUMNS.iter().map(Column::head).collect();
-        for what in [
-            "Hit time, ms",
-            "All, ms",
-            "Miss time, ms",
-            "Time savings, %",
+    fn each_broken_rule_gives_its_reason() {
+        let clean = judged(sample::row("box", 40.0, 24.0));
+        assert!(!clean.disqualified(), "{:?}", clean.disqualified);
+
+        let errors = judged(Row {
+            errors: 3600,
+            errors_percent: 3.5,
+            ..clean.clone()
+        });
+        assert_eq!(errors.disqualified, ["3.5% errors, more than 3%"]);
+        // Exactly 3% is allowed.
+        assert!(!judged(Row {
+            errors_percent: 3.0,
+            ..clean.clone()
+        })
+        .disqualified());
+
+        let low_dhr = judged(Row {
+            dhr: 20.0,
+            ..clean.clone()
+        });
+        assert_eq!(low_dhr.disqualified, ["DHR 20% over top2, under 25%"]);
+        // Only where the rule applies: not a workload without top2, nor a
+        // run without a proxy.
+        assert!(!judged(Row {
+            dhr_rule: false,
+            ..low_dhr.clone()
+        })
+        .disqualified());
+
+        let msl_fail = judged(Row {
+            msl: Some(Msl {
+                time_wait_s: Some(0.1),
+                pass: None,
+            }),
+            ..clean.clone()
+        });
+        assert_eq!(msl_fail.disqualified, ["TIME-WAIT 0.1 s, under 60 s"]);
+        let told_to_fail = judged(Row {
+            msl: Some(Msl {
+                time_wait_s: None,
+                pass: Some(false),
+            }),
+            ..clean.clone()
+        });
+        assert_eq!(told_to_fail.disqualified, ["failed the MSL test"]);
+        for msl in [
+            Msl {
+                time_wait_s: Some(60.1),
+                pass: Some(true),
+            },
+            Msl {
+                time_wait_s: Some(60.0),
+                pass: None,
+            },
+            Msl::default(),
         ] {
-            let at = heads.iter().position(|h| h.starts_with(what)).unwrap();
-            assert_eq!(
-                heads[at..at + 2],
-                [
-                    format!("{what}, intended start"),
-                    format!("{what}, Polygraph clock")
-                ]
-            );
+            let r = judged(Row {
+                msl: Some(msl),
+                ..clean.clone()
+            });
+            assert!(!r.disqualified(), "{msl:?}");
         }
-        let md = markdown(&[row("box", 40.0, 24.0)]);
-        let line = |start: &str| -> Vec<String> {
-            let l = md.lines().find(|l| l.starts_with(start)).unwrap();
-            l.split('|').map(|c| c.trim().to_string()).collect()
+
+        let all = judged(Row {
+            msl: msl_fail.msl,
+            ..Row {
+                dhr: 20.0,
+                ..errors.clone()
+            }
+        });
+        assert_eq!(all.disqualified.len(), 3);
+        assert_eq!(
+            all.disqualified_note().unwrap(),
+            "(disqualified: 3.5% errors, more than 3%; DHR 20% over top2, under 25%; TIME-WAIT 0.1 s, under 60 s)"
+        );
+    }
+
+    #[test]
+    fn the_product_shows_its_version_and_mode() {
+        let r = Row {
+            label: "Squid".into(),
+            version: Some("5.7".into()),
+            ..sample::row("squid", 1.0, 1.0)
         };
-        let (head, cells) = (line("| Product"), line("| box"));
-        let cell = |h: &str| &cells[head.iter().position(|c| c == h).unwrap()];
-        assert_eq!(cell("All, ms, intended start"), "40.0");
-        assert_eq!(cell("All, ms, Polygraph clock"), "24.0");
-        assert_eq!(cell("Miss time, ms, Polygraph clock"), "48.0");
-        assert_eq!(cell("Time savings, %, intended start"), "4.0");
-        for c in RtClock::ALL {
-            assert!(md.contains(c.description()), "{md}");
-        }
+        assert_eq!(r.display_name(), "Squid 5.7 (forward)");
+        let r = Row {
+            label: "Varnish 7.1".into(),
+            version: Some("7.1".into()),
+            mode: Mode::Reverse,
+            ..r
+        };
+        assert_eq!(r.display_name(), "Varnish 7.1 (reverse)");
+        let r = Row {
+            mode: Mode::Direct,
+            version: None,
+            label: "simple via no proxy".into(),
+            ..r
+        };
+        assert_eq!(r.display_name(), "simple via no proxy");
+    }
+
+    #[test]
+    fn paths_become_relative_to_the_page() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out");
+        let r = Row {
+            run_dir: out.join("squid-forward"),
+            report: Some(out.join("squid-forward/report.html")),
+            downtime_dir: Some(d.path().join("elsewhere/down")),
+            ..sample::row("squid", 1.0, 1.0)
+        };
+        let rel = &relative_to(&[r], &out)[0];
+        assert_eq!(rel.run_dir, Path::new("squid-forward"));
+        assert_eq!(
+            rel.report.as_deref(),
+            Some(Path::new("squid-forward/report.html"))
+        );
+        assert_eq!(
+            rel.downtime_dir.as_deref(),
+            Some(Path::new("../elsewhere/down"))
+        );
     }
 }

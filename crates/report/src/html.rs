@@ -11,7 +11,7 @@ mod headline;
 mod over_time;
 mod tables;
 
-pub use headline::{verdicts, Verdict, MAX_ERROR_PERCENT, MIN_DHR_PERCENT};
+pub use headline::{verdicts, Verdict, MAX_ERROR_PERCENT, MIN_DHR_PERCENT, MIN_TIME_WAIT_S};
 pub use over_time::time_charts;
 
 use crate::charts::Series;

@@ -9,6 +9,9 @@
 //! - [`RunDir::open`] reads a directory back as a [`Run`], refusing files of
 //!   a newer format version; a run killed before its summary is folded from
 //!   its intervals.
+//! - `downtime.json` ([`Outage`], written by [`write_downtime`]): when the
+//!   product under test lost and regained power in a downtime run; read
+//!   with the run as [`Run::outage`].
 //! - Rules decided once: which phase is measured ([`measured_phase`]), and
 //!   records built from the run-time's [`IntervalStats`] and [`RunStats`]
 //!   (every derived figure comes from `cacheoff_stats::Entry`).
@@ -18,11 +21,13 @@
 
 mod files;
 mod manifest;
+mod outage;
 mod records;
 mod run;
 
 pub use files::{FORMAT_VERSION, INTERVALS_FILE, MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE};
 pub use manifest::{now_rfc3339, Build, Host, Manifest, Mode, MANIFEST_FORMAT};
+pub use outage::{write_downtime, Outage, DOWNTIME_FILE, DOWNTIME_FORMAT};
 pub use records::{measured_phase, IntervalRecord, Summary, SUMMARY_FORMAT};
 pub use run::{Run, RunState};
 

@@ -3,8 +3,8 @@
 use crate::files::{read_json, read_lines};
 use crate::records::measured_phase;
 use crate::{
-    IntervalRecord, Manifest, RunDirError, Summary, INTERVALS_FILE, MANIFEST_FILE, REPORT_FILE,
-    SUMMARY_FILE,
+    IntervalRecord, Manifest, Outage, RunDirError, Summary, INTERVALS_FILE, MANIFEST_FILE,
+    REPORT_FILE, SUMMARY_FILE,
 };
 use cacheoff_stats::Entry;
 use std::path::{Path, PathBuf};
@@ -48,6 +48,9 @@ pub struct Run {
     pub manifest: Manifest,
     pub intervals: Vec<IntervalRecord>,
     pub summary: Option<Summary>,
+    /// When the product lost and regained power (`downtime.json`), in a
+    /// downtime run whose power cut was timed.
+    pub outage: Option<Outage>,
 }
 
 impl Run {
@@ -69,6 +72,7 @@ impl Run {
             manifest,
             intervals,
             summary,
+            outage: Outage::read(dir)?,
         })
     }
 

@@ -2,8 +2,8 @@
 //! ones are handled as the docs say, and the docs name every field.
 
 use cacheoff_rundir::{
-    Build, Manifest, RunDir, RunDirError, RunState, FORMAT_VERSION, INTERVALS_FILE, MANIFEST_FILE,
-    REPORT_FILE, SUMMARY_FILE,
+    write_downtime, Build, Manifest, Outage, RunDir, RunDirError, RunState, DOWNTIME_FILE,
+    FORMAT_VERSION, INTERVALS_FILE, MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE,
 };
 use cacheoff_stats::{Accum, IntervalStats, Outcome, RunStats, Snapshot, XactRecord};
 use cacheoff_workload::RequestType;
@@ -257,7 +257,13 @@ fn the_docs_name_every_file_and_every_top_level_field() {
         "/../../docs/run-directory.md"
     ))
     .unwrap();
-    for f in [MANIFEST_FILE, INTERVALS_FILE, SUMMARY_FILE, REPORT_FILE] {
+    for f in [
+        MANIFEST_FILE,
+        INTERVALS_FILE,
+        SUMMARY_FILE,
+        REPORT_FILE,
+        DOWNTIME_FILE,
+    ] {
         assert!(doc.contains(&format!("`{f}`")), "{f}");
     }
     assert!(doc.contains(&format!("currently {FORMAT_VERSION}")));
@@ -266,12 +272,23 @@ fn the_docs_name_every_file_and_every_top_level_field() {
     let read = |f: &str| -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join(f)).unwrap()).unwrap()
     };
+    assert_eq!(RunDir::open(dir.path()).unwrap().outage, None);
+    write_downtime(dir.path(), 600.0, 605.0).unwrap();
+    assert_eq!(
+        RunDir::open(dir.path()).unwrap().outage,
+        Some(Outage {
+            power_cut_s: 600.0,
+            power_on_s: 605.0
+        })
+    );
     let summary = read(SUMMARY_FILE);
     let manifest = read(MANIFEST_FILE);
+    let downtime = read(DOWNTIME_FILE);
     for key in keys(&summary)
         .into_iter()
         .filter(|k| !matches!(k.as_str(), "phases" | "total" | "distributions"))
         .chain(keys(&manifest).into_iter().filter(|k| k != "workload"))
+        .chain(keys(&downtime))
     {
         let row = doc
             .lines()

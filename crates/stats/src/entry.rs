@@ -6,6 +6,7 @@
 //! (from the entries of its parts) go through it, so the two agree.
 
 use crate::counters::{Counts, TypeCount, MAX_CONTENT_TYPES};
+use crate::firsts::Firsts;
 use crate::kinds::{ErrorKind, RtClock};
 use crate::snapshot::{Accum, RtHists};
 use cacheoff_base::RequestType;
@@ -178,6 +179,10 @@ pub struct Entry {
     pub request_types: BTreeMap<String, u64>,
     /// Successful transactions and body bytes per content type name.
     pub content_types: BTreeMap<String, TypeCount>,
+    /// When the span first saw a hit, a miss and a new connection
+    /// (seconds from the run's start); absent when it saw none.
+    #[serde(default, skip_serializing_if = "Firsts::is_empty")]
+    pub firsts: Firsts,
     /// The sums every figure above derives from. Absent in older runs
     /// (see [`Entry::raw_counts`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -200,6 +205,7 @@ struct Parts {
     conns_open_max: u64,
     request_types: BTreeMap<String, u64>,
     content_types: BTreeMap<String, TypeCount>,
+    firsts: Firsts,
 }
 
 impl Parts {
@@ -251,6 +257,7 @@ impl Parts {
             },
             request_types: self.request_types,
             content_types: self.content_types,
+            firsts: self.firsts,
             counts: (!self.estimated).then_some(self.counts),
         };
         e.errors.percent = e.share_of_requests(e.errors.total);
@@ -287,6 +294,7 @@ impl Entry {
                 .zip(c.by_ctype.iter())
                 .map(|(n, t)| (n.clone(), *t))
                 .collect(),
+            firsts: a.snap.firsts,
         }
         .entry(name)
     }
@@ -309,6 +317,7 @@ impl Entry {
             p.duration_s += e.duration_s;
             p.conns_open = e.conns.open;
             p.conns_open_max = p.conns_open_max.max(e.conns.open_max);
+            p.firsts.add(&e.firsts);
             for (k, v) in &e.errors.by_kind {
                 *p.errors.entry(k.clone()).or_default() += v;
             }

@@ -17,12 +17,14 @@
 
 mod counters;
 mod entry;
+mod firsts;
 mod kinds;
 mod snapshot;
 mod span;
 
 pub use counters::{Counter, Counters, Counts, TypeCount, MAX_CONTENT_TYPES};
 pub use entry::{Entry, Latency, LatencySet, Ratio};
+pub use firsts::Firsts;
 pub use kinds::{ErrorKind, Outcome, RtClock};
 pub use snapshot::{Accum, Cdf, CdfSet, Distributions, Snapshot, XactRecord};
 pub use span::{IntervalStats, RunStats};

@@ -7,6 +7,7 @@
 
 use crate::counters::{Counters, MAX_CONTENT_TYPES};
 use crate::entry::Entry;
+use crate::firsts::Firsts;
 use crate::kinds::{ErrorKind, Outcome, RtClock};
 use cacheoff_base::RequestType;
 use hdrhistogram::Histogram;
@@ -100,6 +101,8 @@ pub struct Snapshot {
     pub send_lag: Histogram<u64>,
     /// Body sizes of replies that carried the whole object, in bytes.
     pub sizes: Histogram<u64>,
+    /// The first hit, miss and connection.
+    pub firsts: Firsts,
 }
 
 impl Default for Snapshot {
@@ -110,6 +113,7 @@ impl Default for Snapshot {
             rt_polygraph: RtHists::new(),
             send_lag: new_hist(),
             sizes: new_size_hist(),
+            firsts: Firsts::default(),
         }
     }
 }
@@ -187,6 +191,7 @@ impl Snapshot {
         self.rt_polygraph.add(&o.rt_polygraph);
         let _ = self.send_lag.add(&o.send_lag);
         let _ = self.sizes.add(&o.sizes);
+        self.firsts.add(&o.firsts);
     }
 
     /// Clears everything, keeping the histograms' memory.
@@ -196,6 +201,7 @@ impl Snapshot {
         self.rt_polygraph.reset();
         self.send_lag.reset();
         self.sizes.reset();
+        self.firsts = Firsts::default();
     }
 }
 

@@ -15,6 +15,14 @@ fn last_ip(first: Ipv4Addr, count: u32) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(first) + count.saturating_sub(1))
 }
 
+fn link(l: &crate::LinkConfig) -> String {
+    format!(
+        "{} one-way delay per packet, {} packet loss (emulated, both directions)",
+        l.delay,
+        pct(l.loss)
+    )
+}
+
 /// A multi-line description: parameter tables and the phase table.
 pub fn describe(w: &Workload) -> String {
     let mut out = String::new();
@@ -72,6 +80,16 @@ pub fn describe(w: &Workload) -> String {
             None => "1".into(),
         },
     );
+    if let Some(l) = &r.link {
+        row(&mut out, "client link", link(l));
+    }
+    if w.surrogate {
+        row(
+            &mut out,
+            "proxy",
+            "a surrogate (reverse proxy): robots send to it as to the origin servers, named in Host".into(),
+        );
+    }
     let s = &w.servers;
     row(
         &mut out,
@@ -101,15 +119,7 @@ pub fn describe(w: &Workload) -> String {
         ),
     );
     if let Some(l) = &s.link {
-        row(
-            &mut out,
-            "server link",
-            format!(
-                "{} one-way delay per packet, {} packet loss (emulated, both directions)",
-                l.delay,
-                pct(l.loss)
-            ),
-        );
+        row(&mut out, "server link", link(l));
     }
     let _ = writeln!(out, "\nContent");
     for t in &w.content {
@@ -162,7 +172,11 @@ pub fn describe(w: &Workload) -> String {
             w.popularity
                 .working_set_cap
                 .map_or(String::new(), |c| format!(
-                    ", per server and content type; working sets frozen after {c} fill transactions in a phase{}",
+                    ", per server and content type; working sets frozen after {c} fill transactions in a phase{}{}",
+                    match w.popularity.working_set_size {
+                        Some(b) => format!(" ({b} ÷ {})", w.popularity.working_set_object_size),
+                        None => String::new(),
+                    },
                     if w.robots.hosts() > 1 {
                         " divided among the client hosts"
                     } else {
@@ -314,5 +328,19 @@ mod tests {
         ] {
             assert!(d.contains(needle), "missing {needle:?} in:\n{d}");
         }
+    }
+
+    #[test]
+    fn describes_a_surrogate_workload_and_its_client_link() {
+        let d = describe(&load("webaxe-4", &Overrides::default()).unwrap());
+        for needle in [
+            "client link            40ms one-way delay per packet, 0.05% packet loss",
+            "proxy                  a surrogate (reverse proxy)",
+            "origin servers         1 at 127.2.0.1 .. 127.2.0.1",
+            "frozen after 95325 fill transactions in a phase (1GB ÷ 11KB)",
+        ] {
+            assert!(d.contains(needle), "missing {needle:?} in:\n{d}");
+        }
+        assert!(!d.contains("server link"), "{d}");
     }
 }

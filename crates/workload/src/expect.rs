@@ -165,4 +165,26 @@ mod tests {
         // Downloads (large) rarely repeat: their worlds are mostly empty.
         assert!(e.bhr < e.dhr - 0.03, "{e:?}");
     }
+
+    #[test]
+    fn compressed_webaxe_4_offers_its_high_hit_ratio() {
+        // A 1-minute plateau at 200/s: the 1 GB working set shrinks with
+        // the plateau (397 objects) and a few origin servers' worlds are
+        // large, so the offer stays near 95% x the cachable share (76%).
+        let mut o = Overrides::default();
+        for (flag, v) in [
+            ("rate", "200/s"),
+            ("plateau", "1min"),
+            ("cache-size", "32MB"),
+        ] {
+            o.set(flag, v).unwrap();
+        }
+        let w = load("webaxe-4", &o).unwrap();
+        assert_eq!(w.popularity.working_set_cap, Some(397));
+        let e = expected_offered(&w);
+        assert!((e.dhr - w.offered_dhr()).abs() < 0.02, "{e:?}");
+        assert!(e.dhr_ideal < e.dhr && e.dhr_ideal > e.dhr - 0.02, "{e:?}");
+        // Byte-hit-ratio discrimination revisits the smaller objects.
+        assert!(e.bhr < e.dhr - 0.05, "{e:?}");
+    }
 }

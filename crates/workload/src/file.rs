@@ -29,6 +29,7 @@ const BUILTIN_FILES: &[(&str, &str)] = &[
         include_str!("../../../workloads/polymix-4.toml"),
     ),
     ("polyfill", include_str!("../../../workloads/polyfill.toml")),
+    ("webaxe-4", include_str!("../../../workloads/webaxe-4.toml")),
 ];
 
 /// Names of the built-in workloads.
@@ -242,6 +243,26 @@ mod tests {
             (f.offered_dhr() - 0.05).abs() < 0.005,
             "{}",
             f.offered_dhr()
+        );
+        let x = load("webaxe-4", &o).unwrap();
+        assert!(x.surrogate && !p4.surrogate);
+        assert_eq!((x.robots.count, x.robots.hosts()), (1250, 1));
+        // One origin server per 500 req/s; the WAN on the client side.
+        assert_eq!(x.servers.count, 1);
+        assert_eq!(
+            x.robots.link.map(|l| l.delay.to_string()),
+            Some("40ms".into())
+        );
+        assert_eq!(x.servers.link, None);
+        // 1 GB ÷ 11 KB objects.
+        assert_eq!(x.popularity.working_set_cap, Some(95_325));
+        assert_eq!(x.requests.shares(), p4.requests.shares());
+        assert_eq!(x.phases.len(), p4.phases.len());
+        // 95% x the cachable share of requests (about 80%).
+        assert!(
+            (x.offered_dhr() - 0.76).abs() < 0.005,
+            "{}",
+            x.offered_dhr()
         );
         let d = load("datacomm-1", &Overrides::default()).unwrap();
         assert!((d.offered_dhr() - 0.55).abs() < 1e-9);

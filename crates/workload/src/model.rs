@@ -46,6 +46,11 @@ pub struct Workload {
     /// Request rate during the fill phases (`load = "fill"`).
     #[serde(default)]
     pub fill_rate: Option<Rate>,
+    /// A surrogate (reverse proxy) workload: by default robots talk to the
+    /// proxy as to the origin servers themselves (WebAxe-4), not through
+    /// it as a forward proxy.
+    #[serde(default)]
+    pub surrogate: bool,
     pub timeouts: Timeouts,
     /// Length of a stats interval.
     pub interval: Dur,
@@ -81,6 +86,9 @@ pub struct RobotConfig {
     /// than HTTP/1.1.
     #[serde(default)]
     pub http10: bool,
+    /// WAN emulation on the robots' connections (WebAxe-4's client side).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkConfig>,
 }
 
 impl RobotConfig {
@@ -135,7 +143,8 @@ pub struct ServerConfig {
     pub http10: bool,
 }
 
-/// Packet delay and loss of a server's link (both directions).
+/// Packet delay and loss of a link (both directions): the servers' side
+/// (PolyMix) or the robots' (WebAxe-4), each emulated by its own end.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkConfig {

@@ -1,7 +1,7 @@
 //! Which objects robots ask for: how often they revisit one, how revisits
 //! spread over the working set, and its hot slice.
 
-use cacheoff_base::Dur;
+use cacheoff_base::{Bytes, Dur};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -32,6 +32,36 @@ pub struct Popularity {
     /// (PolyMix-3: 0.45 x 75% x 4 h); scaled with `--plateau`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub working_set_time: Option<Dur>,
+    /// Sets the working-set cap to this many bytes of objects, i.e. this
+    /// ÷ `working_set_object_size` objects, when no cap is given
+    /// (WebAxe-4: 1 GB ÷ 11 KB); scaled with `--plateau`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_set_size: Option<Bytes>,
+    /// The object size `working_set_size` counts objects by (Polygraph's
+    /// 11 KB, about the mean of the PolyMix content).
+    #[serde(
+        default = "default_object_size",
+        skip_serializing_if = "is_default_object_size"
+    )]
+    pub working_set_object_size: Bytes,
+}
+
+fn default_object_size() -> Bytes {
+    Bytes(11 * Bytes::KB)
+}
+
+fn is_default_object_size(b: &Bytes) -> bool {
+    *b == default_object_size()
+}
+
+impl Popularity {
+    /// The working-set cap in objects that `working_set_size` gives, if
+    /// set: its bytes ÷ `working_set_object_size`, at least one object.
+    pub fn cap_from_size(&self) -> Option<u64> {
+        let size = self.working_set_size?;
+        let per = self.working_set_object_size.0.max(1);
+        Some((size.0 / per).max(1))
+    }
 }
 
 /// How revisits choose among the working set's objects.
@@ -118,6 +148,8 @@ impl Default for Popularity {
             hot_set: None,
             bhr_discrimination: 0.0,
             working_set_time: None,
+            working_set_size: None,
+            working_set_object_size: default_object_size(),
         }
     }
 }

@@ -33,6 +33,7 @@ pub(crate) struct RawRobots {
     max_head: Bytes,
     arrivals: Arrivals,
     http10: bool,
+    link: Option<LinkConfig>,
 }
 
 impl Default for RawRobots {
@@ -49,6 +50,7 @@ impl Default for RawRobots {
             max_head: default_max_head(),
             arrivals: Arrivals::Poisson,
             http10: false,
+            link: None,
         }
     }
 }
@@ -56,8 +58,11 @@ impl Default for RawRobots {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub(crate) struct RawServers {
-    /// Fixed server count; otherwise `per_robot` × robots + `base`.
+    /// Fixed server count; otherwise ⌈peak rate ÷ `rate`⌉ when `rate` is
+    /// given, else `per_robot` × robots + `base`.
     pub count: Option<u32>,
+    #[serde(deserialize_with = "opt_positive_rate")]
+    rate: Option<Rate>,
     per_robot: f64,
     base: u32,
     pub first_ip: Ipv4Addr,
@@ -75,6 +80,7 @@ impl Default for RawServers {
     fn default() -> Self {
         RawServers {
             count: None,
+            rate: None,
             per_robot: 0.1,
             base: 500,
             first_ip: Ipv4Addr::new(127, 2, 0, 1),
@@ -85,6 +91,17 @@ impl Default for RawServers {
             link: None,
             http10: false,
         }
+    }
+}
+
+fn opt_positive_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Rate>, D::Error> {
+    let r = Rate::deserialize(d)?;
+    if r.per_sec() > 0.0 {
+        Ok(Some(r))
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "rate {r} must be above zero"
+        )))
     }
 }
 
@@ -112,6 +129,7 @@ pub(crate) struct RawWorkload {
     pub plateau: Option<Dur>,
     pub cache_size: Option<Bytes>,
     pub fill_rate: Option<Rate>,
+    surrogate: bool,
     pub phases: Vec<Phase>,
 }
 
@@ -138,13 +156,14 @@ impl Default for RawWorkload {
             plateau: None,
             cache_size: None,
             fill_rate: None,
+            surrogate: false,
             phases: Vec::new(),
         }
     }
 }
 
 impl RawWorkload {
-    /// Scales every phase (and the working-set time) so that the plateau
+    /// Scales every phase (and the working-set time or size) so that the plateau
     /// lasts `want`; the nominal plateau is `plateau`, else the last
     /// measured phase. Nothing to scale from: nothing changes.
     pub(crate) fn scale_plateau(&mut self, want: Dur) {
@@ -165,11 +184,17 @@ impl RawWorkload {
         if let Some(t) = &mut self.popularity.working_set_time {
             *t = Dur::secs(t.as_secs_f64() * k);
         }
+        // A working set given in bytes (WebAxe-4's 1 GB) shrinks with the
+        // plateau as PolyMix's cap does, so a compressed plateau revisits
+        // each object as often as the full one does at the same rate.
+        if let Some(b) = &mut self.popularity.working_set_size {
+            *b = Bytes((b.0 as f64 * k).round() as u64);
+        }
         self.plateau = Some(want);
     }
 
     /// Applies the scaling rules: robot and server counts the file leaves
-    /// open, and the working-set cap from its time.
+    /// open, and the working-set cap from its time or size.
     pub(crate) fn resolve(self) -> Workload {
         let peak_rate = self.peak_rate.rate();
         let (robots, servers) = (self.robots, self.servers);
@@ -179,16 +204,18 @@ impl RawWorkload {
                 .clamp(1, robots.max_count.max(1)),
             _ => 100,
         });
-        let server_count = servers.count.unwrap_or_else(|| {
-            (servers.per_robot * f64::from(robot_count)).round() as u32 + servers.base
-        });
+        let server_count = servers
+            .count
+            .unwrap_or_else(|| match (servers.rate, peak_rate) {
+                (Some(each), Some(r)) => ((r.per_sec() / each.per_sec()).ceil() as u32).max(1),
+                _ => (servers.per_robot * f64::from(robot_count)).round() as u32 + servers.base,
+            });
         let mut popularity = self.popularity;
-        if let (None, Some(t), Some(r)) = (
-            popularity.working_set_cap,
-            popularity.working_set_time,
-            peak_rate,
-        ) {
-            popularity.working_set_cap = Some((r.per_sec() * t.as_secs_f64()).ceil() as u64);
+        if popularity.working_set_cap.is_none() {
+            popularity.working_set_cap = match (popularity.working_set_time, peak_rate) {
+                (Some(t), Some(r)) => Some((r.per_sec() * t.as_secs_f64()).ceil() as u64),
+                _ => popularity.cap_from_size(),
+            };
         }
         Workload {
             name: self.name,
@@ -205,6 +232,7 @@ impl RawWorkload {
                 max_head: robots.max_head,
                 arrivals: robots.arrivals,
                 http10: robots.http10,
+                link: robots.link,
             },
             servers: ServerConfig {
                 count: server_count,
@@ -224,6 +252,7 @@ impl RawWorkload {
             plateau: self.plateau,
             cache_size: self.cache_size,
             fill_rate: self.fill_rate,
+            surrogate: self.surrogate,
             timeouts: self.timeouts,
             interval: self.interval,
         }
@@ -259,6 +288,36 @@ mod tests {
         assert_eq!(w.popularity.working_set_cap, Some(600));
         let w = raw("[popularity]\nworking_set_time = \"1min\"\nworking_set_cap = 5\n").resolve();
         assert_eq!(w.popularity.working_set_cap, Some(5));
+    }
+
+    #[test]
+    fn the_working_set_cap_may_follow_a_size_in_bytes() {
+        // WebAxe-4: 1 GB ÷ 11 KB objects, whatever the rate.
+        let w = raw("[popularity]\nworking_set_size = \"1GB\"\n").resolve();
+        assert_eq!(w.popularity.working_set_cap, Some(95_325));
+        let w = raw("peak_rate = \"max\"\n[popularity]\nworking_set_size = \"1MB\"\nworking_set_object_size = \"1KB\"\n").resolve();
+        assert_eq!(w.popularity.working_set_cap, Some(1024));
+        let w = raw("[popularity]\nworking_set_size = \"1GB\"\nworking_set_cap = 5\n").resolve();
+        assert_eq!(w.popularity.working_set_cap, Some(5));
+        // Compressed time shrinks it as it shrinks a working-set time.
+        let mut r = raw("plateau = \"4h\"\n[popularity]\nworking_set_size = \"1GB\"\n");
+        r.scale_plateau(Dur::secs(60.0));
+        let w = r.resolve();
+        assert_eq!(w.popularity.working_set_size, Some(Bytes(4_473_924)));
+        assert_eq!(w.popularity.working_set_cap, Some(397));
+    }
+
+    #[test]
+    fn servers_may_follow_the_rate() {
+        // WebAxe-4: one origin server per 500 req/s, rounded up.
+        let text = |rate: &str| format!("peak_rate = \"{rate}\"\n[servers]\nrate = \"500/s\"\n");
+        assert_eq!(raw(&text("200/s")).resolve().servers.count, 1);
+        assert_eq!(raw(&text("1000/s")).resolve().servers.count, 2);
+        assert_eq!(raw(&text("1001/s")).resolve().servers.count, 3);
+        // Closed-loop load has no rate: per_robot and base decide.
+        assert_eq!(raw(&text("max")).resolve().servers.count, 510);
+        let e = toml::from_str::<RawWorkload>("[servers]\nrate = \"0/s\"\n").unwrap_err();
+        assert!(e.message().contains("must be above zero"), "{e}");
     }
 
     #[test]

@@ -111,6 +111,7 @@ impl Workload {
                 "servers.link.loss",
                 self.servers.link.map_or(0.0, |l| l.loss),
             ),
+            ("robots.link.loss", self.robots.link.map_or(0.0, |l| l.loss)),
             (
                 "popularity.hot_set.working_set",
                 self.popularity.hot_set.map_or(0.0, |h| h.working_set),
@@ -131,6 +132,23 @@ impl Workload {
             if !(0.0..=1.0).contains(&v) {
                 return Err(err(param, v.to_string(), "must be a probability in 0..1"));
             }
+        }
+        let pop = &self.popularity;
+        if let (Some(t), Some(b)) = (pop.working_set_time, pop.working_set_size) {
+            return Err(err(
+                "popularity.working_set_size",
+                b.to_string(),
+                &format!(
+                    "give the working set by time (working_set_time = {t}) or by size, not both"
+                ),
+            ));
+        }
+        if pop.working_set_size.is_some() && pop.working_set_object_size.0 == 0 {
+            return Err(err(
+                "popularity.working_set_object_size",
+                "0B".into(),
+                "must be above zero (the working set's size is counted in objects of this size)",
+            ));
         }
         let sum: f64 = self.requests.shares().iter().sum();
         if (sum - 1.0).abs() > 1e-6 {
@@ -241,6 +259,37 @@ fn check_ip_range(first: Ipv4Addr, count: u32) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{load_text, Overrides};
+
+    fn check(text: &str) -> Result<Workload, String> {
+        let phase = "[[phases]]\nname = \"a\"\nduration = \"1s\"\n";
+        load_text("w.toml", &format!("{text}{phase}"), &Overrides::default())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn links_and_working_set_sizes_are_checked() {
+        let w = check("[robots]\nlink = { delay = \"40ms\", loss = 0.0005 }\n").unwrap();
+        assert_eq!(w.robots.link.map(|l| l.loss), Some(0.0005));
+        let e = check("[robots]\nlink = { delay = \"40ms\", loss = 5 }\n").unwrap_err();
+        assert!(e.starts_with("w.toml:2:"), "{e}");
+        assert!(
+            e.contains("robots.link.loss = 5: must be a probability"),
+            "{e}"
+        );
+        let e = check("[popularity]\nworking_set_time = \"1min\"\nworking_set_size = \"1GB\"\n")
+            .unwrap_err();
+        assert!(
+            e.contains("working_set_size = 1GB: give the working set by time"),
+            "{e}"
+        );
+        let e = check("[popularity]\nworking_set_size = \"1GB\"\nworking_set_object_size = 0\n")
+            .unwrap_err();
+        assert!(
+            e.contains("working_set_object_size = 0B: must be above zero"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn address_ranges_stay_inside_loopback() {

@@ -1,13 +1,17 @@
 //! A robot's connections: opening them from the robot's own address,
-//! keeping idle ones for reuse, and the limits on both.
+//! keeping idle ones for reuse, and the limits on both; with `robots.link`,
+//! each carries the robot's end of the emulated link ([`Wire`]).
 
+use crate::link::{End, Link};
 use crate::local::Clients;
-use cacheoff_base::rng::SimRng;
+use cacheoff_base::rng::{seeded, Rng, SimRng};
 use cacheoff_stats::ErrorKind;
 use std::cell::{Cell, RefCell};
+use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
 /// Head reads (and the body bytes that come with them).
@@ -20,8 +24,59 @@ pub enum Target {
     Server(u32),
 }
 
+/// A connection's socket and, with `robots.link`, the robot's end of the
+/// emulated link (the same [`End`] an origin server keeps for
+/// `servers.link`): a request waits out its travel before it is written,
+/// and response bytes are read no further than the current slow-start
+/// round and held for the round's wait as they arrive.
+pub struct Wire {
+    stream: TcpStream,
+    link: Option<End>,
+}
+
+impl Wire {
+    /// Writes a request, once it has travelled over the link.
+    pub async fn send(&mut self, request: &[u8]) -> io::Result<()> {
+        if let Some(end) = &mut self.link {
+            tokio::time::sleep(end.request(request.len() as u64)).await;
+        }
+        self.stream.write_all(request).await
+    }
+
+    /// Reads into `buf`'s spare capacity, as `read_buf` does.
+    pub async fn read_buf(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        let Some(end) = &mut self.link else {
+            return self.stream.read_buf(buf).await;
+        };
+        let n = (&mut self.stream).take(end.room()).read_buf(buf).await?;
+        hold(end, n).await;
+        Ok(n)
+    }
+
+    /// Reads into `buf`, as `read` does.
+    pub async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let Some(end) = &mut self.link else {
+            return self.stream.read(buf).await;
+        };
+        let room = usize::try_from(end.room()).map_or(buf.len(), |r| r.min(buf.len()));
+        let n = self.stream.read(&mut buf[..room]).await?;
+        hold(end, n).await;
+        Ok(n)
+    }
+}
+
+/// Holds `n` bytes just read for as long as the link would have taken.
+async fn hold(end: &mut End, n: usize) {
+    if n > 0 {
+        let wait = end.pass(n as u64);
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
 pub struct Conn {
-    pub stream: TcpStream,
+    pub wire: Wire,
     pub target: Target,
     uses: u32,
     /// Transactions this connection may carry before the robot closes it.
@@ -60,18 +115,18 @@ impl Conn {
 pub struct Pool {
     /// The robot's own address.
     ip: Ipv4Addr,
-    /// Draws each connection's reuse limit.
-    reuse_rng: RefCell<SimRng>,
+    /// Draws each connection's reuse limit and seeds its link's draws.
+    rng: RefCell<SimRng>,
     idle: RefCell<Vec<Conn>>,
     /// Slots held by tasks running transactions.
     pub drivers: Cell<u32>,
 }
 
 impl Pool {
-    pub fn new(ip: Ipv4Addr, reuse_rng: SimRng) -> Pool {
+    pub fn new(ip: Ipv4Addr, rng: SimRng) -> Pool {
         Pool {
             ip,
-            reuse_rng: RefCell::new(reuse_rng),
+            rng: RefCell::new(rng),
             idle: RefCell::new(Vec::new()),
             drivers: Cell::new(0),
         }
@@ -137,14 +192,22 @@ impl Pool {
             Err(_) => return Err(ErrorKind::ConnectTimeout),
         };
         let _ = stream.set_nodelay(true);
-        let limit = {
-            let d = &shared.workload.robots.conn_reuse;
-            (d.sample(&mut *self.reuse_rng.borrow_mut()) as u32).max(1)
-        };
-        clients.local.stats.borrow_mut().counters.conns_opened += 1;
+        let robots = &shared.workload.robots;
+        let mut rng = self.rng.borrow_mut();
+        let limit = (robots.conn_reuse.sample(&mut *rng) as u32).max(1);
+        let link = robots
+            .link
+            .as_ref()
+            .map(|l| End::new(Link::new(l), seeded(rng.gen())));
+        drop(rng);
+        {
+            let mut stats = clients.local.stats.borrow_mut();
+            stats.counters.conns_opened += 1;
+            stats.firsts.record_conn(shared.secs_at(Instant::now()));
+        }
         clients.open_conns.set(clients.open_conns.get() + 1);
         Ok(Conn {
-            stream,
+            wire: Wire { stream, link },
             target,
             uses: 0,
             limit,

@@ -17,7 +17,6 @@ use cacheoff_stats::{ErrorKind, Outcome};
 use cacheoff_workload::Planned;
 use std::io;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A planned request, due at `intended`.
 pub struct Due {
@@ -181,8 +180,8 @@ async fn read_reply(
     robot_abort: bool,
     due: &Due,
 ) -> Result<(Outcome, u16, u64, bool), Unsuccessful> {
-    conn.stream
-        .write_all(&conn.buf)
+    conn.wire
+        .send(&conn.buf)
         .await
         .map_err(|e| Unsuccessful::Error(io_kind(&e)))?;
     conn.buf.clear();
@@ -231,7 +230,7 @@ async fn read_head(
         } else {
             (w.timeouts.idle.0, ErrorKind::IdleTimeout)
         };
-        let n = read_timed(limit, kind, conn.stream.read_buf(&mut conn.buf)).await?;
+        let n = read_timed(limit, kind, conn.wire.read_buf(&mut conn.buf)).await?;
         if n == 0 {
             return Err(if conn.buf.is_empty() {
                 Unsuccessful::StaleConn
@@ -309,7 +308,7 @@ async fn refill(conn: &mut Conn, idle: Duration) -> Result<usize, Unsuccessful> 
     read_timed(
         idle,
         ErrorKind::IdleTimeout,
-        conn.stream.read_buf(&mut conn.buf),
+        conn.wire.read_buf(&mut conn.buf),
     )
     .await
 }
@@ -346,7 +345,7 @@ async fn read_body_len(
             let got = read_timed(
                 idle,
                 ErrorKind::IdleTimeout,
-                conn.stream.read(&mut scratch[..want]),
+                conn.wire.read(&mut scratch[..want]),
             )
             .await?;
             if got == 0 {

@@ -268,7 +268,10 @@ fn finish(
     let info = &due.plan.info;
     match r {
         Ok(reply) => {
-            clients.local.stats.borrow_mut().record_xact(&XactRecord {
+            let mut stats = clients.local.stats.borrow_mut();
+            let done_s = clients.shared().secs_at(reply.done);
+            stats.firsts.record(reply.outcome, done_s);
+            stats.record_xact(&XactRecord {
                 outcome: reply.outcome,
                 fills_cache: reply.outcome == Outcome::Miss && reply.status == 200 && info.cachable,
                 bytes: reply.bytes,
@@ -280,6 +283,7 @@ fn finish(
                 rt_corrected_us: us_since(due.intended, reply.done),
                 rt_polygraph_us: us_since(conn.held_since, reply.done),
             });
+            drop(stats);
             conn.reuse(reply.keep_alive)
         }
         Err(Unsuccessful::Error(kind)) => {

@@ -10,6 +10,8 @@ use std::fmt::Write;
 /// The cache-off's disqualification rules.
 pub const MAX_ERROR_PERCENT: f64 = 3.0;
 pub const MIN_DHR_PERCENT: f64 = 25.0;
+/// The MSL test: TIME-WAIT of at least 60 s (an MSL of 30 s).
+pub const MIN_TIME_WAIT_S: f64 = 60.0;
 
 /// Pass/fail of one rule, and why.
 #[derive(Debug, Clone, PartialEq)]
