@@ -38,6 +38,10 @@ pub enum Command {
     /// The cache-off MSL test: how long the product keeps a connection it
     /// closed in TIME-WAIT (60 s or more passes). Needs root.
     Msl(MslArgs),
+    /// The cache-off in a box: each product of the lineup started, run
+    /// (forward and/or reverse), power-cut (downtime test) and MSL-tested,
+    /// then stopped; a baseline without a proxy; the executive summary.
+    Lineup(Box<LineupArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -62,6 +66,43 @@ pub struct MslArgs {
     /// forward proxy's absolute URL.
     #[arg(long, value_name = "HOST")]
     pub surrogate: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LineupArgs {
+    /// The lineup file (TOML, docs/lineup.md); without it, the products
+    /// named with --product.
+    #[arg(value_name = "LINEUP.toml")]
+    pub file: Option<PathBuf>,
+    /// A product (a product file's name: reference, squid, varnish, nginx,
+    /// trafficserver, or a path) in one mode, or in every mode it has;
+    /// repeat for more. Replaces the file's products.
+    #[arg(long = "product", value_name = "NAME[:forward|reverse]", value_parser = crate::lineup::file::parse_product_arg)]
+    pub products: Vec<(String, Option<cacheoff_products::Mode>)>,
+    /// Peak request rate of every run.
+    #[arg(long, value_name = "RATE")]
+    pub peak_rate: Option<String>,
+    /// Cache size of every product (memory, and disk where it has one).
+    #[arg(long, value_name = "SIZE")]
+    pub cache_size: Option<String>,
+    /// Compress time: the workloads' plateaus last this long.
+    #[arg(long, value_name = "TIME")]
+    pub plateau: Option<String>,
+    /// Skip the downtime test.
+    #[arg(long)]
+    pub no_downtime: bool,
+    /// Skip the MSL test.
+    #[arg(long)]
+    pub no_msl: bool,
+    /// Worker threads of each run (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// Output directory (default: lineups/<timestamp>).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print only each run's summary, not a line per interval.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

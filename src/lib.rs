@@ -6,6 +6,9 @@
 
 pub mod cli;
 pub mod console;
+pub mod lineup;
+mod lineup_cmd;
+mod lineup_summary;
 pub mod msl_cmd;
 mod preflight;
 pub mod proxy_cmd;
@@ -47,5 +50,6 @@ pub fn run(cli: cli::Cli) -> Result<(), Failure> {
         cli::Command::Compare(args) => report_cmd::compare(&args),
         cli::Command::Proxy(args) => proxy_cmd::run(&args),
         cli::Command::Msl(args) => msl_cmd::run(&args),
+        cli::Command::Lineup(args) => lineup_cmd::run(&args),
     }
 }

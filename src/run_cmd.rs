@@ -43,7 +43,8 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let reverse = a.reverse.is_some();
+    // A surrogate workload (WebAxe) tests a surrogate unless told otherwise.
+    let reverse = a.reverse.is_some() || (workload.surrogate && a.proxy.is_none() && !a.direct);
     if let Some(p) = a.proxy.or(a.reverse.flatten()) {
         if reverse && workload.servers.port == 0 {
             return Err(Failure::usage(anyhow::anyhow!(
@@ -65,8 +66,8 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
     };
     // No proxy named and no --direct: test the reference proxy.
     let embedded = match (a.proxy, a.reverse, a.direct) {
-        (None, None, false) => Some(start_reference_proxy(&workload, None)?),
-        (None, Some(None), _) => Some(start_reference_proxy(
+        (None, None, false) if !reverse => Some(start_reference_proxy(&workload, None)?),
+        (None, None | Some(None), false) => Some(start_reference_proxy(
             &workload,
             bound.as_ref().map(|b| b.addr_map()),
         )?),

@@ -132,9 +132,13 @@ macro_rules! overrides {
                 help: $help,
             },)*];
 
-            /// Sets the parameter of `--flag` from its text; `Err` says
-            /// what is wrong with the text.
+            /// Sets the parameter of `--flag` (or its alias) from its
+            /// text; `Err` says what is wrong with the text.
             pub fn set(&mut self, flag: &str, text: &str) -> Result<(), String> {
+                let flag = Self::PARAMS
+                    .iter()
+                    .find(|p| p.alias == Some(flag))
+                    .map_or(flag, |p| p.flag);
                 match flag {
                     $($flag => {
                         self.$field =

@@ -1,0 +1,377 @@
+//! `cacheoff lineup`: the cache-off in a box. For each product of the
+//! lineup (a product file: `cacheoff_products`) and each of its modes:
+//! start it in its own directory, run the workload through it (fill
+//! included), then the downtime test (a power cut: [`downtime`]) and the
+//! MSL test (`cacheoff_msl`, beside the main run: it only needs the
+//! product listening), stop it; one no-proxy baseline per workload; then
+//! the executive summary (`cacheoff_report`). Each finished product is
+//! written down at once, so an interrupted lineup keeps what it measured.
+
+pub mod downtime;
+pub mod file;
+mod product;
+
+use crate::run_cmd::{run_setup, RunResult, Setup};
+use crate::{console, Failure};
+use anyhow::{anyhow, Context};
+use cacheoff_agent::{BoundServers, StopHandle, Via};
+use cacheoff_products::Mode;
+use cacheoff_workload::{load, Overrides, Workload};
+use file::Lineup;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// One product in one mode, as the lineup runs it.
+#[derive(Debug, Clone)]
+pub struct Contender {
+    pub spec: cacheoff_products::ProductSpec,
+    pub mode: Mode,
+    pub settings: Vec<(String, String)>,
+    pub price_usd: Option<f64>,
+}
+
+impl Contender {
+    /// `squid-forward`: the directory and the row.
+    pub fn key(&self) -> String {
+        format!("{}-{}", self.spec.name, self.mode.name())
+    }
+}
+
+/// What the lineup needs besides its file.
+pub struct Options {
+    pub out: PathBuf,
+    /// Worker threads of each run.
+    pub workers: usize,
+    /// Print only each run's summary table.
+    pub quiet: bool,
+}
+
+/// What one contender left behind.
+#[derive(Debug, Clone, Default)]
+pub struct Finished {
+    pub key: String,
+    pub run_dir: Option<PathBuf>,
+    pub downtime_dir: Option<PathBuf>,
+    pub msl: Option<product::MslVerdict>,
+    /// The product's version, as its binary says.
+    pub version: Option<String>,
+    /// Why a step could not be done (the product did not start, …).
+    pub failures: Vec<String>,
+}
+
+/// Expands the lineup's entries into contenders, checking every product
+/// file and mode before anything starts.
+pub fn contenders(l: &Lineup) -> Result<Vec<Contender>, Failure> {
+    let mut out: Vec<Contender> = Vec::new();
+    for e in &l.products {
+        let spec = product::spec(&e.name).map_err(Failure::usage)?;
+        let modes = if e.modes.is_empty() {
+            spec.modes.clone()
+        } else {
+            e.modes.clone()
+        };
+        for mode in modes {
+            if !spec.modes.contains(&mode) {
+                return Err(Failure::usage(anyhow!(
+                    "product {}: no {} mode (it has {})",
+                    spec.name,
+                    mode.name(),
+                    spec.modes
+                        .iter()
+                        .map(|m| m.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            let c = Contender {
+                spec: spec.clone(),
+                mode,
+                settings: e.settings.clone(),
+                price_usd: e.price_usd,
+            };
+            if out.iter().any(|o| o.key() == c.key()) {
+                return Err(Failure::usage(anyhow!(
+                    "{} is in the lineup twice",
+                    c.key()
+                )));
+            }
+            out.push(c);
+        }
+    }
+    if out.is_empty() {
+        return Err(Failure::usage(anyhow!(
+            "the lineup names no product: give --product NAME or [[product]] entries ({})",
+            cacheoff_products::ProductSpec::builtin_names().join(", ")
+        )));
+    }
+    Ok(out)
+}
+
+/// The workload a contender runs: the lineup's for its mode, with the
+/// lineup's settings, then its own.
+pub fn workload_for(l: &Lineup, mode: Mode, own: &[(String, String)]) -> Result<Workload, Failure> {
+    let name = match mode {
+        Mode::Forward => &l.forward_workload,
+        Mode::Reverse => &l.reverse_workload,
+    };
+    let mut o = Overrides::default();
+    for (k, v) in l.settings.iter().chain(own) {
+        o.set(k, v)
+            .map_err(|e| Failure::usage(anyhow!("setting {k} = {v:?}: {e}")))?;
+    }
+    let w = load(name, &o).map_err(Failure::usage)?;
+    w.check_runnable().map_err(Failure::usage)?;
+    Ok(w)
+}
+
+/// Kills the product under test at once (a second Ctrl-C: the process
+/// exits without unwinding).
+pub fn kill_current() {
+    product::kill_current();
+}
+
+/// Runs the lineup into `opts.out`; the summary's rows are returned.
+pub fn run(l: &Lineup, opts: &Options, stop: &StopHandle) -> Result<Vec<Finished>, Failure> {
+    let all = contenders(l)?;
+    // Every workload resolves before anything starts.
+    for c in &all {
+        workload_for(l, c.mode, &c.settings)?;
+    }
+    product::check_installed(&all).map_err(Failure::usage)?;
+    std::fs::create_dir_all(&opts.out)
+        .with_context(|| format!("cannot create {}", opts.out.display()))
+        .map_err(Failure::usage)?;
+    let mut finished: Vec<Finished> = Vec::new();
+    let mut baselines: Vec<(Mode, PathBuf)> = Vec::new();
+    if l.baseline {
+        let modes = Mode::ALL
+            .into_iter()
+            .filter(|m| all.iter().any(|c| c.mode == *m));
+        for mode in modes {
+            if stop.is_stopped() {
+                break;
+            }
+            let dir = opts.out.join(format!("baseline-{}", mode.name()));
+            console::print(&format!("== baseline ({} workload, no proxy)", mode.name()));
+            let w = workload_for(l, mode, &[])?;
+            run_one(
+                &dir,
+                w,
+                Via::Direct,
+                None,
+                Some("no proxy".into()),
+                opts,
+                stop,
+            )?;
+            baselines.push((mode, dir));
+        }
+    }
+    for c in &all {
+        if stop.is_stopped() {
+            break;
+        }
+        console::print(&format!("== {} ({})", c.spec.title, c.mode.name()));
+        let f = contend(l, c, opts, stop);
+        for why in &f.failures {
+            console::print(&format!("cacheoff: {}: {why}", c.key()));
+        }
+        finished.push(f);
+        crate::lineup_summary::write(l, &all, &finished, &baselines, &opts.out)
+            .map_err(Failure::run)?;
+    }
+    if finished.is_empty() {
+        crate::lineup_summary::write(l, &all, &finished, &baselines, &opts.out)
+            .map_err(Failure::run)?;
+    }
+    Ok(finished)
+}
+
+/// One run into `dir`, printing its summary table.
+fn run_one(
+    dir: &Path,
+    workload: Workload,
+    via: Via,
+    bound: Option<Arc<BoundServers>>,
+    label: Option<String>,
+    opts: &Options,
+    stop: &StopHandle,
+) -> Result<RunResult, Failure> {
+    run_with(dir, workload, via, bound, label, opts, stop, None)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_with(
+    dir: &Path,
+    workload: Workload,
+    via: Via,
+    bound: Option<Arc<BoundServers>>,
+    label: Option<String>,
+    opts: &Options,
+    stop: &StopHandle,
+    on_start: Option<crate::run_cmd::OnStart>,
+) -> Result<RunResult, Failure> {
+    let argv = std::env::args().collect::<Vec<_>>();
+    let setup = Setup {
+        workload,
+        via,
+        bound,
+        label,
+        workers: opts.workers,
+        quiet: opts.quiet,
+        on_start,
+    };
+    let r = run_setup(dir, setup, &argv, stop)?;
+    if !opts.quiet {
+        console::print("");
+    }
+    console::print(&console::summary_table(&r.summary));
+    if let Err(e) = crate::report_cmd::html_report(dir) {
+        console::print(&format!(
+            "cacheoff: warning: cannot render the report card: {e:#}"
+        ));
+    }
+    Ok(r)
+}
+
+/// Start, run, downtime and MSL for one contender; what failed is noted
+/// and the lineup goes on.
+fn contend(l: &Lineup, c: &Contender, opts: &Options, stop: &StopHandle) -> Finished {
+    let mut f = Finished {
+        key: c.key(),
+        ..Finished::default()
+    };
+    let dir = opts.out.join(c.key());
+    if let Err(e) = contend_in(l, c, &dir, opts, stop, &mut f) {
+        f.failures.push(format!("{e:#}"));
+    }
+    f
+}
+
+fn contend_in(
+    l: &Lineup,
+    c: &Contender,
+    dir: &Path,
+    opts: &Options,
+    stop: &StopHandle,
+    f: &mut Finished,
+) -> anyhow::Result<()> {
+    let w = workload_for(l, c.mode, &c.settings).map_err(|f| f.error)?;
+    let bound = Arc::new(BoundServers::bind(&w).context("cannot bind the origin servers")?);
+    let running = product::start(c, &w, &bound, dir)?;
+    let addr = running.addr();
+    let label = running.label();
+    f.version = running.version();
+    console::print(&format!("{label} listening on {addr}"));
+    let running = Arc::new(Mutex::new(running));
+    product::set_current(Some(running.clone()));
+    let msl = (l.msl.enabled).then(|| product::msl_beside(addr, c.mode, &l.msl));
+    let via = match c.mode {
+        Mode::Forward => Via::Proxy(addr),
+        Mode::Reverse => Via::Surrogate(addr),
+    };
+    let run_dir = dir.join("run");
+    let main = run_one(
+        &run_dir,
+        w.clone(),
+        via,
+        Some(bound.clone()),
+        Some(label.clone()),
+        opts,
+        stop,
+    );
+    if main.is_ok() {
+        f.run_dir = Some(run_dir.clone());
+        product::compare_hits(&running, &run_dir);
+    }
+    let main_error = main.err().map(|e| anyhow!("the run failed: {:#}", e.error));
+    if main_error.is_none() && l.downtime.enabled && !stop.is_stopped() {
+        let dt_dir = dir.join("downtime");
+        match downtime_test(l, &w, via, &bound, &running, &dt_dir, &label, opts, stop) {
+            Ok(()) => f.downtime_dir = Some(dt_dir),
+            Err(e) => f.failures.push(format!("downtime test: {e:#}")),
+        }
+    }
+    if let Some(msl) = msl {
+        match msl.join() {
+            Ok(Ok(v)) => {
+                console::print(&format!(
+                    "MSL: TIME-WAIT {:.1} s, {}",
+                    v.time_wait_s,
+                    if v.pass { "pass" } else { "FAIL (under 60 s)" }
+                ));
+                f.msl = Some(v);
+            }
+            Ok(Err(e)) => f.failures.push(format!("MSL test: {e:#}")),
+            Err(_) => f
+                .failures
+                .push("MSL test: the probe thread panicked".into()),
+        }
+    }
+    let stopped = product::stop(&running);
+    product::set_current(None);
+    if let Some(e) = main_error {
+        return Err(e);
+    }
+    stopped
+}
+
+#[allow(clippy::too_many_arguments)]
+fn downtime_test(
+    l: &Lineup,
+    main: &Workload,
+    via: Via,
+    bound: &Arc<BoundServers>,
+    running: &Arc<Mutex<product::Running>>,
+    dir: &Path,
+    label: &str,
+    opts: &Options,
+    stop: &StopHandle,
+) -> anyhow::Result<()> {
+    let w = downtime::workload(main, &l.downtime)?;
+    let (dark_at, dark) =
+        downtime::dark_at(&w).context("the downtime workload has no dark phase")?;
+    console::print(&format!(
+        "downtime test: {} steady, power cut {:.0} s in, off for {:.1} s",
+        l.downtime.rate,
+        dark_at.as_secs_f64(),
+        dark.as_secs_f64()
+    ));
+    let board: Arc<Mutex<Option<downtime::Switchboard>>> = Arc::new(Mutex::new(None));
+    let switch: Arc<Mutex<dyn downtime::PowerSwitch>> = running.clone();
+    let hook_board = board.clone();
+    let on_start: crate::run_cmd::OnStart = Box::new(move |start| {
+        let b = downtime::Switchboard::start(switch, start, dark_at, dark);
+        *hook_board.lock().unwrap_or_else(|e| e.into_inner()) = Some(b);
+    });
+    let quiet = Options {
+        out: opts.out.clone(),
+        workers: opts.workers,
+        quiet: true,
+    };
+    let r = run_with(
+        dir,
+        w,
+        via,
+        Some(bound.clone()),
+        Some(label.into()),
+        &quiet,
+        stop,
+        Some(on_start),
+    );
+    let board = board.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let outage = board.map(downtime::Switchboard::finish);
+    r.map_err(|e| e.error)?;
+    let outage = outage.context("the run never started")??;
+    cacheoff_rundir::write_downtime(dir, outage.power_cut_s, outage.power_on_s)?;
+    let run = cacheoff_rundir::RunDir::open(dir)?;
+    let d = cacheoff_report::compare::time_till_first(&run);
+    let s = |v: Option<f64>| v.map_or("none".into(), |v| format!("{v:.2} s"));
+    console::print(&format!(
+        "downtime: power on {:.2} s after the cut; first connection {}, TTFM {}, TTFH {}",
+        outage.power_on_s - outage.power_cut_s,
+        s(d.first_conn_s),
+        s(d.ttfm_s),
+        s(d.ttfh_s)
+    ));
+    Ok(())
+}

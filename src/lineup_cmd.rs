@@ -1,0 +1,111 @@
+//! `cacheoff lineup`: reads the lineup, applies the command line, runs it
+//! ([`crate::lineup`]) and turns the summary into the exit status.
+
+use crate::cli::LineupArgs;
+use crate::lineup::file::{Entry, Lineup};
+use crate::lineup::{self, Options};
+use crate::{console, Failure};
+use cacheoff_agent::StopHandle;
+use std::path::PathBuf;
+
+pub fn run(a: &LineupArgs) -> Result<(), Failure> {
+    let mut l = match &a.file {
+        Some(path) => Lineup::load(path).map_err(Failure::usage)?,
+        None => Lineup::default(),
+    };
+    if !a.products.is_empty() {
+        l.products = Vec::new();
+        for (name, mode) in &a.products {
+            match l.products.iter_mut().find(|e| &e.name == name) {
+                Some(e) if mode.is_some() => e.modes.extend(*mode),
+                _ => l.products.push(Entry {
+                    name: name.clone(),
+                    modes: mode.iter().copied().collect(),
+                    settings: Vec::new(),
+                    price_usd: None,
+                }),
+            }
+        }
+    }
+    for (flag, value) in [
+        ("peak-rate", &a.peak_rate),
+        ("cache-size", &a.cache_size),
+        ("plateau", &a.plateau),
+    ] {
+        if let Some(v) = value {
+            cacheoff_workload::Overrides::default()
+                .set(flag, v)
+                .map_err(|e| Failure::usage(anyhow::anyhow!("--{flag} {v:?}: {e}")))?;
+            l.set(flag, v.clone());
+        }
+    }
+    l.downtime.enabled &= !a.no_downtime;
+    l.msl.enabled &= !a.no_msl;
+    let out = a.out.clone().unwrap_or_else(|| {
+        let stamp = cacheoff_rundir::now_rfc3339().replace([':', '.'], "");
+        PathBuf::from("lineups").join(stamp)
+    });
+    if out.join(crate::lineup_summary::SUMMARY_FILE).exists() {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "{} holds a lineup already; name another --out",
+            out.display()
+        )));
+    }
+    let opts = Options {
+        out: out.clone(),
+        workers: a
+            .workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1),
+        quiet: a.quiet,
+    };
+    let stop = StopHandle::new();
+    let interrupted = install_signal_handlers(&stop);
+    let finished = lineup::run(&l, &opts, &stop)?;
+    let verdict = crate::lineup_summary::verdict(&out).map_err(Failure::run)?;
+    console::print(&format!(
+        "lineup: {} of {} contenders finished; summary: {}",
+        finished.iter().filter(|f| f.run_dir.is_some()).count(),
+        lineup::contenders(&l)?.len(),
+        out.join(crate::lineup_summary::SUMMARY_FILE).display()
+    ));
+    for line in &verdict.lines {
+        console::print(line);
+    }
+    if interrupted.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(Failure {
+            error: anyhow::anyhow!("interrupted; the finished products' results are kept"),
+            code: 130,
+        });
+    }
+    if verdict.failed {
+        return Err(Failure::run(anyhow::anyhow!(
+            "a product failed a cache-off rule (see the summary)"
+        )));
+    }
+    Ok(())
+}
+
+/// The first SIGINT/SIGTERM stops the current run and the product under
+/// test, and the lineup writes what it has; a second exits at once (the
+/// products die with us: their processes are set to).
+fn install_signal_handlers(stop: &StopHandle) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return flag;
+    };
+    let (stop, seen) = (stop.clone(), flag.clone());
+    std::thread::spawn(move || {
+        for _ in signals.forever() {
+            if stop.is_stopped() {
+                lineup::kill_current();
+                std::process::exit(130);
+            }
+            eprintln!("cacheoff: stopping the lineup (the product under test is stopped; signal again to abort)");
+            seen.store(true, std::sync::atomic::Ordering::Relaxed);
+            stop.stop();
+        }
+    });
+    flag
+}

@@ -1,0 +1,257 @@
+//! `cacheoff lineup` end to end, with real products from Debian (installed
+//! by `ops/install-products.sh`, which `.ci/run` runs): ignored by a plain
+//! `cargo test`. Each test runs the binary as a user would and reads the
+//! lineup's summary.json back.
+
+mod support;
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+use support::{process, wait};
+
+/// A short lineup: a small cache and a compressed plateau, a quick
+/// downtime test.
+const SHORT: &str = r#"
+[settings]
+peak-rate = "60/s"
+cache-size = "8MB"
+plateau = "12s"
+
+[downtime]
+rate = "40/s"
+warm = "6s"
+dark = "2s"
+after = "20s"
+"#;
+
+fn lineup(dir: &Path, extra_file: &str, args: &[&str]) -> (Output, Value) {
+    let file = dir.join("lineup.toml");
+    // Top-level keys first: SHORT ends inside a table.
+    std::fs::write(&file, format!("{extra_file}\n{SHORT}")).unwrap();
+    let out = dir.join("out");
+    let mut cmd = process::command();
+    cmd.arg("lineup")
+        .arg(&file)
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .arg("-q");
+    let o = cmd.output().unwrap();
+    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap_or_else(|e| {
+        panic!(
+            "no summary.json ({e}); exit {:?}\n{}\n{}",
+            o.status.code(),
+            process::stdout(&o),
+            process::stderr(&o)
+        )
+    });
+    (o, serde_json::from_str(&summary).unwrap())
+}
+
+fn product<'a>(s: &'a Value, name: &str, mode: &str) -> &'a Value {
+    s["products"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name && p["mode"] == mode)
+        .unwrap_or_else(|| panic!("no {name} {mode} in {s:#}"))
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Asserts what every finished product must have: traffic, hits and the
+/// downtime figures; the MSL verdict where the test can run it.
+fn assert_complete(p: &Value, all: &Value) {
+    assert!(p["xacts"].as_u64().unwrap() > 100, "{p:#}");
+    assert!(p["rate_xps"].as_f64().unwrap() > 0.0, "{p:#}");
+    assert!(p["dhr_measured"].as_f64().unwrap() > 0.0, "{p:#}");
+    let dt = &p["downtime"];
+    let (ttfm, ttfh) = (dt["ttfm_s"].as_f64(), dt["ttfh_s"].as_f64());
+    assert!(ttfm.is_some() && ttfh.is_some(), "{p:#}");
+    if is_root() {
+        assert!(p["msl"]["pass"].is_boolean(), "{p:#}");
+        assert!(p["msl"]["time_wait_s"].as_f64().unwrap() > 50.0, "{p:#}");
+    }
+    assert!(
+        all["baseline"]["rt_ms_all"].as_f64().unwrap() > 0.0,
+        "{all:#}"
+    );
+}
+
+/// The product's access log beside the robots' hits.
+fn log_check(run_dir: &str) -> (u64, u64) {
+    let text = std::fs::read_to_string(Path::new(run_dir).join("product-log.json")).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    (
+        v["robot_hits"].as_u64().unwrap(),
+        v["log_hits"].as_u64().unwrap(),
+    )
+}
+
+fn within_percent(a: u64, b: u64, pct: f64) -> bool {
+    (a as f64 - b as f64).abs() <= b as f64 * pct / 100.0
+}
+
+#[test]
+#[ignore = "needs squid from Debian (.ci/run installs it)"]
+fn a_lineup_of_the_reference_proxy_and_squid_runs_unattended() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, s) = lineup(
+        dir.path(),
+        "",
+        &["--product", "reference", "--product", "squid:forward"],
+    );
+    let code = o.status.code();
+    assert!(
+        matches!(code, Some(0 | 1)),
+        "exit {code:?}\n{}",
+        process::stderr(&o)
+    );
+    let mut disqualified = false;
+    for (name, mode) in [
+        ("reference", "forward"),
+        ("reference", "reverse"),
+        ("squid", "forward"),
+    ] {
+        let p = product(&s, name, mode);
+        assert_complete(p, &s);
+        disqualified |= !p["disqualified"].as_array().unwrap().is_empty();
+        // Each product's own view of its hits agrees with the robots'.
+        let (robots, log) = log_check(p["run_dir"].as_str().unwrap());
+        assert!(
+            within_percent(log, robots, 1.0),
+            "{name} {mode}: log {log} robots {robots}"
+        );
+    }
+    // The exit status is the verdict.
+    assert_eq!(code == Some(1), disqualified, "{s:#}");
+    // Nothing is left running.
+    let left = products_running(dir.path());
+    assert!(left.is_empty(), "left running: {left:?}");
+    // The summary re-renders from the run directories.
+    let out = dir.path().join("out");
+    assert!(out.join("summary.html").exists() && out.join("summary.md").exists());
+}
+
+#[test]
+#[ignore = "needs varnish from Debian (.ci/run installs it)"]
+fn varnish_as_a_surrogate_serves_hits_its_log_agrees_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, s) = lineup(
+        dir.path(),
+        "baseline = false\n[msl]\nenabled = false\n",
+        &["--product", "varnish:reverse", "--no-downtime"],
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        process::stderr(&o)
+    );
+    let p = product(&s, "varnish", "reverse");
+    assert!(p["xacts"].as_u64().unwrap() > 100, "{p:#}");
+    assert!(p["dhr_measured"].as_f64().unwrap() > 10.0, "{p:#}");
+    let (robots, log) = log_check(p["run_dir"].as_str().unwrap());
+    assert!(
+        within_percent(log, robots, 1.0),
+        "varnish log {log} robots {robots}"
+    );
+}
+
+#[test]
+#[ignore = "runs the reference proxy with a disk cache through a power cut (~1 min)"]
+fn a_power_cut_of_a_disk_cache_gives_first_miss_then_first_hit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, s) = lineup(
+        dir.path(),
+        "baseline = false\n[msl]\nenabled = false\n",
+        &["--product", "reference:forward"],
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        process::stderr(&o)
+    );
+    let dt = &product(&s, "reference", "forward")["downtime"];
+    let ttfm = dt["ttfm_s"].as_f64().expect("TTFM");
+    let ttfh = dt["ttfh_s"].as_f64().expect("TTFH");
+    assert!(
+        0.0 <= ttfm && ttfm < ttfh && ttfh < 30.0,
+        "TTFM {ttfm} TTFH {ttfh}"
+    );
+    let conn = dt["first_conn_s"].as_f64().expect("first connection");
+    assert!(conn <= ttfm, "first connection {conn} TTFM {ttfm}");
+}
+
+#[test]
+#[ignore = "needs squid from Debian (.ci/run installs it)"]
+fn an_interrupted_lineup_stops_its_product_and_keeps_what_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lineup.toml");
+    std::fs::write(
+        &file,
+        format!("baseline = false\n[msl]\nenabled = false\n{SHORT}"),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let mut child = process::command()
+        .arg("lineup")
+        .arg(&file)
+        .args([
+            "--product",
+            "reference:forward",
+            "--product",
+            "squid:forward",
+            "--no-downtime",
+            "-q",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Squid's run has started once its run directory has an interval.
+    let squid_run = out.join("squid-forward/run");
+    wait::wait_until("squid's run", Duration::from_secs(300), || {
+        wait::intervals_written(&squid_run) > 0
+    });
+    process::signal(child.id(), "-INT");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert!(
+        product(&s, "reference", "forward")["xacts"]
+            .as_u64()
+            .unwrap()
+            > 100
+    );
+    let left = products_running(dir.path());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+/// Processes whose command line names `dir` (every product runs with its
+/// configuration there).
+fn products_running(dir: &Path) -> Vec<String> {
+    let needle = dir.to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(&needle) && !cmd.contains("cacheoff lineup") {
+            found.push(cmd);
+        }
+    }
+    found
+}
