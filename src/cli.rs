@@ -12,7 +12,7 @@ use std::path::PathBuf;
     version,
     about = "Measure Web proxy caches the cache-off way: robots, origin servers and standard workloads",
     long_about = None,
-    after_help = "Exit status: 0 done, 1 the run failed, 2 bad input or set-up (a bad setting, no proxy answering at --proxy), 130 aborted by a second Ctrl-C.",
+    after_help = "Exit status: 0 passed, 1 the run failed or broke a cache-off rule (more than 3% errors, DHR under 25% over top2, TIME-WAIT under 60 s), 2 bad input or set-up (a bad setting, no proxy answering at --proxy or --reverse, a product not installed), 130 interrupted.",
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -309,6 +309,29 @@ pub enum WorkloadCommand {
         /// Workload file (TOML) or built-in name.
         file: String,
     },
+    /// The origin servers by name, for configuring a surrogate before
+    /// `run --reverse HOST:PORT` (needs --server-port).
+    Addrmap {
+        /// A built-in workload name or a workload file (TOML).
+        workload: String,
+        /// text (what `cacheoff proxy --origin-map` reads), squid
+        /// (cache_peer lines), varnish (backends and Host routing), nginx
+        /// (upstreams and a map) or trafficserver (remap.config).
+        #[arg(long, value_enum, default_value = "text")]
+        format: AddrMapFormat,
+        // --server-port, --servers, ... as for `run`.
+        #[command(flatten)]
+        settings: Box<WorkloadArgs>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AddrMapFormat {
+    Text,
+    Squid,
+    Varnish,
+    Nginx,
+    Trafficserver,
 }
 
 /// The workload settings of `cacheoff run`: one flag per row of the

@@ -115,7 +115,26 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
             "cacheoff: warning: cannot render the report card: {e:#}"
         )),
     }
+    let why = disqualified(&dir);
+    if !why.is_empty() {
+        return Err(Failure::run(anyhow::anyhow!(
+            "the run is disqualified by the cache-off's rules: {}",
+            why.join("; ")
+        )));
+    }
     Ok(r)
+}
+
+/// Why the run in `dir` fails a cache-off rule (the executive summary's
+/// rules: errors, hit ratio), if it does.
+pub fn disqualified(dir: &Path) -> Vec<String> {
+    let rows = cacheoff_rundir::RunDir::open(dir)
+        .ok()
+        .and_then(|run| cacheoff_report::compare::rows(&[run], &Default::default(), None).ok());
+    rows.into_iter()
+        .flatten()
+        .flat_map(|r| r.disqualified)
+        .collect()
 }
 
 /// The reference proxy, sized to the workload's cache size: a forward

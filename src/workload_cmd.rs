@@ -1,6 +1,6 @@
 //! `cacheoff workload list|show|check`.
 
-use crate::cli::WorkloadCommand;
+use crate::cli::{AddrMapFormat, WorkloadCommand};
 use crate::console::print;
 use crate::Failure;
 use cacheoff_workload::{builtin_names, describe, expected_offered, load, Overrides};
@@ -32,6 +32,15 @@ pub fn run(cmd: &WorkloadCommand) -> Result<(), Failure> {
             ));
             Ok(())
         }
+        WorkloadCommand::Addrmap {
+            workload,
+            format,
+            settings,
+        } => {
+            let w = load(workload, &settings.0).map_err(Failure::usage)?;
+            print(&addr_map_text(&w, *format)?);
+            Ok(())
+        }
         WorkloadCommand::Check { file } => {
             let w = load(file, &Overrides::default()).map_err(Failure::usage)?;
             let total: f64 = w.phases.iter().map(|p| p.duration.as_secs_f64()).sum();
@@ -46,4 +55,40 @@ pub fn run(cmd: &WorkloadCommand) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+/// The workload's origin servers by name, in a product's form. Their
+/// addresses are known beforehand only with a fixed port.
+pub fn addr_map_text(
+    w: &cacheoff_workload::Workload,
+    format: AddrMapFormat,
+) -> Result<String, Failure> {
+    if w.servers.port == 0 {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "the servers of {} pick free ports when a run starts: give them one with --server-port PORT",
+            w.name
+        )));
+    }
+    let first = u32::from(w.servers.first_ip);
+    let addrs: Vec<std::net::SocketAddr> = (0..w.servers.count)
+        .map(|i| (std::net::Ipv4Addr::from(first + i), w.servers.port).into())
+        .collect();
+    let map = cacheoff_workload::AddrMap::for_servers(&addrs);
+    use cacheoff_products::render;
+    Ok(match format {
+        AddrMapFormat::Text => map.to_text(),
+        AddrMapFormat::Squid => render::squid_origins(&map),
+        AddrMapFormat::Varnish => format!(
+            "{}\nsub vcl_recv {{\n{}}}\n",
+            render::varnish_backends(&map),
+            render::varnish_routing(&map)
+        ),
+        // Inside `http { }`; `proxy_pass http://$cacheoff_origin;` uses it.
+        AddrMapFormat::Nginx => format!(
+            "{}\n    map $host $cacheoff_origin {{\n{}    }}\n",
+            render::nginx_upstreams(&map),
+            render::nginx_origin_map(&map)
+        ),
+        AddrMapFormat::Trafficserver => render::ats_remap(&map),
+    })
 }

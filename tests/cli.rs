@@ -352,3 +352,102 @@ measured = true
     // Every object cachable: offered DHR = recurrence.
     assert!((top["dhr"]["offered"].as_f64().unwrap() - 68.75).abs() < 6.0);
 }
+
+#[test]
+fn a_run_that_breaks_a_cache_off_rule_exits_1_and_says_why() {
+    // Every hit arrives with a flipped byte: far more than 3% errors.
+    let proxy = support::proxy::start(|c| {
+        c.faults = cacheoff_proxy::Faults::new(vec![(cacheoff_proxy::Fault::FlipByte, 1.0)])
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let addr = proxy.addr().to_string();
+    let o = cacheoff(&[
+        "run",
+        "simple",
+        "--proxy",
+        &addr,
+        "--rate",
+        "200/s",
+        "--warmup",
+        "1s",
+        "--duration",
+        "2s",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("disqualified"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("errors, more than 3%"),
+        "{}",
+        stderr(&o)
+    );
+    // What it measured is kept.
+    assert!(out.join("summary.json").exists() && out.join("report.html").exists());
+}
+
+#[test]
+fn a_surrogate_gets_its_address_map_before_the_run() {
+    let o = cacheoff(&[
+        "workload",
+        "addrmap",
+        "simple",
+        "--servers",
+        "3",
+        "--server-port",
+        "18080",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let map = cacheoff_workload::AddrMap::parse(&stdout(&o)).unwrap();
+    assert_eq!(
+        map.entries()
+            .iter()
+            .map(|(n, a)| format!("{n} {a}"))
+            .collect::<Vec<_>>(),
+        [
+            "s1.bench.tst 127.2.0.1:18080",
+            "s2.bench.tst 127.2.0.2:18080",
+            "s3.bench.tst 127.2.0.3:18080"
+        ]
+    );
+    // Without a fixed port the addresses are not known before the run.
+    assert_usage_error(&["workload", "addrmap", "simple"], "--server-port");
+    assert_usage_error(
+        &[
+            "run",
+            "simple",
+            "--reverse",
+            "127.0.0.1:9",
+            "--duration",
+            "1s",
+        ],
+        "--server-port",
+    );
+}
+
+#[test]
+fn a_reverse_run_of_the_reference_proxy_just_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = cacheoff(&[
+        "run",
+        "simple",
+        "--reverse",
+        "--rate",
+        "200/s",
+        "--warmup",
+        "1s",
+        "--duration",
+        "2s",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
+    assert!(manifest.contains("\"mode\": \"reverse\""), "{manifest}");
+    let map = std::fs::read_to_string(out.join("addrmap.txt")).unwrap();
+    assert!(map.contains("s1.bench.tst"), "{map}");
+}
