@@ -16,8 +16,9 @@ use support::{process, wait};
 const SHORT: &str = r#"
 [settings]
 peak-rate = "60/s"
-cache-size = "8MB"
+cache-size = "4MB"
 plateau = "12s"
+servers = 10
 
 [downtime]
 rate = "40/s"
@@ -108,7 +109,7 @@ fn a_lineup_of_the_reference_proxy_and_squid_runs_unattended() {
     let (o, s) = lineup(
         dir.path(),
         "",
-        &["--product", "reference", "--product", "squid:forward"],
+        &["--product", "reference:forward", "--product", "squid:forward"],
     );
     let code = o.status.code();
     assert!(
@@ -167,28 +168,24 @@ fn varnish_as_a_surrogate_serves_hits_its_log_agrees_with() {
 }
 
 #[test]
-#[ignore = "runs the reference proxy with a disk cache through a power cut (~1 min)"]
+#[ignore = "needs nginx from Debian (.ci/run installs it)"]
 fn a_power_cut_of_a_disk_cache_gives_first_miss_then_first_hit() {
+    // nginx keeps its disk cache through the cut, but reads it back only
+    // later (its cache loader): the first reply after power-on is a miss.
     let dir = tempfile::tempdir().unwrap();
     let (o, s) = lineup(
         dir.path(),
         "baseline = false\n[msl]\nenabled = false\n",
-        &["--product", "reference:forward"],
+        &["--product", "nginx:reverse"],
     );
-    assert!(
-        matches!(o.status.code(), Some(0 | 1)),
-        "{}",
-        process::stderr(&o)
-    );
-    let dt = &product(&s, "reference", "forward")["downtime"];
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", process::stderr(&o));
+    let dt = &product(&s, "nginx", "reverse")["downtime"];
     let ttfm = dt["ttfm_s"].as_f64().expect("TTFM");
     let ttfh = dt["ttfh_s"].as_f64().expect("TTFH");
-    assert!(
-        0.0 <= ttfm && ttfm < ttfh && ttfh < 30.0,
-        "TTFM {ttfm} TTFH {ttfh}"
-    );
+    assert!(0.0 <= ttfm && ttfm < ttfh && ttfh < 30.0, "TTFM {ttfm} TTFH {ttfh}");
     let conn = dt["first_conn_s"].as_f64().expect("first connection");
     assert!(conn <= ttfm, "first connection {conn} TTFM {ttfm}");
+    assert_eq!(dt["precise"], true, "{dt:#}");
 }
 
 #[test]
