@@ -88,9 +88,10 @@ fn assert_complete(p: &Value, all: &Value) {
     );
 }
 
-/// The product's access log beside the robots' hits.
-fn log_check(run_dir: &str) -> (u64, u64) {
-    let text = std::fs::read_to_string(Path::new(run_dir).join("product-log.json")).unwrap();
+/// The product's access log beside the robots' hits (`run_dir` as
+/// summary.json has it: relative to the lineup's directory).
+fn log_check(out: &Path, run_dir: &str) -> (u64, u64) {
+    let text = std::fs::read_to_string(out.join(run_dir).join("product-log.json")).unwrap();
     let v: Value = serde_json::from_str(&text).unwrap();
     (
         v["robot_hits"].as_u64().unwrap(),
@@ -127,7 +128,7 @@ fn a_lineup_of_the_reference_proxy_and_squid_runs_unattended() {
         assert_complete(p, &s);
         disqualified |= !p["disqualified"].as_array().unwrap().is_empty();
         // Each product's own view of its hits agrees with the robots'.
-        let (robots, log) = log_check(p["run_dir"].as_str().unwrap());
+        let (robots, log) = log_check(&dir.path().join("out"), p["run_dir"].as_str().unwrap());
         assert!(
             within_percent(log, robots, 1.0),
             "{name} {mode}: log {log} robots {robots}"
@@ -160,7 +161,7 @@ fn varnish_as_a_surrogate_serves_hits_its_log_agrees_with() {
     let p = product(&s, "varnish", "reverse");
     assert!(p["xacts"].as_u64().unwrap() > 100, "{p:#}");
     assert!(p["dhr_measured"].as_f64().unwrap() > 10.0, "{p:#}");
-    let (robots, log) = log_check(p["run_dir"].as_str().unwrap());
+    let (robots, log) = log_check(&dir.path().join("out"), p["run_dir"].as_str().unwrap());
     assert!(
         within_percent(log, robots, 1.0),
         "varnish log {log} robots {robots}"

@@ -34,8 +34,14 @@ pub fn spec(name: &str) -> anyhow::Result<ProductSpec> {
     ))
 }
 
+/// This executable (the reference proxy's binary), also when its file was
+/// replaced while the lineup runs (a rebuild).
 fn exe() -> anyhow::Result<std::path::PathBuf> {
-    std::env::current_exe().context("cannot find the cacheoff executable")
+    let path = std::env::current_exe().context("cannot find the cacheoff executable")?;
+    if path.exists() {
+        return Ok(path);
+    }
+    Ok("/proc/self/exe".into())
 }
 
 /// Every contender's binary is there, or the error says how to get it.
@@ -151,7 +157,7 @@ pub fn msl_beside(
     addr: SocketAddr,
     mode: Mode,
     settings: &Msl,
-) -> JoinHandle<anyhow::Result<MslVerdict>> {
+) -> JoinHandle<Result<MslVerdict, cacheoff_msl::MslError>> {
     let mut cfg = cacheoff_msl::MslConfig::new(addr);
     if mode == Mode::Reverse {
         cfg.request =
