@@ -123,7 +123,10 @@ mod tests {
     #[test]
     fn names_follow_server_order_and_round_trip_through_text() {
         let m = AddrMap::for_servers(&[addr("127.2.0.1:8080"), addr("127.2.0.2:8080")]);
-        assert_eq!(m.names().collect::<Vec<_>>(), ["s1.bench.tst", "s2.bench.tst"]);
+        assert_eq!(
+            m.names().collect::<Vec<_>>(),
+            ["s1.bench.tst", "s2.bench.tst"]
+        );
         assert_eq!(AddrMap::parse(&m.to_text()).unwrap(), m);
     }
 
