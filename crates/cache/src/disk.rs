@@ -115,8 +115,30 @@ impl Index {
         gone
     }
 
-    fn add(&mut self, key: u64, entry: Entry) {
-        self.policy.insert(entry.id, entry.size);
+    /// Forgets file `id` of `key` but leaves it to the policy, for a new
+    /// file of the same id ([`Index::add`] with `replacing`).
+    fn detach(&mut self, key: u64, id: u64) -> bool {
+        let Some(entries) = self.urls.get_mut(&key) else {
+            return false;
+        };
+        let before = entries.len();
+        entries.retain(|e| e.id != id);
+        let found = entries.len() < before;
+        if entries.is_empty() {
+            self.urls.remove(&key);
+        }
+        self.owners.remove(&id);
+        found
+    }
+
+    /// Files an entry; `replacing`: it overwrote a detached file of the
+    /// same id, whose place in the policy it keeps.
+    fn add(&mut self, key: u64, entry: Entry, replacing: bool) {
+        if replacing {
+            self.policy.update(entry.id, entry.size);
+        } else {
+            self.policy.insert(entry.id, entry.size);
+        }
         self.owners.insert(entry.id, key);
         self.urls.entry(key).or_default().push(entry);
     }
@@ -322,7 +344,7 @@ impl DiskStore {
             for (_, e, _) in files {
                 report.objects += 1;
                 report.bytes += e.size;
-                index.add(k, e);
+                index.add(k, e, false);
             }
         }
         let store = DiskStore {
@@ -447,7 +469,10 @@ impl DiskStore {
         let superseded = {
             let mut ix = self.index.lock().expect("disk index lock");
             let plain = object.vary.is_none();
-            let mut gone = ix.drop_where(key, |e| plain || e.vary.is_none() || e.id == id);
+            // The file it overwrote (a reload, a freshened copy) keeps its
+            // place in the policy.
+            let replacing = ix.detach(key, id);
+            let mut gone = ix.drop_where(key, |e| plain || e.vary.is_none());
             let oldest: Vec<u64> = ix.urls.get(&key).map_or(Vec::new(), |v| {
                 let extra = (v.len() + 1).saturating_sub(MAX_VARIANTS);
                 v.iter().take(extra).map(|e| e.id).collect()
@@ -461,6 +486,7 @@ impl DiskStore {
                     size: bytes.len() as u64,
                     vary,
                 },
+                replacing,
             );
             gone.retain(|g| *g != id);
             gone
@@ -595,6 +621,25 @@ mod tests {
         drop(s);
         let (s, r) = DiskStore::open(dir.path(), 30_000, Policy::Lru).unwrap();
         assert!(r.evicted > 0 && s.bytes() <= 30_000, "{r:?}");
+    }
+
+    #[test]
+    fn a_replaced_file_keeps_what_its_uses_earned() {
+        // Used, then overwritten (a reload, a freshened copy): not a new
+        // object on probation again, so one-hit wonders do not push it out.
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = DiskStore::open(dir.path(), 200_000, Policy::S3Fifo).unwrap();
+        let (u, k) = ("http://o/kept", crate::key_of("http://o/kept"));
+        s.put(&object(u, &[1u8; 1000])).unwrap();
+        assert!(s.get(k, u).is_some());
+        s.put(&object(u, &[2u8; 1000])).unwrap();
+        assert_eq!(s.len(), 1);
+        for i in 0..500 {
+            s.put(&object(&format!("http://o/{i}"), &[0u8; 1000]))
+                .unwrap();
+            assert!(s.bytes() <= 200_000);
+        }
+        assert_eq!(s.get(k, u).unwrap().body[0], 2);
     }
 
     fn h<'a>(v: &'a [(&'a str, &'a str)]) -> impl Iterator<Item = (&'a str, &'a [u8])> + Clone {

@@ -101,7 +101,17 @@ impl MemStore {
             self.remove(key);
             return 0;
         }
-        let mut slot = self.take(key).unwrap_or_default();
+        // A replaced object keeps its place in the policy: only its size
+        // changes (a reload or a freshened copy is a use, not a new object).
+        let present = self.slots.remove(&key).map(|slot| {
+            self.objects -= slot.objects().len();
+            match slot {
+                Slot::One(o) => vec![o],
+                Slot::Variants(v) => v,
+            }
+        });
+        let replacing = present.is_some();
+        let mut slot = present.unwrap_or_default();
         match &object.vary {
             None => slot.clear(),
             Some(v) => {
@@ -112,6 +122,11 @@ impl MemStore {
             }
         }
         slot.push(object);
+        if replacing {
+            self.policy.update(key, charge(&slot));
+        } else {
+            self.policy.insert(key, charge(&slot));
+        }
         self.put_back(key, slot);
         let mut evicted = 0;
         while self.policy.bytes() > self.capacity {
@@ -126,21 +141,8 @@ impl MemStore {
         evicted
     }
 
-    fn take(&mut self, key: u64) -> Option<Vec<Arc<Object>>> {
-        let slot = self.slots.remove(&key)?;
-        self.policy.remove(key);
-        self.objects -= slot.objects().len();
-        Some(match slot {
-            Slot::One(o) => vec![o],
-            Slot::Variants(v) => v,
-        })
-    }
-
+    /// Files a non-empty slot the policy already knows.
     fn put_back(&mut self, key: u64, slot: Vec<Arc<Object>>) {
-        if slot.is_empty() {
-            return;
-        }
-        self.policy.insert(key, charge(&slot));
         self.objects += slot.len();
         let slot = match <[_; 1]>::try_from(slot) {
             Ok([o]) if o.vary.is_none() => Slot::One(o),
@@ -152,7 +154,12 @@ impl MemStore {
 
     /// Drops every variant stored under `key`.
     pub fn remove(&mut self, key: u64) -> bool {
-        self.take(key).is_some()
+        let Some(slot) = self.slots.remove(&key) else {
+            return false;
+        };
+        self.policy.remove(key);
+        self.objects -= slot.objects().len();
+        true
     }
 
     /// Objects stored (variants count one each).
@@ -268,6 +275,25 @@ mod tests {
         // Vary in the head but no secondary key: nothing stored.
         m.insert(Arc::new(object(U, "Vary: Accept\r\n", "?")));
         assert!(m.is_empty());
+    }
+
+    #[test]
+    fn a_replaced_object_keeps_what_its_uses_earned() {
+        // Used once, then replaced (a reload, a 304's freshened copy): it
+        // is not a new object on probation again, so a stream of one-hit
+        // wonders does not push it out.
+        let one = object("http://o/00", "", "x").charge();
+        let mut m = MemStore::new(one * 20, Policy::S3Fifo);
+        let k = crate::key_of(U);
+        m.insert(Arc::new(object(U, "", "x")));
+        assert!(m.get(k, U).is_some());
+        m.insert(Arc::new(object(U, "", "y")));
+        assert_eq!((m.len(), m.bytes()), (1, object(U, "", "y").charge()));
+        for i in 0..100 {
+            m.insert(Arc::new(object(&format!("http://o/{i:02}"), "", "x")));
+            assert!(m.bytes() <= one * 20);
+        }
+        assert!(m.get(k, U).is_some_and(|o| o.body == "y"));
     }
 
     #[test]
