@@ -109,7 +109,12 @@ fn a_lineup_of_the_reference_proxy_and_squid_runs_unattended() {
     let (o, s) = lineup(
         dir.path(),
         "",
-        &["--product", "reference:forward", "--product", "squid:forward"],
+        &[
+            "--product",
+            "reference:forward",
+            "--product",
+            "squid:forward",
+        ],
     );
     let code = o.status.code();
     assert!(
@@ -178,11 +183,18 @@ fn a_power_cut_of_a_disk_cache_gives_first_miss_then_first_hit() {
         "baseline = false\n[msl]\nenabled = false\n",
         &["--product", "nginx:reverse"],
     );
-    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", process::stderr(&o));
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        process::stderr(&o)
+    );
     let dt = &product(&s, "nginx", "reverse")["downtime"];
     let ttfm = dt["ttfm_s"].as_f64().expect("TTFM");
     let ttfh = dt["ttfh_s"].as_f64().expect("TTFH");
-    assert!(0.0 <= ttfm && ttfm < ttfh && ttfh < 30.0, "TTFM {ttfm} TTFH {ttfh}");
+    assert!(
+        0.0 <= ttfm && ttfm < ttfh && ttfh < 30.0,
+        "TTFM {ttfm} TTFH {ttfh}"
+    );
     let conn = dt["first_conn_s"].as_f64().expect("first connection");
     assert!(conn <= ttfm, "first connection {conn} TTFM {ttfm}");
     assert_eq!(dt["precise"], true, "{dt:#}");
