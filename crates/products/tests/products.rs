@@ -24,7 +24,8 @@ use std::time::{Duration, Instant, SystemTime};
 const READY: Duration = Duration::from_secs(60);
 
 /// An origin server: every reply carries `X-Count` (this server's request
-/// count) and `X-Origin` (its name), and one `Last-Modified` an hour before
+/// count, also as `X-Cacheoff-Echo`, where cacheoff's origins echo the
+/// transaction) and `X-Origin` (its name), and one `Last-Modified` an hour before
 /// the server started; an `If-Modified-Since` not before it gets a 304.
 /// Replies are cachable for an hour, except for targets that start with
 /// `/nc` (`Cache-Control: private, no-cache`, as cacheoff's origins send
@@ -33,6 +34,8 @@ struct Origin {
     addr: SocketAddr,
     /// Requests per request target, as received.
     seen: Arc<Mutex<HashMap<String, u64>>>,
+    /// Requests served so far (the last `X-Count`).
+    count: Arc<AtomicU64>,
     last_modified: SystemTime,
 }
 
@@ -48,16 +51,17 @@ impl Origin {
             .unwrap()
             .as_secs();
         let last_modified = SystemTime::UNIX_EPOCH + Duration::from_secs(secs - 3600);
-        let s = seen.clone();
+        let (s, all) = (seen.clone(), count.clone());
         std::thread::spawn(move || {
             for c in l.incoming().flatten() {
-                let (s, count) = (s.clone(), count.clone());
+                let (s, count) = (s.clone(), all.clone());
                 std::thread::spawn(move || serve(c, name, last_modified, &s, &count));
             }
         });
         Origin {
             addr,
             seen,
+            count,
             last_modified,
         }
     }
@@ -111,7 +115,7 @@ fn serve(
         let not_modified = ims.is_some_and(|ims| last_modified <= ims);
         let body = format!("hello from {name}\n");
         let reply = format!(
-            "HTTP/1.1 {}\r\nDate: {}\r\nLast-Modified: {}\r\nCache-Control: {}\r\nX-Count: {n}\r\nX-Origin: {name}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{}",
+            "HTTP/1.1 {}\r\nDate: {}\r\nLast-Modified: {}\r\nCache-Control: {}\r\nX-Count: {n}\r\nX-Cacheoff-Echo: {n}\r\nX-Origin: {name}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{}",
             if not_modified { "304 Not Modified" } else { "200 OK" },
             httpdate::fmt_http_date(SystemTime::now()),
             httpdate::fmt_http_date(last_modified),
@@ -364,7 +368,9 @@ fn aim(mode: Mode, o: &Origin, name: &str, path: &str) -> (String, String) {
 /// URL (RFC 9111 §4.4: neither the copy from before it nor the POST's own
 /// reply is served afterwards); `If-Modified-Since` a second before
 /// Last-Modified gets the whole object and a second after it a 304, for
-/// stored, missing and uncachable objects.
+/// stored, missing and uncachable objects; a 304 made after asking the
+/// origin carries the origin's echo (the robots take an echo-less 304 for
+/// a hit).
 fn cache_rules(r: &Running, mode: Mode, o: &Origin) {
     let send = |method: &str, path: &str, headers: &[String], body: &str| {
         let (target, host) = aim(mode, o, "s1.bench.tst", path);
@@ -438,7 +444,16 @@ fn cache_rules(r: &Running, mode: Mode, o: &Origin) {
     send("GET", "/ims", &[], "");
     for path in ["/ims", "/ims-missing", "/nc-ims"] {
         for (secs, status) in [(1, 304), (-1, 200), (1, 304)] {
+            let before = o.requests(path);
             let rep = send("GET", path, &ims(secs), "");
+            if rep.status == 304 && o.requests(path) > before {
+                assert_eq!(
+                    rep.header("X-Cacheoff-Echo"),
+                    Some(o.count.load(Ordering::SeqCst).to_string().as_str()),
+                    "{}",
+                    what(&format!("GET {path}: a 304 after asking the origin"))
+                );
+            }
             assert_eq!(
                 rep.status,
                 status,
