@@ -11,13 +11,18 @@
 set -euo pipefail
 
 # product, Debian package, the binary cacheoff runs (paths checked with
-# `dpkg -L`: Debian puts traffic_server in /usr/bin, the others in /usr/sbin).
+# `dpkg -L`: Debian puts traffic_server in /usr/bin, the others in /usr/sbin),
+# then the other files a product needs (its product file's `[[requires]]`):
+# nginx loads ngx_cache_purge to purge what a POST changes.
 products=(
   "squid squid /usr/sbin/squid"
   "varnish varnish /usr/sbin/varnishd"
   "nginx nginx /usr/sbin/nginx"
   "trafficserver trafficserver /usr/bin/traffic_server"
+  "nginx-cache-purge libnginx-mod-http-cache-purge /usr/lib/nginx/modules/ngx_http_cache_purge_module.so"
 )
+# A binary is executable; a module (.so) is a plain file.
+present() { if [[ $1 == *.so ]]; then [ -f "$1" ]; else [ -x "$1" ]; fi; }
 # Process names of the products' daemons (traffic_manager supervises
 # traffic_server; cache-main is varnishd's child; the varnish package also
 # has a varnishncsa logging service).
@@ -49,7 +54,7 @@ daemon_pids() { ps -eo pid=,comm= | awk -v re="$daemons" '$2 ~ re { print $1 }';
 missing=()
 for p in "${products[@]}"; do
   read -r name pkg bin <<<"$p"
-  [ -x "$bin" ] || missing+=("$name:$pkg")
+  present "$bin" || missing+=("$name:$pkg")
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
@@ -63,7 +68,7 @@ fi
 if $check_only; then
   for p in "${products[@]}"; do
     read -r name pkg bin <<<"$p"
-    if [ -x "$bin" ]; then describe "$name" "$bin" present
+    if present "$bin"; then describe "$name" "$bin" present
     else echo "$name MISSING ($bin; Debian package $pkg)"; fi
   done
   echo "missing: ${missing[*]%%:*}" >&2
@@ -158,7 +163,7 @@ stop_strays
 fail=0
 for p in "${products[@]}"; do
   read -r name pkg bin <<<"$p"
-  if [ ! -x "$bin" ]; then
+  if ! present "$bin"; then
     echo "error: $name: $bin still missing after installing $pkg" >&2
     fail=1
     continue

@@ -127,12 +127,14 @@ pub fn start(
     crate::preflight::check(inner.listen()).map_err(|f| f.error)?;
     let number = c.spec.version(&exe).ok().and_then(|v| v.number);
     let version = number.as_ref().map_or(String::new(), |n| format!(" {n}"));
+    // The disk cache as the product got it: some need more than asked.
+    let disk = cacheoff_base::Bytes(c.spec.disk_size(size));
     let size = cacheoff_base::Bytes(size);
     let label = format!(
         "{}{version} ({size} memory{})",
         c.spec.title,
         if c.spec.disk_cache {
-            format!(", {size} disk")
+            format!(", {disk} disk")
         } else {
             String::new()
         }

@@ -30,7 +30,7 @@ pub use log::LogCounts;
 pub use process::TAG_VAR;
 pub use running::Running;
 pub use spec::{
-    Arg, CommandSpec, CondArg, FileSpec, LogSpec, Mode, ProductSpec, ReadySpec, StopSpec,
-    PROBE_MARK,
+    Arg, CommandSpec, CondArg, FileSpec, LogSpec, Mode, ProductSpec, ReadySpec, Requirement,
+    StopSpec, PROBE_MARK,
 };
 pub use start::{parse_version, Disk, Settings, Version};

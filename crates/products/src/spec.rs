@@ -197,6 +197,16 @@ pub struct LogSpec {
     pub hits: Vec<String>,
 }
 
+/// A file the product needs besides its binary (a module it loads), and
+/// the Debian package that provides it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Requirement {
+    /// An absolute path.
+    pub path: String,
+    pub package: Option<String>,
+}
+
 /// A product file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -214,9 +224,15 @@ pub struct ProductSpec {
     /// Modes in which a parent proxy can be given.
     #[serde(default)]
     pub parent_modes: Vec<Mode>,
+    /// Files it needs besides the binary (checked with it).
+    #[serde(default)]
+    pub requires: Vec<Requirement>,
     /// Whether a disk cache can be configured.
     #[serde(default = "yes")]
     pub disk_cache: bool,
+    /// The smallest cache file it runs with, in MiB: a smaller disk cache
+    /// is given this size (see [`ProductSpec::disk_size`]).
+    pub min_disk_mb: Option<u64>,
     /// The user the product switches to when started as root; the run
     /// directory is then given to that user.
     pub user_when_root: Option<String>,
@@ -320,6 +336,12 @@ impl ProductSpec {
         self.modes.contains(&mode)
     }
 
+    /// The size a disk cache (or a cache file of the memory size) of
+    /// `requested` bytes gets: at least `min_disk_mb`.
+    pub fn disk_size(&self, requested: u64) -> u64 {
+        requested.max(self.min_disk_mb.unwrap_or(0) << 20)
+    }
+
     /// The stop signal's number.
     pub fn stop_signal(&self) -> i32 {
         SIGNALS
@@ -366,6 +388,12 @@ impl ProductSpec {
                 "log.delay_secs: {} is out of range",
                 self.log.delay_secs
             ));
+        }
+        if let Some(r) = self.requires.iter().find(|r| !r.path.starts_with('/')) {
+            return Err(format!("requires: {:?} is not an absolute path", r.path));
+        }
+        if self.min_disk_mb.is_some_and(|m| m == 0 || m > 1 << 20) {
+            return Err("min_disk_mb: from 1 to 1048576".into());
         }
         if self.ready.file.is_some() != self.ready.text.is_some() {
             return Err("ready.file and ready.text go together".into());
@@ -475,6 +503,21 @@ hits = ["HIT"]
     }
 
     #[test]
+    fn a_disk_cache_is_at_least_the_product_s_minimum() {
+        let s = ProductSpec::parse(MINIMAL, "t").unwrap();
+        assert_eq!(s.disk_size(1 << 20), 1 << 20);
+        let s = ProductSpec::parse(
+            &MINIMAL.replace("price_usd = 0", "price_usd = 0\nmin_disk_mb = 9"),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(s.disk_size(8 << 20), 9 << 20);
+        assert_eq!(s.disk_size(64 << 20), 64 << 20);
+        let ats = ProductSpec::builtin("trafficserver").unwrap();
+        assert_eq!(ats.disk_size(8_000_000), 9 << 20);
+    }
+
+    #[test]
     fn modes_parse_by_name() {
         assert_eq!("reverse".parse::<Mode>(), Ok(Mode::Reverse));
         assert_eq!("forward".parse::<Mode>(), Ok(Mode::Forward));
@@ -521,6 +564,16 @@ hits = ["HIT"]
                 "modes = [\"forward\"]",
                 "modes = [\"forward\"]\nparent_modes = [\"reverse\"]",
                 "parent_modes",
+            ),
+            (
+                "price_usd = 0",
+                "price_usd = 0\nmin_disk_mb = 0",
+                "min_disk_mb",
+            ),
+            (
+                "[log]",
+                "[[requires]]\npath = \"lib/x.so\"\n[log]",
+                "requires",
             ),
         ] {
             let e = ProductSpec::parse(&MINIMAL.replace(from, to), "t")

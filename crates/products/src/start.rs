@@ -86,8 +86,9 @@ impl ProductSpec {
             .map_err(|e| self.setup("binary", e.to_string()))
     }
 
+    /// Whether the binary and every file of `requires` are there.
     pub fn is_installed(&self, exe: &Path) -> bool {
-        self.binary_path(exe).is_ok_and(|b| b.is_file())
+        self.installed_binary(exe).is_ok()
     }
 
     /// Runs the binary with `version_args` and reads its version.
@@ -115,13 +116,22 @@ impl ProductSpec {
         Ok(parse_version(&text))
     }
 
-    fn installed_binary(&self, exe: &Path) -> Result<PathBuf, Error> {
+    /// The binary, or the error that names what is missing (the binary or
+    /// a file of `requires`) and its package.
+    pub fn installed_binary(&self, exe: &Path) -> Result<PathBuf, Error> {
         let bin = self.binary_path(exe)?;
         if !bin.is_file() {
             return Err(Error::NotInstalled {
                 product: self.name.clone(),
                 binary: bin,
                 package: self.package.clone(),
+            });
+        }
+        if let Some(r) = self.requires.iter().find(|r| !Path::new(&r.path).is_file()) {
+            return Err(Error::NotInstalled {
+                product: self.name.clone(),
+                binary: PathBuf::from(&r.path),
+                package: r.package.clone(),
             });
         }
         Ok(bin)
@@ -203,11 +213,13 @@ impl ProductSpec {
         v.insert("listen_port", settings.listen.port().to_string());
         v.insert("mem_bytes", settings.mem.to_string());
         v.insert("mem_mb", mib(settings.mem).to_string());
+        v.insert("mem_file_mb", mib(self.disk_size(settings.mem)).to_string());
         if let (Some(d), Some(p)) = (&settings.disk, &disk_dir) {
+            let size = self.disk_size(d.size);
             v.insert("disk", "1".into());
             v.insert("disk_dir", path_str(p));
-            v.insert("disk_bytes", d.size.to_string());
-            v.insert("disk_mb", mib(d.size).to_string());
+            v.insert("disk_bytes", size.to_string());
+            v.insert("disk_mb", mib(size).to_string());
         }
         if let Some(p) = settings.parent {
             v.insert("parent", p.to_string());

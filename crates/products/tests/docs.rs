@@ -22,7 +22,10 @@ const KEYS: &[&str] = &[
     "version_args",
     "modes",
     "parent_modes",
+    "requires.path",
+    "requires.package",
     "disk_cache",
+    "min_disk_mb",
     "user_when_root",
     "price_usd",
     "price_note",
@@ -65,6 +68,7 @@ version_args = ["-v"]
 modes = ["forward", "reverse"]
 parent_modes = ["forward"]
 disk_cache = false
+min_disk_mb = 9
 user_when_root = "nobody"
 price_usd = 0
 price_note = "free"
@@ -72,6 +76,9 @@ notes = "none"
 dirs = ["tmp"]
 cleanup = ["/dev/shm/{{instance}}-*"]
 diagnostics = ["x.log"]
+[[requires]]
+path = "/usr/lib/x/x.so"
+package = "x-mod"
 [[file]]
 path = "x.conf"
 template = "{{listen}}"
