@@ -184,9 +184,13 @@ pub struct LogCheck {
     pub log_requests: u64,
 }
 
-/// Reads the product's log after the main run, prints it beside the
-/// robots' count and keeps both in `run_dir/product-log.json`.
+/// Reads the product's log after the main run (once the product had the
+/// time its product file says it takes to write the last lines: Traffic
+/// Server's come seconds late), prints it beside the robots' count and
+/// keeps both in `run_dir/product-log.json`.
 pub fn compare_hits(running: &Mutex<Running>, run_dir: &Path) {
+    let delay = lock(running).inner.log_delay();
+    std::thread::sleep(delay);
     let counts = lock(running).inner.hits_from_log();
     let run = cacheoff_rundir::RunDir::open(run_dir);
     match (counts, run) {

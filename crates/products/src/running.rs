@@ -207,6 +207,13 @@ impl Running {
         Ok(())
     }
 
+    /// How long the product may take to write a log line (its log's
+    /// `delay_secs`): wait this long after the last request before
+    /// [`Running::hits_from_log`] to count them all.
+    pub fn log_delay(&self) -> Duration {
+        Duration::from_secs_f64(self.log.delay_secs)
+    }
+
     /// Requests and hits in the access log as it is now (a missing log
     /// counts nothing). Products write their logs with some delay (up to
     /// a few seconds for Traffic Server); after [`Running::stop`] the log is
