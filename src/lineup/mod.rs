@@ -46,6 +46,27 @@ pub struct Options {
     pub quiet: bool,
 }
 
+impl Options {
+    /// A run of the lineup's: its workers, its quietness.
+    fn setup(
+        &self,
+        workload: Workload,
+        via: Via,
+        bound: Option<Arc<BoundServers>>,
+        label: String,
+    ) -> Setup {
+        Setup {
+            workload,
+            via,
+            bound,
+            label: Some(label),
+            workers: self.workers,
+            quiet: self.quiet,
+            on_start: None,
+        }
+    }
+}
+
 /// What one contender left behind.
 #[derive(Debug, Clone, Default)]
 pub struct Finished {
@@ -156,11 +177,7 @@ pub fn run(l: &Lineup, opts: &Options, stop: &StopHandle) -> Result<Vec<Finished
             let w = workload_for(l, mode, &[])?;
             run_one(
                 &dir,
-                w,
-                Via::Direct,
-                None,
-                Some("no proxy".into()),
-                opts,
+                opts.setup(w, Via::Direct, None, "no proxy".into()),
                 stop,
             )?;
             baselines.push((mode, dir));
@@ -186,42 +203,13 @@ pub fn run(l: &Lineup, opts: &Options, stop: &StopHandle) -> Result<Vec<Finished
     Ok(finished)
 }
 
-/// One run into `dir`, printing its summary table.
-fn run_one(
-    dir: &Path,
-    workload: Workload,
-    via: Via,
-    bound: Option<Arc<BoundServers>>,
-    label: Option<String>,
-    opts: &Options,
-    stop: &StopHandle,
-) -> Result<RunResult, Failure> {
-    run_with(dir, workload, via, bound, label, opts, stop, None)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn run_with(
-    dir: &Path,
-    workload: Workload,
-    via: Via,
-    bound: Option<Arc<BoundServers>>,
-    label: Option<String>,
-    opts: &Options,
-    stop: &StopHandle,
-    on_start: Option<crate::run_cmd::OnStart>,
-) -> Result<RunResult, Failure> {
+/// One run into `dir` (the lineup's workers and quietness), printing its
+/// summary table.
+fn run_one(dir: &Path, setup: Setup, stop: &StopHandle) -> Result<RunResult, Failure> {
     let argv = std::env::args().collect::<Vec<_>>();
-    let setup = Setup {
-        workload,
-        via,
-        bound,
-        label,
-        workers: opts.workers,
-        quiet: opts.quiet,
-        on_start,
-    };
+    let quiet = setup.quiet;
     let r = run_setup(dir, setup, &argv, stop)?;
-    if !opts.quiet {
+    if !quiet {
         console::print("");
     }
     console::print(&console::summary_table(&r.summary));
@@ -270,15 +258,8 @@ fn contend_in(
         Mode::Reverse => Via::Surrogate(addr),
     };
     let run_dir = dir.join("run");
-    let main = run_one(
-        &run_dir,
-        w.clone(),
-        via,
-        Some(bound.clone()),
-        Some(label.clone()),
-        opts,
-        stop,
-    );
+    let setup = opts.setup(w.clone(), via, Some(bound.clone()), label.clone());
+    let main = run_one(&run_dir, setup, stop);
     if main.is_ok() {
         f.run_dir = Some(run_dir.clone());
         product::compare_hits(&running, &run_dir);
@@ -347,21 +328,12 @@ fn downtime_test(
         let b = downtime::Switchboard::start(switch, start, dark_at, dark);
         *hook_board.lock().unwrap_or_else(|e| e.into_inner()) = Some(b);
     });
-    let quiet = Options {
-        out: opts.out.clone(),
-        workers: opts.workers,
+    let setup = Setup {
         quiet: true,
+        on_start: Some(on_start),
+        ..opts.setup(w, via, Some(bound.clone()), label.into())
     };
-    let r = run_with(
-        dir,
-        w,
-        via,
-        Some(bound.clone()),
-        Some(label.into()),
-        &quiet,
-        stop,
-        Some(on_start),
-    );
+    let r = run_one(dir, setup, stop);
     let board = board.lock().unwrap_or_else(|e| e.into_inner()).take();
     let outage = board.map(downtime::Switchboard::finish);
     r.map_err(|e| e.error)?;
