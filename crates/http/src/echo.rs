@@ -10,6 +10,11 @@ use cacheoff_base::XactId;
 pub const XACT_HEADER: &str = "X-Cacheoff-Xact";
 pub const ECHO_HEADER: &str = "X-Cacheoff-Echo";
 
+/// A replayed trace's time to first byte for this request, in
+/// microseconds: the origin server waits that long before answering (what
+/// the traced origin took), so only misses pay it.
+pub const TTFB_HEADER: &str = "X-Cacheoff-Ttfb";
+
 /// SPE: the Multiplier names each client request it copies in this header
 /// (16 hex digits), on the Collector's request and on every copy.
 pub const COPY_HEADER: &str = "X-Cacheoff-Copy";
