@@ -210,7 +210,14 @@ pub struct Setup {
     /// Called once with the run's time zero, as robots are about to start.
     pub on_start: Option<OnStart>,
     /// A trace replayed instead of the workload's plan (`cacheoff replay`).
-    pub trace: Option<cacheoff_agent::TraceFeed>,
+    pub trace: Option<Replay>,
+}
+
+/// What `cacheoff replay` replays: the requests, and the trace's record
+/// for the run directory.
+pub struct Replay {
+    pub feed: cacheoff_agent::TraceFeed,
+    pub replayed: cacheoff_rundir::Replayed,
 }
 
 /// See [`Setup::on_start`].
@@ -308,6 +315,16 @@ pub fn run_setup(
         RunDirError::HoldsARun(_) => Failure::usage(e),
         e => Failure::usage(anyhow::Error::new(e).context("cannot create the run directory")),
     })?;
+    let trace = match trace {
+        Some(Replay { feed, replayed }) => {
+            run_dir
+                .replaying(replayed)
+                .context("cannot write the run directory")
+                .map_err(Failure::run)?;
+            Some(feed)
+        }
+        None => None,
+    };
     if !quiet {
         console::print(&format!(
             "cacheoff {} run {}: {} robots, {} servers, {}, {} -> {}",
