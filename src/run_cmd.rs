@@ -96,6 +96,7 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         workers,
         quiet: a.quiet,
         on_start: None,
+        trace: None,
     };
     let r = run_setup(&dir, setup, argv, &stop)?;
     if !a.quiet {
@@ -190,6 +191,7 @@ pub fn run_in(
         workers,
         quiet,
         on_start: None,
+        trace: None,
     };
     run_setup(dir, setup, argv, stop)
 }
@@ -207,6 +209,15 @@ pub struct Setup {
     pub quiet: bool,
     /// Called once with the run's time zero, as robots are about to start.
     pub on_start: Option<OnStart>,
+    /// A trace replayed instead of the workload's plan (`cacheoff replay`).
+    pub trace: Option<Replay>,
+}
+
+/// What `cacheoff replay` replays: the requests, and the trace's record
+/// for the run directory.
+pub struct Replay {
+    pub feed: cacheoff_agent::TraceFeed,
+    pub replayed: cacheoff_rundir::Replayed,
 }
 
 /// See [`Setup::on_start`].
@@ -284,6 +295,7 @@ pub fn run_setup(
         workers,
         quiet,
         on_start,
+        trace,
     } = setup;
     let (mode, proxy) = match via {
         Via::Direct => (Mode::Direct, None),
@@ -303,6 +315,16 @@ pub fn run_setup(
         RunDirError::HoldsARun(_) => Failure::usage(e),
         e => Failure::usage(anyhow::Error::new(e).context("cannot create the run directory")),
     })?;
+    let trace = match trace {
+        Some(Replay { feed, replayed }) => {
+            run_dir
+                .replaying(replayed)
+                .context("cannot write the run directory")
+                .map_err(Failure::run)?;
+            Some(feed)
+        }
+        None => None,
+    };
     if !quiet {
         console::print(&format!(
             "cacheoff {} run {}: {} robots, {} servers, {}, {} -> {}",
@@ -336,6 +358,7 @@ pub fn run_setup(
         via,
         bound,
         workers,
+        trace,
     };
     let stats = cacheoff_agent::run(cfg, &mut recorder, stop)
         .context("run failed")
