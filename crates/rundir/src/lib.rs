@@ -24,6 +24,7 @@ mod manifest;
 mod outage;
 mod records;
 mod run;
+pub mod spe;
 
 pub use files::{FORMAT_VERSION, INTERVALS_FILE, MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE};
 pub use manifest::{now_rfc3339, Build, Host, Manifest, Mode, MANIFEST_FORMAT};
