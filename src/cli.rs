@@ -137,6 +137,10 @@ pub struct ProxyArgs {
     /// connections, and serve each hit with the timing of its miss.
     #[arg(long)]
     pub collector: bool,
+    /// Fetch every miss through this parent proxy (forward mode), in
+    /// absolute form: SPE's proxies under test use the Collector so.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with_all = ["origin", "origin_map"])]
+    pub parent: Option<String>,
     /// Eviction policy: s3fifo or lru.
     #[arg(long, default_value = "s3fifo", value_parser = parse_policy)]
     pub policy: cacheoff_cache::Policy,

@@ -38,6 +38,15 @@ pub fn config(a: &ProxyArgs) -> Result<ProxyConfig, Failure> {
         };
     }
     c.collector = a.collector;
+    if let Some(p) = &a.parent {
+        let valid = matches!(p.rsplit_once(':'), Some((h, port)) if !h.is_empty() && port.parse::<u16>().is_ok());
+        if !valid {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "--parent {p:?}: expected HOST:PORT"
+            )));
+        }
+        c.parent = Some(p.clone());
+    }
     c.policy = a.policy;
     c.allow = a.allow.clone();
     c.allow_dest = (!a.allow_dest.is_empty()).then(|| a.allow_dest.clone());

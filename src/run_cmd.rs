@@ -96,6 +96,7 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         workers,
         quiet: a.quiet,
         on_start: None,
+        trace: None,
     };
     let r = run_setup(&dir, setup, argv, &stop)?;
     if !a.quiet {
@@ -190,6 +191,7 @@ pub fn run_in(
         workers,
         quiet,
         on_start: None,
+        trace: None,
     };
     run_setup(dir, setup, argv, stop)
 }
@@ -207,6 +209,8 @@ pub struct Setup {
     pub quiet: bool,
     /// Called once with the run's time zero, as robots are about to start.
     pub on_start: Option<OnStart>,
+    /// A trace replayed instead of the workload's plan (`cacheoff replay`).
+    pub trace: Option<cacheoff_agent::TraceFeed>,
 }
 
 /// See [`Setup::on_start`].
@@ -284,6 +288,7 @@ pub fn run_setup(
         workers,
         quiet,
         on_start,
+        trace,
     } = setup;
     let (mode, proxy) = match via {
         Via::Direct => (Mode::Direct, None),
@@ -336,6 +341,7 @@ pub fn run_setup(
         via,
         bound,
         workers,
+        trace,
     };
     let stats = cacheoff_agent::run(cfg, &mut recorder, stop)
         .context("run failed")

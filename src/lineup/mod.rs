@@ -63,6 +63,7 @@ impl Options {
             workers: self.workers,
             quiet: self.quiet,
             on_start: None,
+            trace: None,
         }
     }
 }

@@ -182,6 +182,7 @@ pub fn run_reverse(
         workers: WORKERS,
         quiet: true,
         on_start: None,
+        trace: None,
     };
     let r = cacheoff::run_cmd::run_setup(dir.path(), setup, &argv, &StopHandle::new())
         .map_err(|f| f.error)

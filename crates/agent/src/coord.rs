@@ -9,7 +9,7 @@ use crate::timeline::Timeline;
 use crate::worker::{run_worker, WorkerSetup};
 use crate::AgentError;
 use cacheoff_stats::{Accum, IntervalStats, RunStats};
-use cacheoff_workload::{AddrMap, ObjectSpace, PlanDigest, Workload};
+use cacheoff_workload::{AddrMap, ObjectSpace, PlanDigest, TracedRequest, Workload};
 use socket2::{Domain, Socket, Type};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::mpsc;
@@ -30,6 +30,25 @@ pub struct RunConfig {
     pub bound: Option<Arc<BoundServers>>,
     /// Worker threads (one per core by default).
     pub workers: usize,
+    /// Replay this trace instead of the workload's plan.
+    pub trace: Option<TraceFeed>,
+}
+
+/// A replayed trace: called once on each worker's thread with `(worker,
+/// workers)`, it gives that worker's share of the trace's requests in time
+/// order (every request of an object goes to the same worker, so each
+/// worker's [`TraceBook`](cacheoff_workload::TraceBook) sees its objects'
+/// whole history). It runs on a thread of its own, reading ahead.
+#[derive(Clone)]
+pub struct TraceFeed(pub Arc<TraceFn>);
+
+pub type TraceFn =
+    dyn Fn(u32, u32) -> Box<dyn Iterator<Item = TracedRequest> + Send> + Send + Sync;
+
+impl std::fmt::Debug for TraceFeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TraceFeed")
+    }
 }
 
 /// Receives the run's progress on the coordinator thread.
@@ -197,6 +216,7 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
             .map_or(0.0, |d| d.as_secs_f64()),
         workers,
         abort_key: cacheoff_base::rng::key(wl.seed, cacheoff_base::rng::Stream::Aborts),
+        trace: cfg.trace,
         workload: wl,
     });
     sink.started(&servers, shared.start);

@@ -28,7 +28,7 @@ mod shared;
 mod timeline;
 mod worker;
 
-pub use coord::{run, BoundServers, RunConfig, Sink, StopHandle};
+pub use coord::{run, BoundServers, RunConfig, Sink, StopHandle, TraceFeed, TraceFn};
 pub use shared::Via;
 
 use std::net::SocketAddr;

@@ -86,6 +86,10 @@ async fn connection(
             let secs = cfg.think_time.sample(&mut *rng.borrow_mut());
             tokio::time::sleep(Duration::from_secs_f64(secs)).await;
         }
+        if let Some(us) = head.ttfb_us.filter(|&us| us > 0) {
+            // A replayed trace's origin took this long to answer.
+            tokio::time::sleep(Duration::from_micros(u64::from(us))).await;
+        }
         let Some(info) = object_of(&ctx, &head, idx) else {
             ctx.error(ErrorKind::OriginBadRequest);
             let _ = s.write_all(&status::empty_reply(404)).await;

@@ -51,6 +51,8 @@ pub struct Shared {
     pub workers: usize,
     /// Key of the abort decisions (from the seed).
     pub abort_key: u64,
+    /// The trace replayed instead of the plan.
+    pub trace: Option<crate::TraceFeed>,
 }
 
 impl Shared {

@@ -10,6 +10,20 @@ use cacheoff_base::XactId;
 pub const XACT_HEADER: &str = "X-Cacheoff-Xact";
 pub const ECHO_HEADER: &str = "X-Cacheoff-Echo";
 
+/// A replayed trace's time to first byte for this request, in
+/// microseconds: the origin server waits that long before answering (what
+/// the traced origin took), so only misses pay it.
+pub const TTFB_HEADER: &str = "X-Cacheoff-Ttfb";
+
+/// SPE: the Multiplier names each client request it copies in this header
+/// (16 hex digits), on the Collector's request and on every copy.
+pub const COPY_HEADER: &str = "X-Cacheoff-Copy";
+/// SPE: the Collector answers a request carrying [`COPY_HEADER`] with its
+/// value in this header. A proxy under test that fetched through the
+/// Collector returns the copy's own name (a miss); one that served its
+/// stored copy returns an earlier one (a hit).
+pub const COLLECTED_HEADER: &str = "X-Cacheoff-Collected";
+
 /// The echo a server returns for a transaction id: a fixed bijection, so a
 /// cache cannot produce it without asking the origin.
 #[inline]

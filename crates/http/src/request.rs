@@ -1,6 +1,6 @@
 //! Requests: written by robots, parsed by origin servers and proxies.
 
-use crate::echo::{parse_hex, write_hex16, XACT_HEADER};
+use crate::echo::{parse_hex, write_hex16, TTFB_HEADER, XACT_HEADER};
 use crate::length::{LengthFields, RequestBody};
 use crate::{complete_head, has_token, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
 use cacheoff_base::XactId;
@@ -53,6 +53,8 @@ pub struct RequestSpec<'a> {
     /// Send HTTP/1.0 (persistent only with `Connection: keep-alive`, as
     /// PolyMix robots do) instead of HTTP/1.1.
     pub http10: bool,
+    /// A replayed trace's time to first byte at the origin (microseconds).
+    pub ttfb_us: Option<u32>,
 }
 
 /// Appends a request head.
@@ -82,6 +84,12 @@ pub fn write_request(out: &mut Vec<u8>, r: &RequestSpec<'_>) {
     }
     if r.reload {
         out.extend_from_slice(b"Cache-Control: no-cache\r\nPragma: no-cache\r\n");
+    }
+    if let Some(us) = r.ttfb_us {
+        out.extend_from_slice(TTFB_HEADER.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(us.to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
     }
     if r.body_len > 0 || r.method == "POST" {
         out.extend_from_slice(b"Content-Length: ");
@@ -121,6 +129,8 @@ pub struct RequestHead {
     pub ims: Option<u64>,
     /// `Cache-Control: no-cache` or `Pragma: no-cache`.
     pub no_cache: bool,
+    /// A replayed trace's time to first byte ([`TTFB_HEADER`]).
+    pub ttfb_us: Option<u32>,
     /// Every header in order, only when asked for (proxies forward them).
     pub headers: Vec<(String, Vec<u8>)>,
 }
@@ -218,6 +228,7 @@ fn parse(
         keep_alive: minor >= 1,
         ims: None,
         no_cache: false,
+        ttfb_us: None,
         headers: Vec::new(),
     };
     let mut lengths = LengthFields::default();
@@ -232,6 +243,10 @@ fn parse(
             head.host = Some(String::from_utf8_lossy(h.value).into_owned());
         } else if name.eq_ignore_ascii_case(XACT_HEADER) {
             head.xact = parse_hex(h.value).map(XactId::from_wire);
+        } else if name.eq_ignore_ascii_case(TTFB_HEADER) {
+            head.ttfb_us = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse().ok());
         } else if name.eq_ignore_ascii_case("content-length") {
             lengths.content_length(h.value)?;
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
@@ -295,9 +310,11 @@ mod tests {
                 reload: true,
                 body_len: 0,
                 http10: false,
+                ttfb_us: Some(2500),
             },
         );
         let h = parse_request(&b, false).unwrap().unwrap();
+        assert_eq!(h.ttfb_us, Some(2500));
         assert_eq!(h.ims, Some(1_795_305_600));
         assert!(h.no_cache);
         assert_eq!(h.method, Method::Get);
@@ -326,6 +343,7 @@ mod tests {
                 reload: false,
                 body_len: 0,
                 http10: true,
+                ttfb_us: None,
             },
         );
         let h = parse_request(&b, false).unwrap().unwrap();

@@ -50,6 +50,7 @@ pub fn reason(status: u16) -> &'static str {
         503 => "Service Unavailable",
         504 => "Gateway Timeout",
         505 => "HTTP Version Not Supported",
+        508 => "Loop Detected",
         _ => "Unknown",
     }
 }

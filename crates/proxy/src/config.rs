@@ -28,6 +28,10 @@ pub enum Upstream {
 pub struct ProxyConfig {
     pub listen: SocketAddr,
     pub upstream: Upstream,
+    /// A parent proxy (`host:port`) for a forward proxy: every miss and
+    /// revalidation goes to it, in absolute form, never to the origin
+    /// (SPE's proxies under test fetch through the Collector).
+    pub parent: Option<String>,
     /// Memory store size in bytes. With 0 and no disk nothing is stored:
     /// a plain forwarding proxy.
     pub memory: u64,
@@ -94,6 +98,7 @@ impl ProxyConfig {
         ProxyConfig {
             listen,
             upstream: Upstream::Forward,
+            parent: None,
             memory: 256 << 20,
             disk: None,
             policy: Policy::default(),

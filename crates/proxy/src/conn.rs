@@ -51,10 +51,21 @@ fn target(req: &RequestHead, upstream: &Upstream) -> Result<Target, u16> {
         }
         Upstream::Forward => {
             let t = &req.target;
+            if t.starts_with('/') {
+                // Origin-form: a proxy in front of this one (a surrogate
+                // whose backend we are, as SPE's proxies under test use
+                // the Collector) names the origin in `Host`.
+                let authority = host_authority(req).ok_or(400u16)?;
+                return Ok(Target {
+                    url: format!("http://{authority}{t}"),
+                    authority,
+                    path: t.clone(),
+                });
+            }
             let scheme_ok = t.len() > 7 && t[..7].eq_ignore_ascii_case("http://");
             if !scheme_ok {
-                // Origin-form to a forward proxy, or a scheme we do not speak.
-                return Err(if t.starts_with('/') { 400 } else { 501 });
+                // A scheme we do not speak.
+                return Err(501);
             }
             let rest = &t[7..];
             let (auth, path) = match rest.find('/') {
@@ -74,6 +85,18 @@ fn target(req: &RequestHead, upstream: &Upstream) -> Result<Target, u16> {
     })
 }
 
+/// The request's `Host` as an authority (`host[:port]`), lower case.
+fn host_authority(req: &RequestHead) -> Option<String> {
+    let value = req
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map(|(_, v)| v)?;
+    let host = std::str::from_utf8(value).ok()?.trim();
+    let ok = !host.is_empty() && !host.contains(['/', '@', ' ']);
+    ok.then(|| host.to_ascii_lowercase())
+}
+
 /// The request's `Host` name, lower case and without a port.
 fn host_name(req: &RequestHead) -> Option<String> {
     let value = req
@@ -88,6 +111,16 @@ fn host_name(req: &RequestHead) -> Option<String> {
         _ => host,
     };
     (!name.is_empty()).then(|| name.to_ascii_lowercase())
+}
+
+/// Whether `authority` is this proxy's own listening address: a request
+/// sent on to it would come back forever.
+fn names_this_proxy(authority: &str, listen: SocketAddr) -> bool {
+    let Ok(addr) = authority.parse::<SocketAddr>() else {
+        return authority == format!("localhost:{}", listen.port());
+    };
+    addr.port() == listen.port()
+        && (addr.ip() == listen.ip() || (listen.ip().is_unspecified() && addr.ip().is_loopback()))
 }
 
 /// What one transaction did, for the log and the counters.
@@ -317,8 +350,15 @@ async fn read_head(
 /// its length. Returns the target and whether the client waits for a
 /// `100 Continue`.
 fn admit(req: &mut RequestHead, sh: &Shared) -> Result<(Target, bool), u16> {
-    let t = target(req, &sh.cfg.upstream)?;
+    let mut t = target(req, &sh.cfg.upstream)?;
     if sh.cfg.upstream == Upstream::Forward {
+        if names_this_proxy(&t.authority, sh.cfg.listen) {
+            return Err(508);
+        }
+        if sh.cfg.parent.is_some() {
+            // A parent is asked in absolute form.
+            t.path = t.url.clone();
+        }
         let dest = Dest::parse(&t.authority)?;
         if sh.dest_rules.as_ref().is_some_and(|r| !admitted(r, &dest)) {
             sh.stats.destinations_denied.fetch_add(1, Ordering::Relaxed);
@@ -494,7 +534,7 @@ mod tests {
     }
 
     #[test]
-    fn a_forward_proxy_takes_absolute_http_uris_only() {
+    fn a_forward_proxy_takes_absolute_http_uris_or_a_host() {
         let fwd = |line| target(&req(line), &Upstream::Forward);
         assert_eq!(
             fwd("GET http://Example.COM:81/a?b HTTP/1.1"),
@@ -508,10 +548,33 @@ mod tests {
         // A query without a path stays out of the authority.
         let q = fwd("GET http://h:81?q=1 HTTP/1.1").unwrap();
         assert_eq!((q.authority.as_str(), q.path.as_str()), ("h:81", "/?q=1"));
-        assert_eq!(fwd("GET /a HTTP/1.1"), Err(400));
+        // Origin-form names the origin in Host (a surrogate in front).
+        assert_eq!(fwd("GET /a HTTP/1.1").unwrap().url, "http://h/a");
+        let no_host = parsed("GET /a HTTP/1.0\r\n\r\n");
+        assert_eq!(target(&no_host, &Upstream::Forward), Err(400));
+        let with_host = parsed("GET /a HTTP/1.1\r\nHost: S1.bench.tst:8080\r\n\r\n");
+        assert_eq!(
+            target(&with_host, &Upstream::Forward),
+            Ok(Target {
+                url: "http://s1.bench.tst:8080/a".into(),
+                authority: "s1.bench.tst:8080".into(),
+                path: "/a".into(),
+            })
+        );
         assert_eq!(fwd("GET https://h/a HTTP/1.1"), Err(501));
         assert_eq!(fwd("GET http://u@h/a HTTP/1.1"), Err(400));
         assert_eq!(fwd("CONNECT h:443 HTTP/1.1"), Err(501));
+    }
+
+    #[test]
+    fn a_request_for_this_proxy_itself_is_a_loop() {
+        let listen: SocketAddr = "127.0.0.1:3128".parse().unwrap();
+        assert!(names_this_proxy("127.0.0.1:3128", listen));
+        assert!(names_this_proxy("localhost:3128", listen));
+        assert!(!names_this_proxy("127.0.0.1:3129", listen));
+        assert!(!names_this_proxy("s1.bench.tst:3128", listen));
+        let any: SocketAddr = "0.0.0.0:3128".parse().unwrap();
+        assert!(names_this_proxy("127.0.0.2:3128", any));
     }
 
     #[test]

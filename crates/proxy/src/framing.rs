@@ -4,11 +4,13 @@
 //! functions on byte buffers, shared by hits (`hit`), misses (`relay`)
 //! and refusals (`conn`).
 
+use crate::config::ProxyConfig;
 use crate::send::CHUNK;
 use crate::upstream::{hop_only, is_one_of, nominated};
 use cacheoff_http::chunked::write_chunk;
+use cacheoff_http::echo::{COLLECTED_HEADER, COPY_HEADER};
 use cacheoff_http::status::{reason, write_status_line};
-use cacheoff_http::{Framing, ResponseHead};
+use cacheoff_http::{Framing, RequestHead, ResponseHead};
 
 cacheoff_base::closed_set! {
     /// How the proxy delimits reply bodies to its clients.
@@ -120,6 +122,21 @@ pub(crate) fn end_to_end(head: &ResponseHead) -> Vec<u8> {
         }
     }
     out
+}
+
+/// The Collector's stamp on a reply to a request the Multiplier copied
+/// (see `cacheoff_http::echo::COLLECTED_HEADER`); other proxies add none.
+pub(crate) fn push_collected_stamp(out: &mut Vec<u8>, req: &RequestHead, cfg: &ProxyConfig) {
+    if !cfg.collector {
+        return;
+    }
+    let copy = req
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(COPY_HEADER));
+    if let Some((_, v)) = copy {
+        push_header(out, COLLECTED_HEADER, v);
+    }
 }
 
 /// Appends one `name: value` line.

@@ -8,7 +8,9 @@ use crate::answer::request_fields;
 use crate::conn::{Done, Xact};
 use crate::damage::{deliver, on_hit, Damage, Delivery};
 use crate::fault::Fault;
-use crate::framing::{content_type_of, end_head, without_header, BodyFraming};
+use crate::framing::{
+    content_type_of, end_head, push_collected_stamp, without_header, BodyFraming,
+};
 use crate::range::{self, Ranged};
 use crate::replay;
 use crate::send::send_reply;
@@ -174,6 +176,7 @@ pub(crate) async fn serve_stored(
     if let Some(h) = damage.extra_header {
         out.extend_from_slice(h);
     }
+    push_collected_stamp(&mut out, req, cfg);
     end_head(&mut out, framing, how.x_cache(), keep_alive);
     let head_len = out.len();
 

@@ -136,7 +136,7 @@ fn listener(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
 }
 
 impl Proxy {
-    pub fn start(cfg: ProxyConfig) -> Result<Proxy, ProxyError> {
+    pub fn start(mut cfg: ProxyConfig) -> Result<Proxy, ProxyError> {
         let listen_err = |source| ProxyError::Listen {
             addr: cfg.listen,
             source,
@@ -147,6 +147,9 @@ impl Proxy {
         for _ in 1..cfg.workers.max(1) {
             listeners.push(listener(addr).map_err(listen_err)?);
         }
+        // The bound port (port 0 asks for one), so a request naming this
+        // proxy is seen to be a loop.
+        cfg.listen = addr;
         let (disk, disk_report) = match &cfg.disk {
             Some((dir, size)) => {
                 let (d, r) = DiskStore::open(dir, *size, cfg.policy)?;

@@ -10,7 +10,8 @@ use crate::config::ProxyConfig;
 use crate::conn::{Done, Xact};
 use crate::fault::Fault;
 use crate::framing::{
-    content_type_of, end_head, end_to_end, without_header, BodyFraming, LAST_CHUNK,
+    content_type_of, end_head, end_to_end, push_collected_stamp, without_header, BodyFraming,
+    LAST_CHUNK,
 };
 use crate::hit::{serve_stored, Served};
 use crate::inflight::Leader;
@@ -171,7 +172,7 @@ impl Plan {
             let age = pairs(head)
                 .any(|(n, _)| n.eq_ignore_ascii_case("age"))
                 .then(|| fresh.current_age(cfg.clock.unix_now()));
-            client_head(req, head, &e2e, age, framing, keep_alive)
+            client_head(req, head, &e2e, age, framing, keep_alive, cfg)
         });
         Plan {
             status,
@@ -302,6 +303,7 @@ fn client_head(
     age: Option<u64>,
     framing: BodyFraming,
     keep_alive: bool,
+    cfg: &ProxyConfig,
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(e2e.len() + 128);
     write_status_line(&mut out, head.status);
@@ -317,6 +319,7 @@ fn client_head(
             out.extend_from_slice(b"\r\n");
         }
     }
+    push_collected_stamp(&mut out, req, cfg);
     end_head(&mut out, framing, "MISS", keep_alive);
     out
 }

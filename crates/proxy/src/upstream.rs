@@ -206,7 +206,7 @@ async fn connect(authority: &str, cfg: &ProxyConfig) -> Result<TcpStream, FetchE
             .map_err(fail)?
             .collect();
         // The name was admitted; where it points must be too.
-        let forward = cfg.upstream == Upstream::Forward;
+        let forward = cfg.upstream == Upstream::Forward && cfg.parent.is_none();
         if let Some(rules) = cfg.dest_rules().filter(|_| forward) {
             if let Ok(asked) = Dest::parse(authority) {
                 addrs.retain(|a| admitted_resolved(&rules, &asked, a.ip()));
@@ -267,6 +267,8 @@ pub async fn exchange(
     head_request: bool,
     idempotent: bool,
 ) -> Result<OriginReply, FetchError> {
+    // With a parent every fetch goes there (the request names the origin).
+    let authority = cfg.parent.as_deref().unwrap_or(authority);
     if !cfg.collector {
         if let Some(conn) = pool.take(authority, cfg.pool_idle_timeout) {
             match send_and_read(conn, cfg, authority, request, head_request).await {

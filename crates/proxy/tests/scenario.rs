@@ -201,8 +201,14 @@ impl Reply {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
     }
+    /// This proxy's verdict: the last `X-Cache` (a parent's comes first).
     fn x_cache(&self) -> String {
-        self.header("X-Cache").unwrap_or_default()
+        self.headers
+            .iter()
+            .rev()
+            .find(|(n, _)| n.eq_ignore_ascii_case("X-Cache"))
+            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default()
     }
 }
 
@@ -590,7 +596,7 @@ fn malformed_oversized_and_ambiguous_requests_are_refused() {
         (huge.into_bytes(), 431),
         (format!("POST http://{o}/x HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabc").into_bytes(), 400),
         (format!("POST http://{o}/x HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd").into_bytes(), 400),
-        (b"GET /relative HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(), 400),
+        (b"GET /relative HTTP/1.0\r\n\r\n".to_vec(), 400),
         (b"GET https://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n".to_vec(), 501),
         (format!("CONNECT {o} HTTP/1.1\r\nHost: {o}\r\n\r\n").into_bytes(), 501),
         (b"\x16\x03\x01 not http\r\n\r\n".to_vec(), 400),
@@ -706,4 +712,76 @@ fn the_collector_stores_uncachable_replies_and_replays_their_timing() {
     t.get("/no-store");
     t.get_with("/no-store", "Pragma: no-cache\r\n");
     assert_eq!(t.origin.connections.load(Ordering::SeqCst), 3);
+}
+
+/// SPE's chain: a proxy under test fetches its misses through the
+/// Collector (`parent`), which stamps each reply with the copy's name; the
+/// stamp shows whether the proxy under test fetched (its own name) or
+/// served its store (an earlier name).
+#[test]
+fn a_child_fetches_through_its_parent_which_stamps_each_copy() {
+    let t = Setup::new(|c| c.collector = true);
+    let collector = t.proxy.addr();
+    let child = Proxy::start({
+        let mut c = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
+        c.parent = Some(collector.to_string());
+        c.clock = t.clock.clone();
+        c
+    })
+    .unwrap();
+    let get = |copy: &str| {
+        let req = format!(
+            "GET http://{0}/max-age/60 HTTP/1.1\r\nHost: {0}\r\nX-Cacheoff-Copy: {copy}\r\nConnection: close\r\n\r\n",
+            t.origin.addr
+        );
+        exchange(child.addr(), req.as_bytes())
+    };
+    let first = get("00000000000000a1");
+    assert_eq!((first.status, first.x_cache().as_str()), (200, "MISS"));
+    assert_eq!(
+        first.header("X-Cacheoff-Collected").as_deref(),
+        Some("00000000000000a1")
+    );
+    let second = get("00000000000000a2");
+    assert_eq!(second.x_cache(), "HIT");
+    assert_eq!(second.body, first.body);
+    // The child's stored copy names the request that filled it.
+    assert_eq!(
+        second.header("X-Cacheoff-Collected").as_deref(),
+        Some("00000000000000a1")
+    );
+    assert_eq!(t.origin.fetches("/max-age/60"), 1);
+    // The Collector's own answer to a second copy: its store, stamped anew.
+    let direct = format!(
+        "GET http://{0}/max-age/60 HTTP/1.1\r\nHost: {0}\r\nX-Cacheoff-Copy: 00000000000000a3\r\nConnection: close\r\n\r\n",
+        t.origin.addr
+    );
+    let from_collector = exchange(collector, direct.as_bytes());
+    assert_eq!(from_collector.x_cache(), "HIT");
+    assert_eq!(
+        from_collector.header("X-Cacheoff-Collected").as_deref(),
+        Some("00000000000000a3")
+    );
+    assert_eq!(t.origin.fetches("/max-age/60"), 1);
+}
+
+/// A surrogate in front of a forward proxy sends origin-form requests
+/// naming the origin in Host (how Varnish and nginx use the Collector); a
+/// request naming the proxy itself is a loop.
+#[test]
+fn a_forward_proxy_takes_origin_form_with_host_and_refuses_a_loop() {
+    let t = Setup::new(|_| {});
+    let req = format!(
+        "GET /max-age/60 HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        t.origin.addr
+    );
+    let r = exchange(t.proxy.addr(), req.as_bytes());
+    assert_eq!((r.status, r.x_cache().as_str()), (200, "MISS"));
+    assert_eq!(exchange(t.proxy.addr(), req.as_bytes()).x_cache(), "HIT");
+    assert_eq!(t.origin.fetches("/max-age/60"), 1);
+    let own = format!(
+        "GET /x HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        t.proxy.addr()
+    );
+    assert_eq!(exchange(t.proxy.addr(), own.as_bytes()).status, 508);
 }

@@ -27,6 +27,7 @@ mod plan;
 mod popularity;
 mod raw;
 mod schedule;
+mod traced;
 mod validate;
 mod world;
 
@@ -38,6 +39,7 @@ pub use dist::{Dist, DistError, Quantity};
 pub use expect::{expected_offered, Offered};
 pub use file::{builtin_names, load, load_text, LoadError};
 pub use lifecycle::{LifeCycle, ObjectTimes};
+pub use traced::{TraceBook, TracedRequest};
 pub use model::{
     Aborts, Arrivals, LinkConfig, RequestMix, RobotConfig, ServerConfig, Timeouts, Workload,
 };

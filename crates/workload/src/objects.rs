@@ -101,6 +101,9 @@ pub struct ObjectInfo {
     pub body_seed: u64,
     /// Seed of the life cycle (see [`ObjectSpace::times`]).
     pub life_seed: u64,
+    /// An object of a replayed trace ([`ObjectSpace::traced`]): its URL
+    /// names its key, size and cachability instead of a place.
+    pub traced: bool,
 }
 
 /// Maps object ids to [`ObjectInfo`]; cheap to clone and share read-only.
@@ -199,6 +202,7 @@ impl ObjectSpace {
             server: Place::of(page).server,
             body_seed: h(4),
             life_seed: h(5),
+            traced: false,
         }
     }
 
@@ -221,10 +225,42 @@ impl ObjectSpace {
         self
     }
 
+    /// A replayed trace's object: `key` on `server`, `size` bytes, of the
+    /// first content type (a replay's workload has one). Properties that
+    /// a trace does not give follow from the key.
+    pub fn traced(&self, key: u64, size: u64, cachable: bool, server: u32) -> ObjectInfo {
+        let h = |salt: u64| mix2(self.key ^ salt, key);
+        ObjectInfo {
+            oid: key,
+            ctype: 0,
+            ext: None,
+            size,
+            cachable,
+            md5: false,
+            embeds: 0,
+            server,
+            body_seed: h(4) ^ size,
+            life_seed: h(5),
+            traced: true,
+        }
+    }
+
     /// Appends the object's URL path:
-    /// `/cacheoff/<run: 8 hex digits>/<object id: 16 hex digits><ext>`.
+    /// `/cacheoff/<run: 8 hex digits>/<object id: 16 hex digits><ext>`, or
+    /// for a traced object
+    /// `/cacheoff/<run>/t/<server>/<key: 16 hex digits>/<size>[u]` (`u`:
+    /// uncachable), so the origin server needs no table of the trace.
     pub fn write_path(&self, out: &mut String, o: &ObjectInfo) {
         use std::fmt::Write;
+        if o.traced {
+            let u = if o.cachable { "" } else { "u" };
+            let _ = write!(
+                out,
+                "{URL_PREFIX}{:08x}/t/{}/{:016x}/{}{u}",
+                self.run, o.server, o.oid, o.size
+            );
+            return;
+        }
         let _ = write!(out, "{URL_PREFIX}{:08x}/{:016x}", self.run, o.oid);
         if let Some(e) = o.ext {
             out.push_str(&self.types[o.ctype as usize].extensions[e as usize].ext);
@@ -235,12 +271,33 @@ impl ObjectSpace {
     /// in this run.
     pub fn parse_path(&self, path: &str) -> Option<ObjectInfo> {
         let rest = path.strip_prefix(URL_PREFIX)?;
+        if rest.get(8..11) == Some("/t/") {
+            return self.parse_traced(path, &rest[11..]);
+        }
         let hex = rest.get(9..25)?;
         let oid = u64::from_str_radix(hex, 16).ok()?;
         if usize::from(Place::of(oid).ctype) >= self.types.len() {
             return None;
         }
         let info = self.get(oid);
+        let mut canonical = String::with_capacity(path.len());
+        self.write_path(&mut canonical, &info);
+        (canonical == path).then_some(info)
+    }
+}
+
+impl ObjectSpace {
+    /// `rest`: `<server>/<key>/<size>[u]` of a traced object's `path`.
+    fn parse_traced(&self, path: &str, rest: &str) -> Option<ObjectInfo> {
+        let mut parts = rest.splitn(3, '/');
+        let server = parts.next()?.parse().ok()?;
+        let key = u64::from_str_radix(parts.next()?, 16).ok()?;
+        let last = parts.next()?;
+        let (size, cachable) = match last.strip_suffix('u') {
+            Some(size) => (size, false),
+            None => (last, true),
+        };
+        let info = self.traced(key, size.parse().ok()?, cachable, server);
         let mut canonical = String::with_capacity(path.len());
         self.write_path(&mut canonical, &info);
         (canonical == path).then_some(info)
@@ -271,6 +328,29 @@ mod tests {
             0.8,
             LifeCycle::static_two_years(),
         )]
+    }
+
+    #[test]
+    fn traced_objects_name_key_size_and_cachability_in_their_url() {
+        let space = ObjectSpace::new(1, &one_type()).for_run(7);
+        let o = space.traced(0xfeed, 13_312, false, 3);
+        let mut path = String::new();
+        space.write_path(&mut path, &o);
+        assert_eq!(path, "/cacheoff/00000007/t/3/000000000000feed/13312u");
+        assert_eq!(space.parse_path(&path), Some(o));
+        let c = space.traced(0xfeed, 13_312, true, 3);
+        assert_ne!(c.body_seed, space.traced(0xfeed, 13_313, true, 3).body_seed);
+        let mut cp = String::new();
+        space.write_path(&mut cp, &c);
+        assert_eq!(space.parse_path(&cp), Some(c));
+        for bad in [
+            "/cacheoff/00000007/t/3/000000000000feed/x",
+            "/cacheoff/00000007/t/3/feed/13312",
+            "/cacheoff/00000007/t/3/000000000000feed/013312",
+            "/cacheoff/00000008/t/3/000000000000feed/13312",
+        ] {
+            assert_eq!(space.parse_path(bad), None, "{bad}");
+        }
     }
 
     #[test]

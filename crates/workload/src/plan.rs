@@ -40,6 +40,8 @@ pub struct Planned {
     /// Which of the page's embedded objects an earlier request could have
     /// put in a cache (bit k-1 for the k-th), decided with the page.
     pub embeds_held: u128,
+    /// A replayed trace's origin time to first byte (robots pass it on).
+    pub ttfb_us: Option<u32>,
 }
 
 impl Planned {
@@ -272,6 +274,7 @@ impl Plan {
             rtype,
             post_len,
             embeds_held,
+            ttfb_us: None,
         }
     }
 
@@ -293,6 +296,7 @@ impl Plan {
                 rtype,
                 post_len: 0,
                 embeds_held: 0,
+                ttfb_us: None,
             }
         })
     }

@@ -114,6 +114,7 @@ pub async fn exchange(
             reload: rtype == RequestType::Reload,
             body_len: p.post_len,
             http10: w.robots.http10,
+            ttfb_us: p.ttfb_us,
         },
     );
     cacheoff_http::body::append(&mut conn.buf, xact.get(), 0, p.post_len);

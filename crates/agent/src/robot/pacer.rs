@@ -5,28 +5,55 @@
 
 use crate::timeline::Timeline;
 use cacheoff_timer::PreciseTimer;
-use cacheoff_workload::ArrivalTimes;
+use cacheoff_workload::{ArrivalTimes, Factors};
 use std::time::{Duration, Instant};
+
+/// A time-ordered source of arrivals: the plan's ([`ArrivalTimes`],
+/// whose items are robot indices) or a replayed trace's.
+pub trait Arrivals {
+    type Item;
+    /// Waits until the next arrival is known or there is none (a trace is
+    /// read ahead on another thread).
+    async fn ready(&mut self) {}
+    /// When the next candidate is due, in nanoseconds of run time.
+    fn peek_ns(&self) -> Option<u64>;
+    /// Takes the next candidate, if the schedule's factors accept it.
+    fn pop(&mut self, factors: Option<Factors>) -> Option<Self::Item>;
+}
+
+impl Arrivals for ArrivalTimes {
+    type Item = usize;
+    fn peek_ns(&self) -> Option<u64> {
+        ArrivalTimes::peek_ns(self)
+    }
+    fn pop(&mut self, factors: Option<Factors>) -> Option<usize> {
+        ArrivalTimes::pop(self, factors)
+    }
+}
 
 /// Arrivals due sooner than this are waited for by yielding to other tasks
 /// rather than by sleeping.
 const SPIN_WINDOW: Duration = Duration::from_micros(50);
 
-/// Calls `issue(robot, intended)` for every accepted arrival, in time order,
-/// at or after its intended time, until the schedule ends or `stopping()`.
-/// Run time zero is `start`.
-pub async fn pace(
-    arrivals: &mut ArrivalTimes,
+/// Calls `issue(item, intended)` for every accepted arrival, in time
+/// order, at or after its intended time, until the schedule ends or
+/// `stopping()`. Run time zero is `start`.
+pub async fn pace<A: Arrivals>(
+    arrivals: &mut A,
     start: Instant,
     timeline: &Timeline,
     stopping: &dyn Fn() -> bool,
-    mut issue: impl FnMut(usize, Instant),
+    mut issue: impl FnMut(A::Item, Instant),
 ) {
     let total_s = timeline.schedule().total_s();
     let sched = |t_ns: u64| timeline.schedule_s(t_ns as f64 / 1e9);
     // Tokio's 1 ms timer is the fallback if a timerfd cannot be had.
     let mut timer = PreciseTimer::new().ok();
-    while let Some(t) = arrivals.peek_ns() {
+    loop {
+        arrivals.ready().await;
+        let Some(t) = arrivals.peek_ns() else {
+            break;
+        };
         if sched(t) >= total_s || stopping() {
             break;
         }
@@ -57,8 +84,8 @@ pub async fn pace(
             if t > now_ns || s >= total_s {
                 break;
             }
-            if let Some(robot) = arrivals.pop(timeline.schedule().factors_at(s)) {
-                issue(robot, start + Duration::from_nanos(t));
+            if let Some(item) = arrivals.pop(timeline.schedule().factors_at(s)) {
+                issue(item, start + Duration::from_nanos(t));
             }
         }
     }

@@ -194,6 +194,7 @@ mod tests {
                 server: 0,
                 body_seed: SEED,
                 life_seed: 0,
+                traced: false,
             },
             rtype,
             ims_lmt: matches!(rtype, RequestType::Ims200 | RequestType::Ims304).then_some(T),
