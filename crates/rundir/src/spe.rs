@@ -140,6 +140,9 @@ pub struct ProxyCounts {
     pub unverified: u64,
     /// Copies with a mismatch (each copy counted once, by its first kind).
     pub mismatches: u64,
+    /// Completed copies not compared: the Collector's reply to the same
+    /// request failed or did not end within the facts wait.
+    pub uncompared: u64,
 }
 
 impl ProxyCounts {
@@ -154,6 +157,7 @@ impl ProxyCounts {
         self.validated_misses += o.validated_misses;
         self.unverified += o.unverified;
         self.mismatches += o.mismatches;
+        self.uncompared += o.uncompared;
     }
 }
 
