@@ -27,6 +27,7 @@ mod outage;
 mod records;
 mod replayed;
 mod run;
+pub mod spe;
 
 pub use files::{FORMAT_VERSION, INTERVALS_FILE, MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE};
 pub use manifest::{now_rfc3339, Build, Host, Manifest, Mode, MANIFEST_FORMAT};

@@ -1,0 +1,173 @@
+//! Hit or miss, two ways: what the proxy under test claims in its reply
+//! headers ([`claim`]), and what the Collector's stamp shows ([`verdict`]):
+//! the Collector stamps every reply with the copy id of the request it
+//! answered, so a proxy's reply carrying this copy's id was fetched
+//! through the Collector (a miss), another id was served from the proxy's
+//! own store (a hit), and none did not come through the Collector.
+
+use cacheoff_http::echo::parse_hex;
+pub use cacheoff_http::echo::{COLLECTED_HEADER, COPY_HEADER};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Hit,
+    Miss,
+    Unverified,
+}
+
+/// The verdict of a reply to copy `id` with `stamp` (the last
+/// `X-Cacheoff-Collected` value, if any).
+pub fn verdict(stamp: Option<u64>, id: u64) -> Verdict {
+    match stamp {
+        Some(s) if s == id => Verdict::Miss,
+        Some(_) => Verdict::Hit,
+        None => Verdict::Unverified,
+    }
+}
+
+/// The Collector's stamp in `headers` (the last well-formed one).
+pub fn stamp(headers: &[(String, Vec<u8>)]) -> Option<u64> {
+    headers
+        .iter()
+        .rev()
+        .filter(|(n, _)| n.eq_ignore_ascii_case(COLLECTED_HEADER))
+        .find_map(|(_, v)| parse_hex(v))
+}
+
+/// What a reply says about itself: `Some(true)` a hit, `Some(false)` a
+/// miss, `None` nothing. Signals in order of trust: `Cache-Status`
+/// (RFC 9211, the last member is the proxy's own), the last `X-Cache`,
+/// the last `Via` entry's comment, then `Age` > 0 alone.
+pub fn claim(headers: &[(String, Vec<u8>)]) -> Option<bool> {
+    let last = |name: &str| {
+        headers
+            .iter()
+            .rev()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+    };
+    last("cache-status")
+        .and_then(|v| cache_status(&v))
+        .or_else(|| last("x-cache").and_then(|v| x_cache(&v)))
+        .or_else(|| last("via").and_then(|v| via(&v)))
+        .or_else(|| last("age").and_then(|v| age(&v)))
+}
+
+/// `Cache-Status: origin; fwd=miss, proxy; hit`: the last member's params.
+fn cache_status(v: &str) -> Option<bool> {
+    let member = v.rsplit(',').next()?;
+    let mut params = member.split(';').skip(1).map(|p| p.trim());
+    if params.clone().any(|p| p.eq_ignore_ascii_case("hit")) {
+        return Some(true);
+    }
+    params
+        .any(|p| {
+            p.split_once('=')
+                .is_some_and(|(k, _)| k.trim().eq_ignore_ascii_case("fwd"))
+        })
+        .then_some(false)
+}
+
+/// `X-Cache: HIT from squid` (also `TCP_HIT`-less products' `HIT`);
+/// anything else that says something is a miss.
+fn x_cache(v: &str) -> Option<bool> {
+    let v = v.rsplit(',').next()?.trim();
+    if v.is_empty() {
+        return None;
+    }
+    Some(v.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("hit")))
+}
+
+/// The last `Via` entry's comment: Traffic Server's `[cHs f ]` codes
+/// (cache lookup `H` or `R`: a hit; `M`, `S`, `A`: a miss), or `HIT`.
+fn via(v: &str) -> Option<bool> {
+    let entry = v.rsplit(',').next()?;
+    let comment = &entry[entry.find('(')? + 1..];
+    if let Some(i) = comment.find("[c") {
+        match comment.as_bytes().get(i + 2) {
+            Some(b'H' | b'R') => return Some(true),
+            Some(b'M' | b'S' | b'A') => return Some(false),
+            _ => {}
+        }
+    }
+    comment
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| w.eq_ignore_ascii_case("hit"))
+        .then_some(true)
+}
+
+/// `Age` > 0: the reply spent time in a cache.
+fn age(v: &str) -> Option<bool> {
+    v.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|&a| a > 0)
+        .map(|_| true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(pairs: &[(&str, &str)]) -> Vec<(String, Vec<u8>)> {
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn the_stamp_decides_the_verdict() {
+        assert_eq!(verdict(Some(7), 7), Verdict::Miss);
+        assert_eq!(verdict(Some(6), 7), Verdict::Hit);
+        assert_eq!(verdict(None, 7), Verdict::Unverified);
+        let hs = h(&[
+            ("X-Cacheoff-Collected", "0000000000000001"),
+            ("x-cacheoff-collected", "00000000000000ff"),
+        ]);
+        assert_eq!(stamp(&hs), Some(0xff));
+        assert_eq!(stamp(&h(&[("X-Cacheoff-Collected", "nothex")])), None);
+    }
+
+    #[test]
+    fn x_cache_hit_prefix_any_case() {
+        assert_eq!(claim(&h(&[("X-Cache", "HIT from squid")])), Some(true));
+        assert_eq!(claim(&h(&[("x-cache", "hit")])), Some(true));
+        assert_eq!(claim(&h(&[("X-Cache", "MISS from squid")])), Some(false));
+        // The proxy's own line is the last one (the Collector's came first).
+        let two = h(&[("X-Cache", "HIT"), ("X-Cache", "MISS from p")]);
+        assert_eq!(claim(&two), Some(false));
+    }
+
+    #[test]
+    fn cache_status_reads_the_proxy_s_own_last_member() {
+        let c = |v| claim(&h(&[("Cache-Status", v)]));
+        assert_eq!(c("Collector; fwd=miss, Proxy; hit"), Some(true));
+        assert_eq!(
+            c("Collector; hit, Proxy; fwd=uri-miss; stored"),
+            Some(false)
+        );
+        assert_eq!(c("Proxy; ttl=30"), None);
+        // Cache-Status outranks X-Cache.
+        let both = h(&[("X-Cache", "MISS"), ("Cache-Status", "p; hit")]);
+        assert_eq!(claim(&both), Some(true));
+    }
+
+    #[test]
+    fn via_comments_and_traffic_server_codes() {
+        let v = |s| claim(&h(&[("Via", s)]));
+        assert_eq!(v("1.1 ats (ApacheTrafficServer/9.2 [cHs f ])"), Some(true));
+        assert_eq!(v("1.1 ats (ApacheTrafficServer/9.2 [cRs f ])"), Some(true));
+        assert_eq!(v("1.1 ats (ApacheTrafficServer/9.2 [cMsSf ])"), Some(false));
+        assert_eq!(v("1.1 cacheoff, 1.1 edge (Product/1 HIT)"), Some(true));
+        assert_eq!(v("1.1 cacheoff"), None);
+    }
+
+    #[test]
+    fn age_alone_is_a_hit_and_nothing_says_nothing() {
+        assert_eq!(claim(&h(&[("Age", "3")])), Some(true));
+        assert_eq!(claim(&h(&[("Age", "0")])), None);
+        assert_eq!(claim(&h(&[("Age", "3"), ("X-Cache", "MISS")])), Some(false));
+        assert_eq!(claim(&h(&[("Server", "x")])), None);
+    }
+}

@@ -1,0 +1,165 @@
+//! The request the Multiplier sends on: one set of bytes for the Collector
+//! and every copy (absolute-form, the copy id added, hop-by-hop fields
+//! dropped, the buffered body with its length), and the Multiplier's own
+//! refusals.
+
+use crate::claim::COPY_HEADER;
+use cacheoff_http::echo::write_hex16;
+use cacheoff_http::{Method, RequestHead};
+
+/// Safe methods (RFC 9110 §9.2.1), which change nothing at the origin:
+/// only these are copied unless `copy_unsafe` is set (POST, PUT, DELETE,
+/// PATCH and the rest reach the origin once, through the Collector).
+pub fn is_safe(m: &Method) -> bool {
+    matches!(m.as_str(), "GET" | "HEAD" | "OPTIONS" | "TRACE")
+}
+
+/// The absolute URI a request names: as sent, or `http://` + Host +
+/// path for an origin-form request; `None` without either.
+pub fn absolute_target(head: &RequestHead) -> Option<String> {
+    if head.target.len() > 7 && head.target[..7].eq_ignore_ascii_case("http://") {
+        return Some(head.target.clone());
+    }
+    let host = head.host.as_deref().filter(|h| !h.is_empty())?;
+    head.target
+        .starts_with('/')
+        .then(|| format!("http://{host}{}", head.target))
+}
+
+/// Fields of one hop only (RFC 9110 §7.6.1), plus what the Multiplier
+/// writes itself.
+fn hop_by_hop(name: &str, nominated: &[String]) -> bool {
+    const HOP: &[&str] = &[
+        "connection",
+        "proxy-connection",
+        "keep-alive",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+        "expect",
+    ];
+    HOP.iter().any(|h| name.eq_ignore_ascii_case(h))
+        || name.eq_ignore_ascii_case(COPY_HEADER)
+        || nominated.iter().any(|n| name.eq_ignore_ascii_case(n))
+}
+
+/// The request to send on for copy `id`: `target` (absolute), the client's
+/// end-to-end fields, `X-Cacheoff-Copy`, the body with its length.
+pub fn forward(head: &RequestHead, target: &str, body: &[u8], id: u64) -> Vec<u8> {
+    let nominated: Vec<String> = head
+        .headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("connection"))
+        .flat_map(|(_, v)| {
+            String::from_utf8_lossy(v)
+                .split(',')
+                .map(|t| t.trim().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut out = Vec::with_capacity(256 + head.head_len + body.len());
+    out.extend_from_slice(head.method.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    if head.host.is_none() {
+        if let Some(authority) = target.get(7..).and_then(|r| r.split('/').next()) {
+            out.extend_from_slice(b"Host: ");
+            out.extend_from_slice(authority.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    for (name, value) in &head.headers {
+        if hop_by_hop(name, &nominated) {
+            continue;
+        }
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(COPY_HEADER.as_bytes());
+    out.extend_from_slice(b": ");
+    write_hex16(&mut out, id);
+    out.extend_from_slice(b"\r\n");
+    if !body.is_empty() || head.content_length.is_some() || head.chunked {
+        out.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    out
+}
+
+/// The Multiplier's own answer to a request it does not pass on: a
+/// one-line text body, then the connection closes.
+pub fn refusal(status: u16, text: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128 + text.len());
+    cacheoff_http::status::write_status_line(&mut out, status);
+    out.extend_from_slice(
+        format!(
+            "Content-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}\n",
+            text.len() + 1
+        )
+        .as_bytes(),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cacheoff_http::request::parse_request;
+
+    fn head(raw: &str) -> RequestHead {
+        parse_request(raw.as_bytes(), true).unwrap().unwrap()
+    }
+
+    #[test]
+    fn only_safe_methods_are_copied() {
+        assert!(is_safe(&Method::Get));
+        assert!(is_safe(&Method::Head));
+        assert!(!is_safe(&Method::Post));
+        assert!(!is_safe(&Method::Other("PUT".into())));
+        assert!(!is_safe(&Method::Other("PATCH".into())));
+        assert!(is_safe(&Method::Other("OPTIONS".into())));
+    }
+
+    #[test]
+    fn targets_are_absolute() {
+        let h = head("GET http://o:1/a?b HTTP/1.1\r\nHost: o:1\r\n\r\n");
+        assert_eq!(absolute_target(&h).unwrap(), "http://o:1/a?b");
+        let h = head("GET /a HTTP/1.1\r\nHost: o:1\r\n\r\n");
+        assert_eq!(absolute_target(&h).unwrap(), "http://o:1/a");
+        assert_eq!(absolute_target(&head("GET /a HTTP/1.0\r\n\r\n")), None);
+    }
+
+    #[test]
+    fn the_copy_id_replaces_the_client_s_and_hop_fields_go() {
+        let h = head(
+            "POST http://o:1/a HTTP/1.1\r\nHost: o:1\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n\
+             X-Cacheoff-Copy: 0000000000000009\r\nTransfer-Encoding: chunked\r\nAccept: */*\r\n\r\n",
+        );
+        let out = String::from_utf8(forward(&h, "http://o:1/a", b"hello", 0xab)).unwrap();
+        assert_eq!(
+            out,
+            "POST http://o:1/a HTTP/1.1\r\nHost: o:1\r\nAccept: */*\r\n\
+             X-Cacheoff-Copy: 00000000000000ab\r\nContent-Length: 5\r\n\r\nhello"
+        );
+        let h = head("GET http://o:1/ HTTP/1.0\r\n\r\n");
+        let out = String::from_utf8(forward(&h, "http://o:1/", b"", 1)).unwrap();
+        assert!(
+            out.starts_with("GET http://o:1/ HTTP/1.1\r\nHost: o:1\r\n"),
+            "{out}"
+        );
+        assert!(!out.contains("Content-Length"));
+    }
+
+    #[test]
+    fn refusals_close() {
+        let r = String::from_utf8(refusal(501, "no tunnels")).unwrap();
+        assert!(r.starts_with("HTTP/1.1 501 "), "{r}");
+        assert!(r.ends_with("Content-Length: 11\r\nConnection: close\r\n\r\nno tunnels\n"));
+    }
+}

@@ -1,0 +1,489 @@
+//! SPE end to end, in-process on port 0: clients -> the Multiplier ->
+//! the real Collector (`cacheoff-proxy`, `collector = true`) -> a test
+//! origin, with proxies under test that fetch through the Collector: the
+//! reference proxy (`parent`) and small fakes whose misbehaviour is exact
+//! (relay honestly, corrupt a byte, truncate, never answer).
+
+use cacheoff_http::request::parse_request;
+use cacheoff_http::response::parse_response;
+use cacheoff_multiplier::{Config, ProxyUnderTest};
+use cacheoff_proxy::{Proxy, ProxyConfig};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const LM: &str = "Sun, 22 Nov 2026 00:00:00 GMT";
+
+/// Runs `serve` for every connection accepted on a new loopback listener,
+/// on a thread of its own; returns the address.
+fn serve_on_thread<F, Fut>(serve: F) -> SocketAddr
+where
+    F: Fn(tokio::net::TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.set_nonblocking(true).unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async move {
+            let l = tokio::net::TcpListener::from_std(l).unwrap();
+            loop {
+                let (s, _) = l.accept().await.unwrap();
+                tokio::task::spawn_local(serve(s));
+            }
+        });
+    });
+    addr
+}
+
+/// Reads one request (head and Content-Length body) from `buf`/`s`.
+async fn next_request(s: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) -> Option<Vec<u8>> {
+    loop {
+        if let Ok(Some(r)) = parse_request(buf, false) {
+            let n = r.head_len + r.content_length.unwrap_or(0) as usize;
+            if buf.len() >= n {
+                return Some(buf.drain(..n).collect());
+            }
+        }
+        if s.read_buf(buf).await.ok()? == 0 {
+            return None;
+        }
+    }
+}
+
+/// The body the origin serves for `path`.
+fn body_of(path: &str) -> Vec<u8> {
+    format!("{path} body ").repeat(50 + path.len()).into_bytes()
+}
+
+/// A cachable object per path (Last-Modified, max-age); POSTs counted.
+fn origin(posts: Arc<AtomicU64>) -> SocketAddr {
+    serve_on_thread(move |mut s| {
+        let posts = posts.clone();
+        async move {
+            let mut buf = Vec::new();
+            while let Some(raw) = next_request(&mut s, &mut buf).await {
+                let req = parse_request(&raw, false).unwrap().unwrap();
+                let path = req.path().to_string();
+                let (cc, body) = if req.method == cacheoff_http::Method::Post {
+                    let n = posts.fetch_add(1, Ordering::SeqCst) + 1;
+                    ("no-store", format!("posted {n}").into_bytes())
+                } else {
+                    ("public, max-age=3600", body_of(&path))
+                };
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nLast-Modified: {LM}\r\nCache-Control: {cc}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n",
+                    body.len()
+                );
+                if s.write_all(&[head.as_bytes(), &body].concat())
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }
+    })
+}
+
+fn collector(origin_unused: SocketAddr) -> Proxy {
+    let _ = origin_unused;
+    let mut c = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
+    c.collector = true;
+    c.workers = 1;
+    Proxy::start(c).unwrap()
+}
+
+#[derive(Clone, Copy)]
+enum Fake {
+    Honest,
+    /// Flips the body's first byte.
+    Corrupt,
+    /// Sends half the body, then closes.
+    Truncate,
+    /// Reads requests, never answers.
+    Stall,
+}
+
+/// A proxy under test that relays each request to the Collector on a
+/// connection of its own and misbehaves as told.
+fn fake_proxy(parent: SocketAddr, how: Fake) -> SocketAddr {
+    serve_on_thread(move |mut s| async move {
+        let mut buf = Vec::new();
+        while let Some(raw) = next_request(&mut s, &mut buf).await {
+            if let Fake::Stall = how {
+                continue;
+            }
+            let Some(mut reply) = fetch(parent, &raw).await else {
+                return;
+            };
+            let head_len = parse_response(&reply, false, false)
+                .unwrap()
+                .unwrap()
+                .head_len;
+            match how {
+                Fake::Corrupt if reply.len() > head_len => reply[head_len] ^= 0x20,
+                Fake::Truncate => {
+                    let cut = head_len + (reply.len() - head_len) / 2;
+                    let _ = s.write_all(&reply[..cut]).await;
+                    return;
+                }
+                _ => {}
+            }
+            if s.write_all(&reply).await.is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// One request to `to` on a new connection; the reply whole (Length framed).
+async fn fetch(to: SocketAddr, raw: &[u8]) -> Option<Vec<u8>> {
+    let mut c = tokio::net::TcpStream::connect(to).await.ok()?;
+    c.write_all(raw).await.ok()?;
+    let mut buf = Vec::new();
+    loop {
+        if let Ok(Some(h)) = parse_response(&buf, false, false) {
+            if let cacheoff_http::Framing::Length(n) = h.framing {
+                if buf.len() >= h.head_len + n as usize {
+                    return Some(buf);
+                }
+            }
+        }
+        if c.read_buf(&mut buf).await.ok()? == 0 {
+            return None;
+        }
+    }
+}
+
+struct Reply {
+    status: u16,
+    head: String,
+    body: Vec<u8>,
+}
+
+/// Reads one Length-framed reply (or one ended by close) from `s`.
+fn read_reply(s: &mut TcpStream, buf: &mut Vec<u8>) -> Reply {
+    let mut chunk = [0u8; 16384];
+    loop {
+        if let Some(h) = parse_response(buf, false, false).unwrap() {
+            let n = match h.framing {
+                cacheoff_http::Framing::Length(n) => n as usize,
+                _ => usize::MAX,
+            };
+            if n != usize::MAX && buf.len() >= h.head_len + n {
+                let raw: Vec<u8> = buf.drain(..h.head_len + n).collect();
+                return Reply {
+                    status: h.status,
+                    head: String::from_utf8_lossy(&raw[..h.head_len]).into_owned(),
+                    body: raw[h.head_len..].to_vec(),
+                };
+            }
+        }
+        let got = s.read(&mut chunk).expect("reply within the read timeout");
+        assert!(
+            got > 0,
+            "closed mid-reply: {:?}",
+            String::from_utf8_lossy(buf)
+        );
+        buf.extend_from_slice(&chunk[..got]);
+    }
+}
+
+fn client(m: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(m).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+fn get(s: &mut TcpStream, buf: &mut Vec<u8>, origin: SocketAddr, path: &str) -> Reply {
+    write!(
+        s,
+        "GET http://{origin}{path} HTTP/1.1\r\nHost: {origin}\r\n\r\n"
+    )
+    .unwrap();
+    read_reply(s, buf)
+}
+
+fn config(collector: SocketAddr, proxies: &[(&str, SocketAddr)], out: &std::path::Path) -> Config {
+    let proxies = proxies
+        .iter()
+        .map(|(n, a)| ProxyUnderTest {
+            name: n.to_string(),
+            addr: *a,
+        })
+        .collect();
+    let mut c = Config::new(
+        "127.0.0.1:0".parse().unwrap(),
+        collector,
+        proxies,
+        out.into(),
+    );
+    c.workers = 1;
+    c.interval = Duration::from_millis(200);
+    c.facts_wait = Duration::from_secs(10);
+    c.first_byte_timeout = Duration::from_secs(10);
+    c.idle_timeout = Duration::from_secs(10);
+    c.stop_grace = Duration::from_secs(10);
+    c
+}
+
+/// Waits (bounded) until `f` holds.
+fn until(what: &str, f: impl Fn() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < Duration::from_secs(20), "timed out: {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn every_proxy_is_compared_with_the_collector_and_ranked() {
+    let origin = origin(Arc::default());
+    let coll = collector(origin);
+    let mut rc = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
+    rc.parent = Some(coll.addr().to_string());
+    rc.workers = 1;
+    let reference = Proxy::start(rc).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("spe");
+    let cfg = config(
+        coll.addr(),
+        &[
+            ("reference", reference.addr()),
+            ("honest", fake_proxy(coll.addr(), Fake::Honest)),
+            ("corrupt", fake_proxy(coll.addr(), Fake::Corrupt)),
+            ("truncate", fake_proxy(coll.addr(), Fake::Truncate)),
+        ],
+        &out,
+    );
+    let m = cacheoff_multiplier::start(cfg).unwrap();
+    let mut s = client(m.addr());
+    let mut buf = Vec::new();
+    let paths: Vec<String> = (1..=5).map(|i| format!("/obj/{i}")).collect();
+    for p in &paths {
+        let r = get(&mut s, &mut buf, origin, p);
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body, body_of(p), "the client gets the object's bytes");
+        assert!(r.head.contains("X-Cacheoff-Collected: "), "{}", r.head);
+    }
+    // The reference proxy stored every object before the second round.
+    until("the reference proxy stores round one", || {
+        reference.memory_usage().0 >= paths.len()
+    });
+    for p in &paths {
+        let r = get(&mut s, &mut buf, origin, p);
+        assert_eq!(r.body, body_of(p));
+        // The Collector's own reply, unchanged: its hit header and stamp.
+        assert!(r.head.contains("X-Cache: HIT"), "{}", r.head);
+    }
+    drop(s);
+    let summary = m.stop().unwrap();
+    assert_eq!(summary.requests, 10);
+    let p = |n: &str| summary.proxy(n).unwrap().clone();
+    let reference_s = p("reference");
+    let c = reference_s.span.counts;
+    assert_eq!((c.copied, c.completed, c.mismatches), (10, 10, 0), "{c:?}");
+    assert_eq!((c.validated_hits, c.validated_misses), (5, 5), "{c:?}");
+    assert_eq!(c.claimed_hits, 5, "{c:?}");
+    assert_eq!(reference_s.validated_hit_ratio, 50.0);
+    let honest = p("honest").span;
+    assert_eq!(honest.counts.mismatches, 0, "{:?}", honest.examples);
+    assert_eq!(honest.counts.validated_misses, 10);
+    let corrupt = p("corrupt").span;
+    assert_eq!(corrupt.mismatches_by_kind.get("corrupt_body"), Some(&10));
+    assert_eq!(corrupt.examples.len(), 5);
+    assert!(corrupt.examples[0].url.ends_with("/obj/1"));
+    let truncate = p("truncate").span;
+    assert_eq!(
+        truncate.mismatches_by_kind.get("truncated"),
+        Some(&10),
+        "{:?}",
+        truncate
+    );
+    let ranked: Vec<&str> = summary
+        .ranking
+        .iter()
+        .filter(|r| r.rank.is_some())
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(ranked.len(), 2);
+    assert!(ranked.contains(&"reference") && ranked.contains(&"honest"));
+    assert_eq!(summary.collector.completed, 10);
+    // Round two's hits at least: a copy may reach the Collector first.
+    assert!(summary.collector.hits >= 5, "{:?}", summary.collector);
+
+    // The files: the names outside checks read, and the directory reads back.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(json["requests"], 10);
+    for pj in json["proxies"].as_array().unwrap() {
+        for k in [
+            "name",
+            "copied",
+            "dropped",
+            "claimed_hits",
+            "mismatches",
+            "mismatches_by_kind",
+        ] {
+            assert!(pj.get(k).is_some(), "{k} missing in {pj}");
+        }
+        for k in ["hit", "miss", "all"] {
+            for f in ["mean", "p50", "p99"] {
+                assert!(pj["rt_ms"][k][f].is_number(), "rt_ms.{k}.{f} in {pj}");
+            }
+        }
+    }
+    let run = cacheoff_rundir::spe::open(&out).unwrap();
+    assert_eq!(run.summary, summary);
+    assert_eq!(run.manifest.kind, "multiplier");
+    assert_eq!(run.manifest.proxies.len(), 4);
+    assert!(!run.intervals.is_empty());
+    let copied: u64 = run
+        .intervals
+        .iter()
+        .flat_map(|i| i.proxies.iter().filter(|p| p.name == "corrupt"))
+        .map(|p| p.counts.copied)
+        .sum();
+    assert_eq!(copied, 10, "intervals add up to the summary");
+}
+
+#[test]
+fn a_stalled_proxy_drops_copies_and_clients_do_not_wait_for_it() {
+    let origin = origin(Arc::default());
+    let coll = collector(origin);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cfg = config(
+        coll.addr(),
+        &[
+            ("stalled", fake_proxy(coll.addr(), Fake::Stall)),
+            ("honest", fake_proxy(coll.addr(), Fake::Honest)),
+        ],
+        tmp.path(),
+    );
+    cfg.queue = 2;
+    cfg.conns_per_proxy = 1;
+    cfg.first_byte_timeout = Duration::from_secs(60);
+    cfg.stop_grace = Duration::from_millis(300);
+    let m = cacheoff_multiplier::start(cfg).unwrap();
+    let mut s = client(m.addr());
+    let mut buf = Vec::new();
+    let t = Instant::now();
+    for i in 0..20 {
+        let p = format!("/stall/{i}");
+        assert_eq!(get(&mut s, &mut buf, origin, &p).body, body_of(&p));
+    }
+    // 20 replies while the stalled proxy holds its one connection for 60 s:
+    // only the Collector's time counts (a bound no busy machine misses).
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    let t = Instant::now();
+    let summary = m.stop().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "stop took {:?}",
+        t.elapsed()
+    );
+    let stalled = summary.proxy("stalled").unwrap();
+    let c = stalled.span.counts;
+    assert_eq!(c.copied + c.dropped, 20, "{c:?}");
+    // One in flight, at most one held by the dispatcher, two queued.
+    assert!(c.dropped >= 16, "{c:?}");
+    assert!(stalled.overloaded);
+    assert_eq!(c.completed, 0);
+    let honest = summary.proxy("honest").unwrap();
+    assert_eq!(honest.span.counts.completed, 20);
+    assert!(!honest.overloaded);
+    let last = summary.ranking.last().unwrap();
+    assert_eq!(last.name, "stalled");
+    assert!(
+        last.reason.as_deref().unwrap().contains("dropped"),
+        "{last:?}"
+    );
+}
+
+#[test]
+fn unsafe_methods_reach_the_origin_once_and_tunnels_are_refused() {
+    let posts = Arc::new(AtomicU64::new(0));
+    let origin = origin(posts.clone());
+    let coll = collector(origin);
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(
+        coll.addr(),
+        &[("honest", fake_proxy(coll.addr(), Fake::Honest))],
+        tmp.path(),
+    );
+    let m = cacheoff_multiplier::start(cfg).unwrap();
+    let mut s = client(m.addr());
+    let mut buf = Vec::new();
+    write!(
+        s,
+        "POST http://{origin}/form HTTP/1.1\r\nHost: {origin}\r\nContent-Length: 5\r\n\r\nhello"
+    )
+    .unwrap();
+    let r = read_reply(&mut s, &mut buf);
+    assert_eq!(r.body, b"posted 1");
+    // A chunked upload is buffered and sent on with its length.
+    write!(
+        s,
+        "POST http://{origin}/form HTTP/1.1\r\nHost: {origin}\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+    )
+    .unwrap();
+    assert_eq!(read_reply(&mut s, &mut buf).body, b"posted 2");
+    write!(
+        s,
+        "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"
+    )
+    .unwrap();
+    let r = read_reply(&mut s, &mut buf);
+    assert_eq!(r.status, 501);
+    assert!(String::from_utf8_lossy(&r.body).contains("plain HTTP only"));
+    let mut bad = client(m.addr());
+    bad.write_all(
+        b"GET http://x/ HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+    )
+    .unwrap();
+    assert_eq!(read_reply(&mut bad, &mut Vec::new()).status, 400);
+    let summary = m.stop().unwrap();
+    assert_eq!(posts.load(Ordering::SeqCst), 2);
+    let c = summary.proxy("honest").unwrap().span.counts;
+    assert_eq!((c.copied, c.not_copied_unsafe), (0, 2), "{c:?}");
+    assert_eq!(summary.requests, 4);
+    assert_eq!(summary.refused, 2);
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order() {
+    let origin = origin(Arc::default());
+    let coll = collector(origin);
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(
+        coll.addr(),
+        &[("honest", fake_proxy(coll.addr(), Fake::Honest))],
+        tmp.path(),
+    );
+    let m = cacheoff_multiplier::start(cfg).unwrap();
+    let mut s = client(m.addr());
+    let paths = ["/p/a", "/p/bb", "/p/ccc", "/p/a"];
+    let mut wire = String::new();
+    for p in paths {
+        wire.push_str(&format!(
+            "GET http://{origin}{p} HTTP/1.1\r\nHost: {origin}\r\n\r\n"
+        ));
+    }
+    s.write_all(wire.as_bytes()).unwrap();
+    let mut buf = Vec::new();
+    for p in paths {
+        assert_eq!(read_reply(&mut s, &mut buf).body, body_of(p), "{p}");
+    }
+    let summary = m.stop().unwrap();
+    assert_eq!(summary.requests, 4);
+    assert_eq!(summary.proxy("honest").unwrap().span.counts.completed, 4);
+}
