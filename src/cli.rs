@@ -49,6 +49,45 @@ pub enum Command {
     /// Write a sample trace in any trace format, made from a workload's
     /// plan (`cacheoff replay` reads it back).
     Trace(TraceArgs),
+    /// The SPE Multiplier: a forward proxy for clients that serves them the
+    /// Collector's replies and copies every request to the proxies under
+    /// test, comparing and timing their replies; runs until SIGINT/SIGTERM.
+    Multiplier(Box<MultiplierArgs>),
+}
+
+#[derive(Debug, Args)]
+pub struct MultiplierArgs {
+    /// Where clients connect.
+    #[arg(long, default_value = "127.0.0.1:3128", value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// The Collector (`cacheoff proxy --collector`), whose replies the
+    /// clients get.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub collector: String,
+    /// A proxy under test, fetching its misses through the Collector;
+    /// repeat for more.
+    #[arg(long = "proxy", value_name = "NAME=HOST:PORT", required = true)]
+    pub proxies: Vec<String>,
+    /// Run directory (default: runs/<timestamp>-multiplier).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Pending copies per proxy under test; more are dropped (and the
+    /// proxy reported overloaded).
+    #[arg(long, default_value = "1024", value_name = "N")]
+    pub queue: usize,
+    /// Connections open at once to each proxy under test.
+    #[arg(long, default_value = "64", value_name = "N")]
+    pub conns: usize,
+    /// Copy non-idempotent requests (POST, ...) too; by default they go
+    /// to the Collector only.
+    #[arg(long)]
+    pub copy_unsafe: bool,
+    /// Client-side worker threads (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// No live line per interval.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 /// How a replay decides which objects are cachable.

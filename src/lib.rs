@@ -10,6 +10,7 @@ pub mod lineup;
 mod lineup_cmd;
 mod lineup_summary;
 pub mod msl_cmd;
+pub mod multiplier_cmd;
 mod preflight;
 pub mod proxy_cmd;
 pub mod replay_cmd;
@@ -57,5 +58,8 @@ pub fn run(cli: cli::Cli) -> Result<(), Failure> {
             replay_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
         }
         cli::Command::Trace(args) => replay_cmd::write_sample(&args),
+        cli::Command::Multiplier(args) => {
+            multiplier_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
+        }
     }
 }

@@ -7,7 +7,7 @@ use crate::access_log::LogCode;
 use crate::conn::{Done, Xact};
 use crate::damage::misbehave;
 use crate::fault::Fault;
-use crate::framing::error_reply;
+use crate::framing::{collected_for, copy_name, error_reply};
 use crate::hit::{serve_stored, Served};
 use crate::inflight::{self, Join, Leader, Outcome};
 use crate::relay::relay;
@@ -59,7 +59,13 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
         };
         return forward(s, x, leader, LogCode::ClientRefreshMiss).await;
     }
-    if let Some(obj) = lookup(sh, &t.url, req).await {
+    // The Collector serves a reply no cache may reuse only to the copies
+    // of the client request that fetched it.
+    let found = lookup(sh, &t.url, req).await.filter(|obj| {
+        !sh.cfg.collector
+            || collected_for(&obj.head).is_none_or(|name| copy_name(req) == Some(name))
+    });
+    if let Some(obj) = found {
         let now = sh.cfg.clock.unix_now();
         // A reload that got this far is the reload-hit fault: served as is.
         let reuse = if sh.cfg.collector || reload_asked || sh.cfg.faults.strikes(Fault::Stale) {

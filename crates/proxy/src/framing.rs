@@ -127,16 +127,27 @@ pub(crate) fn end_to_end(head: &ResponseHead) -> Vec<u8> {
 /// The Collector's stamp on a reply to a request the Multiplier copied
 /// (see `cacheoff_http::echo::COLLECTED_HEADER`); other proxies add none.
 pub(crate) fn push_collected_stamp(out: &mut Vec<u8>, req: &RequestHead, cfg: &ProxyConfig) {
-    if !cfg.collector {
-        return;
+    if let Some(name) = copy_name(req).filter(|_| cfg.collector) {
+        push_header(out, COLLECTED_HEADER, name);
     }
-    let copy = req
-        .headers
+}
+
+/// The Multiplier's name for this client request (`X-Cacheoff-Copy`).
+pub(crate) fn copy_name(req: &RequestHead) -> Option<&[u8]> {
+    req.headers
         .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(COPY_HEADER));
-    if let Some((_, v)) = copy {
-        push_header(out, COLLECTED_HEADER, v);
-    }
+        .find(|(n, _)| n.eq_ignore_ascii_case(COPY_HEADER))
+        .map(|(_, v)| v.as_slice())
+}
+
+/// The client request a stored reply is kept for, when the Collector
+/// stored it only for that request's copies.
+pub(crate) fn collected_for(stored_head: &[u8]) -> Option<&[u8]> {
+    stored_head.split(|&b| b == b'\n').find_map(|line| {
+        let (name, value) = line.split_at(line.iter().position(|&b| b == b':')?);
+        name.eq_ignore_ascii_case(COLLECTED_HEADER.as_bytes())
+            .then(|| value[1..].trim_ascii())
+    })
 }
 
 /// Appends one `name: value` line.

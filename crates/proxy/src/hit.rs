@@ -15,7 +15,7 @@ use crate::range::{self, Ranged};
 use crate::replay;
 use crate::send::send_reply;
 use cacheoff_cache::{validators, Object, Timing};
-use cacheoff_http::echo::ECHO_HEADER;
+use cacheoff_http::echo::{COLLECTED_HEADER, ECHO_HEADER};
 use cacheoff_http::status::write_status_line;
 use cacheoff_http::{Framing, Method, RequestHead};
 use std::borrow::Cow;
@@ -158,6 +158,9 @@ pub(crate) async fn serve_stored(
     } else if matches!(&ranged, Ranged::Parts(p) if p.len() > 1) {
         // Several ranges have their own Content-Type.
         out.extend_from_slice(&without_header(&obj.head, "content-type"));
+    } else if cfg.collector {
+        // The stored name of the request it was kept for is not the reply's.
+        out.extend_from_slice(&without_header(&obj.head, COLLECTED_HEADER));
     } else {
         out.extend_from_slice(&obj.head);
     }

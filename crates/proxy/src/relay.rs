@@ -10,8 +10,8 @@ use crate::config::ProxyConfig;
 use crate::conn::{Done, Xact};
 use crate::fault::Fault;
 use crate::framing::{
-    content_type_of, end_head, end_to_end, push_collected_stamp, without_header, BodyFraming,
-    LAST_CHUNK,
+    content_type_of, copy_name, end_head, end_to_end, push_collected_stamp, push_header,
+    without_header, BodyFraming, LAST_CHUNK,
 };
 use crate::hit::{serve_stored, Served};
 use crate::inflight::Leader;
@@ -23,7 +23,7 @@ use cacheoff_cache::storage::strip_fields;
 use cacheoff_cache::validators::{etag_of, last_modified_of, not_modified};
 use cacheoff_cache::{storable_with, Freshness, Object, Storage, Timing};
 use cacheoff_http::chunked::write_chunk;
-use cacheoff_http::echo::ECHO_HEADER;
+use cacheoff_http::echo::{COLLECTED_HEADER, ECHO_HEADER};
 use cacheoff_http::status::write_status_line;
 use cacheoff_http::{Method, RequestHead, ResponseHead};
 use std::sync::atomic::Ordering;
@@ -138,6 +138,12 @@ impl Plan {
             status == 200 && (cfg.collector || cfg.faults.strikes(Fault::CacheUncachable));
         let storage = may_store(req, head, cfg, store_anyway);
         let may_store = leads && storage.is_some();
+        // The Collector keeps a reply no cache may reuse for the copies of
+        // the one client request that fetched it (SPE): it names that
+        // request in the stored head.
+        let collected_for = (cfg.collector && may_store_normally(req, head, cfg).is_none())
+            .then(|| copy_name(req))
+            .flatten();
         let mut fresh = Freshness::of_response(
             status,
             pairs(head),
@@ -158,7 +164,11 @@ impl Plan {
         // Nor what the store must not keep (Set-Cookie, private="f", ...).
         let mut unkept = storage.unwrap_or_default();
         unkept.extend(targeted);
-        let e2e = Bytes::from(strip_fields(&all, &unkept));
+        let mut kept = strip_fields(&all, &unkept);
+        if let Some(name) = collected_for {
+            push_header(&mut kept, COLLECTED_HEADER, name);
+        }
+        let e2e = Bytes::from(kept);
         let framing = BodyFraming::choose(cfg.reply_framing, head.framing, req.minor);
         let keep_alive = framing.keeps_alive(cfg.reply_framing, req.keep_alive);
         let client_head = (!client_304).then(|| {
@@ -252,6 +262,15 @@ fn pairs(head: &ResponseHead) -> impl Iterator<Item = (&str, &[u8])> + Clone {
 /// the fields the stored copy must drop; any 200 when `store_anyway`;
 /// never a body announced larger than `max_object` (one that grows past it
 /// is dropped while it arrives).
+/// Whether a cache that stores only what it may reuse would store it.
+fn may_store_normally(
+    req: &RequestHead,
+    head: &ResponseHead,
+    cfg: &ProxyConfig,
+) -> Option<Vec<String>> {
+    may_store(req, head, cfg, false)
+}
+
 fn may_store(
     req: &RequestHead,
     head: &ResponseHead,

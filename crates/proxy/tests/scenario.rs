@@ -785,3 +785,40 @@ fn a_forward_proxy_takes_origin_form_with_host_and_refuses_a_loop() {
     );
     assert_eq!(exchange(t.proxy.addr(), own.as_bytes()).status, 508);
 }
+
+/// The Collector keeps a reply no cache may reuse for the copies of the
+/// client request that fetched it (SPE: each proxy under test asks for it
+/// once more), never for the next client request.
+#[test]
+fn the_collector_keeps_an_uncachable_reply_for_its_requests_copies_only() {
+    let t = Setup::new(|c| c.collector = true);
+    let get = |copy: &str| t.get_with("/private", &format!("X-Cacheoff-Copy: {copy}\r\n"));
+    let first = get("00000000000000b1");
+    assert_eq!(first.x_cache(), "MISS");
+    assert_eq!(t.origin.fetches("/private"), 1);
+    // Two proxies under test ask for the same request's copy.
+    for _ in 0..2 {
+        let copy = get("00000000000000b1");
+        assert_eq!(copy.x_cache(), "HIT");
+        assert_eq!(copy.body, first.body);
+        let stamps: Vec<_> = copy
+            .headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case("X-Cacheoff-Collected"))
+            .collect();
+        assert_eq!(stamps.len(), 1, "one stamp, the copy's own");
+    }
+    assert_eq!(t.origin.fetches("/private"), 1);
+    // The next client request is the origin's again, and so is a request
+    // that names no copy.
+    assert_eq!(get("00000000000000b2").x_cache(), "MISS");
+    assert_eq!(t.origin.fetches("/private"), 2);
+    assert_eq!(t.get("/private").x_cache(), "MISS");
+    assert_eq!(t.origin.fetches("/private"), 3);
+    // A cachable reply is every request's.
+    get("00000000000000b3");
+    let other = t.get_with("/max-age/60", "X-Cacheoff-Copy: 00000000000000b4\r\n");
+    assert_eq!(other.x_cache(), "MISS");
+    let again = t.get_with("/max-age/60", "X-Cacheoff-Copy: 00000000000000b5\r\n");
+    assert_eq!(again.x_cache(), "HIT");
+}

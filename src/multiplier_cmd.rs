@@ -1,0 +1,140 @@
+//! `cacheoff multiplier`: the SPE Multiplier (`cacheoff_multiplier`) as a
+//! command: starts it, prints a line per interval, and on SIGINT/SIGTERM
+//! stops it, writes the summary and the report page, and prints the
+//! ranking.
+
+use crate::cli::MultiplierArgs;
+use crate::{console, Failure};
+use anyhow::Context;
+use cacheoff_multiplier::{parse_proxies, Config, Interval, Summary};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Runs `cacheoff multiplier` until a signal; the summary it wrote.
+pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
+    let collector = resolve(&a.collector)?;
+    let proxies = parse_proxies(&a.proxies).map_err(Failure::usage)?;
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| cacheoff_rundir::RunDir::default_path("multiplier"));
+    crate::preflight::check(collector)?;
+    for p in &proxies {
+        crate::preflight::check(p.addr)
+            .map_err(|f| Failure::usage(f.error.context(format!("proxy under test {}", p.name))))?;
+    }
+    let mut cfg = Config::new(a.listen, collector, proxies, out.clone());
+    cfg.queue = a.queue.max(1);
+    cfg.conns_per_proxy = a.conns.max(1);
+    cfg.copy_unsafe = a.copy_unsafe;
+    if let Some(w) = a.workers {
+        cfg.workers = w.max(1);
+    }
+    cfg.argv = argv.to_vec();
+    cfg.build = crate::run_cmd::build();
+    if !a.quiet {
+        cfg.on_interval = Some(Arc::new(|iv: &Interval| console::print(&line(iv))));
+    }
+    let stop = cacheoff_agent::StopHandle::new();
+    crate::run_cmd::install_signal_handlers(&stop);
+    let m = cacheoff_multiplier::start(cfg)
+        .context("cannot start the Multiplier")
+        .map_err(Failure::usage)?;
+    console::print(&format!(
+        "cacheoff {} multiplier on {}: Collector {collector}, copies to {} -> {}",
+        env!("CARGO_PKG_VERSION"),
+        m.addr(),
+        a.proxies.join(", "),
+        out.display()
+    ));
+    while !stop.is_stopped() {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    console::print("cacheoff: stopping the Multiplier (copies in flight may take a moment)");
+    let summary = m
+        .stop()
+        .context("the Multiplier failed")
+        .map_err(Failure::run)?;
+    conclude(&out, &summary);
+    Ok(summary)
+}
+
+/// The ranking and where the results are.
+pub fn conclude(out: &Path, s: &Summary) {
+    console::print(&format!(
+        "{} requests from clients in {:.1} s",
+        s.requests, s.duration_s
+    ));
+    for p in &s.proxies {
+        let span = &p.span;
+        console::print(&format!(
+            "  {:<16} copied {:>8} dropped {:>6} hits claimed {:>5.1}% validated {:>5.1}%  rt mean {:>8.2} ms  mismatches {}{}",
+            span.name,
+            span.counts.copied,
+            span.counts.dropped,
+            p.claimed_hit_ratio,
+            p.validated_hit_ratio,
+            span.rt_ms.all.mean,
+            span.counts.mismatches,
+            if p.overloaded { "  OVERLOADED" } else { "" }
+        ));
+    }
+    for r in &s.ranking {
+        match (r.rank, &r.reason) {
+            (Some(n), _) => {
+                console::print(&format!("  #{n} {} ({:.2} ms mean)", r.name, r.mean_rt_ms))
+            }
+            (None, Some(why)) => console::print(&format!("  -- {}: {why}", r.name)),
+            (None, None) => {}
+        }
+    }
+    console::print(&format!("run directory: {}", out.display()));
+    match crate::report_cmd::html_report(out) {
+        Ok(path) => console::print(&format!("report: {}", path.display())),
+        Err(e) => console::print(&format!(
+            "cacheoff: warning: cannot render the report: {e:#}"
+        )),
+    }
+}
+
+/// One live line: requests, and per proxy copies, drops, mismatches.
+fn line(iv: &Interval) -> String {
+    let secs = (iv.end_s - iv.start_s).max(1e-9);
+    let mut s = format!(
+        "{:>7.1}s  {:>8.1} req/s  collector {:>7.2} ms",
+        iv.end_s,
+        iv.requests as f64 / secs,
+        iv.collector.rt_ms.all.mean
+    );
+    for p in &iv.proxies {
+        s.push_str(&format!(
+            "  | {} {:.2} ms{}{}",
+            p.name,
+            p.rt_ms.all.mean,
+            if p.counts.dropped > 0 {
+                format!(" dropped {}", p.counts.dropped)
+            } else {
+                String::new()
+            },
+            if p.counts.mismatches > 0 {
+                format!(" MISMATCHES {}", p.counts.mismatches)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    s
+}
+
+fn resolve(hostport: &str) -> Result<SocketAddr, Failure> {
+    hostport
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| {
+            Failure::usage(anyhow::anyhow!(
+                "--collector {hostport:?}: expected HOST:PORT"
+            ))
+        })
+}
