@@ -183,6 +183,7 @@ mod tests {
             phases: vec![entry("meas")],
             total: entry("total"),
             distributions: None,
+            ceiling: None,
             plan_digest: None,
         };
         let t = summary_table(&summary);

@@ -12,8 +12,10 @@ mod lineup_summary;
 pub mod msl_cmd;
 mod preflight;
 pub mod proxy_cmd;
+pub mod replay_cmd;
 pub mod report_cmd;
 pub mod run_cmd;
+mod sample_trace;
 pub mod workload_cmd;
 
 /// A failed command: the error and the exit code it maps to
@@ -51,5 +53,9 @@ pub fn run(cli: cli::Cli) -> Result<(), Failure> {
         cli::Command::Proxy(args) => proxy_cmd::run(&args),
         cli::Command::Msl(args) => msl_cmd::run(&args),
         cli::Command::Lineup(args) => lineup_cmd::run(&args),
+        cli::Command::Replay(args) => {
+            replay_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
+        }
+        cli::Command::Trace(args) => replay_cmd::write_sample(&args),
     }
 }

@@ -43,45 +43,11 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    // A surrogate workload (WebAxe) tests a surrogate unless told otherwise.
-    let reverse = a.reverse.is_some() || (workload.surrogate && a.proxy.is_none() && !a.direct);
-    if let Some(p) = a.proxy.or(a.reverse.flatten()) {
-        if reverse && workload.servers.port == 0 {
-            return Err(Failure::usage(anyhow::anyhow!(
-                "--reverse {p}: the surrogate must know the origin servers' addresses before the run: give them a port (--server-port PORT) and configure the surrogate with `cacheoff workload addrmap {} --server-port PORT`",
-                a.workload
-            )));
-        }
-        crate::preflight::check(p)?;
-    }
-    // Servers are bound first in reverse mode: the address map names them.
-    let bound = if reverse {
-        Some(std::sync::Arc::new(
-            BoundServers::bind(&workload)
-                .context("cannot listen on the origin servers' addresses")
-                .map_err(Failure::usage)?,
-        ))
-    } else {
-        None
-    };
-    // No proxy named and no --direct: test the reference proxy.
-    let embedded = match (a.proxy, a.reverse, a.direct) {
-        (None, None, false) if !reverse => Some(start_reference_proxy(&workload, None)?),
-        (None, None | Some(None), false) => Some(start_reference_proxy(
-            &workload,
-            bound.as_ref().map(|b| b.addr_map()),
-        )?),
-        _ => None,
-    };
-    let target = a
-        .proxy
-        .or(a.reverse.flatten())
-        .or(embedded.as_ref().map(|p| p.addr()));
-    let via = match target {
-        None => Via::Direct,
-        Some(t) if reverse => Via::Surrogate(t),
-        Some(t) => Via::Proxy(t),
-    };
+    let Target {
+        via,
+        bound,
+        embedded,
+    } = choose_target(&workload, a.proxy, a.reverse, a.direct, &a.workload)?;
     let label = a
         .label
         .clone()
@@ -99,7 +65,20 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         trace: None,
     };
     let r = run_setup(&dir, setup, argv, &stop)?;
-    if !a.quiet {
+    conclude(&r, embedded, a.quiet)?;
+    Ok(r)
+}
+
+/// After a run: the summary on the console, the embedded proxy's
+/// counters, the report card, and the verdict by the cache-off's rules (an
+/// error when the run is disqualified).
+pub fn conclude(
+    r: &RunResult,
+    embedded: Option<cacheoff_proxy::Proxy>,
+    quiet: bool,
+) -> Result<(), Failure> {
+    let dir = &r.dir;
+    if !quiet {
         console::print("");
     }
     console::print(&console::summary_table(&r.summary));
@@ -110,20 +89,82 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
     console::print(&format!("run directory: {}", dir.display()));
     // The measurements are safe on disk already; a report that fails to
     // render is reported but does not fail the run.
-    match crate::report_cmd::html_report(&dir) {
+    match crate::report_cmd::html_report(dir) {
         Ok(path) => console::print(&format!("report card: {}", path.display())),
         Err(e) => console::print(&format!(
             "cacheoff: warning: cannot render the report card: {e:#}"
         )),
     }
-    let why = disqualified(&dir);
+    let why = disqualified(dir);
     if !why.is_empty() {
         return Err(Failure::run(anyhow::anyhow!(
             "the run is disqualified by the cache-off's rules: {}",
             why.join("; ")
         )));
     }
-    Ok(r)
+    Ok(())
+}
+
+/// Where the robots send: a proxy or surrogate, none, or the reference
+/// proxy started here (`embedded`).
+pub struct Target {
+    pub via: Via,
+    /// Origin servers bound before the run (reverse mode).
+    pub bound: Option<std::sync::Arc<BoundServers>>,
+    pub embedded: Option<cacheoff_proxy::Proxy>,
+}
+
+/// The target of `--proxy`, `--reverse [HOST:PORT]` and `--direct`: a
+/// surrogate workload (WebAxe) tests a surrogate unless told otherwise,
+/// and with no proxy named the reference proxy is started and tested.
+/// `what` names the workload in messages.
+pub fn choose_target(
+    workload: &Workload,
+    proxy: Option<std::net::SocketAddr>,
+    reverse: Option<Option<std::net::SocketAddr>>,
+    direct: bool,
+    what: &str,
+) -> Result<Target, Failure> {
+    let surrogate = reverse.is_some() || (workload.surrogate && proxy.is_none() && !direct);
+    if let Some(p) = proxy.or(reverse.flatten()) {
+        if surrogate && workload.servers.port == 0 {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "--reverse {p}: the surrogate must know the origin servers' addresses before the run: give them a port (--server-port PORT) and configure the surrogate with `cacheoff workload addrmap {what} --server-port PORT`"
+            )));
+        }
+        crate::preflight::check(p)?;
+    }
+    // Servers are bound first in reverse mode: the address map names them.
+    let bound = if surrogate {
+        Some(std::sync::Arc::new(
+            BoundServers::bind(workload)
+                .context("cannot listen on the origin servers' addresses")
+                .map_err(Failure::usage)?,
+        ))
+    } else {
+        None
+    };
+    let embedded = match (proxy, reverse, direct) {
+        (None, None, false) if !surrogate => Some(start_reference_proxy(workload, None)?),
+        (None, None | Some(None), false) => Some(start_reference_proxy(
+            workload,
+            bound.as_ref().map(|b| b.addr_map()),
+        )?),
+        _ => None,
+    };
+    let target = proxy
+        .or(reverse.flatten())
+        .or(embedded.as_ref().map(|p| p.addr()));
+    let via = match target {
+        None => Via::Direct,
+        Some(t) if surrogate => Via::Surrogate(t),
+        Some(t) => Via::Proxy(t),
+    };
+    Ok(Target {
+        via,
+        bound,
+        embedded,
+    })
 }
 
 /// Why the run in `dir` fails a cache-off rule (the executive summary's
@@ -162,7 +203,7 @@ fn start_reference_proxy(
         .map_err(Failure::run)
 }
 
-fn reference_label(p: &cacheoff_proxy::Proxy) -> String {
+pub fn reference_label(p: &cacheoff_proxy::Proxy) -> String {
     let c = p.config();
     format!(
         "cacheoff reference proxy {} ({}, {} memory)",
@@ -210,7 +251,14 @@ pub struct Setup {
     /// Called once with the run's time zero, as robots are about to start.
     pub on_start: Option<OnStart>,
     /// A trace replayed instead of the workload's plan (`cacheoff replay`).
-    pub trace: Option<cacheoff_agent::TraceFeed>,
+    pub trace: Option<Replay>,
+}
+
+/// What `cacheoff replay` replays: the requests, and the trace's record
+/// for the run directory.
+pub struct Replay {
+    pub feed: cacheoff_agent::TraceFeed,
+    pub replayed: cacheoff_rundir::Replayed,
 }
 
 /// See [`Setup::on_start`].
@@ -308,6 +356,16 @@ pub fn run_setup(
         RunDirError::HoldsARun(_) => Failure::usage(e),
         e => Failure::usage(anyhow::Error::new(e).context("cannot create the run directory")),
     })?;
+    let trace = match trace {
+        Some(Replay { feed, replayed }) => {
+            run_dir
+                .replaying(replayed)
+                .context("cannot write the run directory")
+                .map_err(Failure::run)?;
+            Some(feed)
+        }
+        None => None,
+    };
     if !quiet {
         console::print(&format!(
             "cacheoff {} run {}: {} robots, {} servers, {}, {} -> {}",
@@ -357,7 +415,7 @@ pub fn run_setup(
 }
 
 /// First SIGINT/SIGTERM stops the run gracefully; a second exits at once.
-fn install_signal_handlers(stop: &StopHandle) {
+pub fn install_signal_handlers(stop: &StopHandle) {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
         return;

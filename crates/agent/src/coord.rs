@@ -42,8 +42,7 @@ pub struct RunConfig {
 #[derive(Clone)]
 pub struct TraceFeed(pub Arc<TraceFn>);
 
-pub type TraceFn =
-    dyn Fn(u32, u32) -> Box<dyn Iterator<Item = TracedRequest> + Send> + Send + Sync;
+pub type TraceFn = dyn Fn(u32, u32) -> Box<dyn Iterator<Item = TracedRequest> + Send> + Send + Sync;
 
 impl std::fmt::Debug for TraceFeed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

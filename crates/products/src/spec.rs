@@ -220,10 +220,16 @@ pub struct ProductSpec {
     /// Arguments that make the binary print its version.
     #[serde(default)]
     pub version_args: Vec<String>,
+    /// The modes it runs in on its own (what a lineup runs).
     pub modes: Vec<Mode>,
-    /// Modes in which a parent proxy can be given.
+    /// Modes (among `modes`) in which a parent proxy can be given.
     #[serde(default)]
     pub parent_modes: Vec<Mode>,
+    /// Modes (not among `modes`) it runs in only with a parent proxy: a
+    /// surrogate that is a forward proxy only as the child of the SPE
+    /// Collector, sending it every miss.
+    #[serde(default)]
+    pub parent_only_modes: Vec<Mode>,
     /// Files it needs besides the binary (checked with it).
     #[serde(default)]
     pub requires: Vec<Requirement>,
@@ -331,9 +337,39 @@ impl ProductSpec {
         Ok(spec)
     }
 
-    /// Whether the product file lists `mode`.
+    /// Whether the product runs in `mode` on its own, without a parent
+    /// proxy (`modes`).
     pub fn supports(&self, mode: Mode) -> bool {
         self.modes.contains(&mode)
+    }
+
+    /// Whether the product can run in `mode` with a parent proxy
+    /// (`Settings::parent`), as an SPE run's proxies under test do with
+    /// the Collector: `parent_modes` and `parent_only_modes`.
+    pub fn supports_parent(&self, mode: Mode) -> bool {
+        self.parent_modes.contains(&mode) || self.needs_parent(mode)
+    }
+
+    /// Whether the product runs in `mode` only with a parent proxy
+    /// (`parent_only_modes`).
+    pub fn needs_parent(&self, mode: Mode) -> bool {
+        self.parent_only_modes.contains(&mode)
+    }
+
+    /// The modes in which the product can run with a parent proxy, in
+    /// [`Mode::ALL`]'s order: whether (and how) it can join an SPE run.
+    pub fn modes_with_parent(&self) -> Vec<Mode> {
+        Mode::ALL
+            .into_iter()
+            .filter(|m| self.supports_parent(*m))
+            .collect()
+    }
+
+    /// Every mode it can start in, with a parent or without.
+    fn all_modes(&self) -> impl Iterator<Item = Mode> + '_ {
+        Mode::ALL
+            .into_iter()
+            .filter(|m| self.supports(*m) || self.needs_parent(*m))
     }
 
     /// The size a disk cache (or a cache file of the memory size) of
@@ -368,6 +404,15 @@ impl ProductSpec {
         if let Some(m) = self.parent_modes.iter().find(|m| !self.modes.contains(m)) {
             return Err(format!("parent_modes: {m} is not among the modes"));
         }
+        if let Some(m) = self
+            .parent_only_modes
+            .iter()
+            .find(|m| self.modes.contains(m))
+        {
+            return Err(format!(
+                "parent_only_modes: {m} is among the modes, which run without a parent (list it in parent_modes)"
+            ));
+        }
         if !(self.price_usd >= 0.0 && self.price_usd.is_finite()) {
             return Err(format!("price_usd: {} is not a price", self.price_usd));
         }
@@ -401,8 +446,8 @@ impl ProductSpec {
         if self.log.hits.is_empty() {
             return Err("log.hits: name at least one result that is a hit".into());
         }
-        for m in &self.modes {
-            let first = self.processes.iter().find(|p| applies(&p.modes, *m));
+        for m in self.all_modes() {
+            let first = self.processes.iter().find(|p| applies(&p.modes, m));
             match first {
                 None => return Err(format!("no [[process]] runs in {m} mode")),
                 Some(p) if p.after_ready => {
@@ -518,6 +563,46 @@ hits = ["HIT"]
     }
 
     #[test]
+    fn a_mode_may_need_a_parent() {
+        let s = ProductSpec::parse(
+            &MINIMAL.replace(
+                "modes = [\"forward\"]",
+                "modes = [\"reverse\"]\nparent_only_modes = [\"forward\"]",
+            ),
+            "t",
+        )
+        .unwrap();
+        assert!(!s.supports(Mode::Forward) && s.supports(Mode::Reverse));
+        assert!(s.needs_parent(Mode::Forward) && !s.needs_parent(Mode::Reverse));
+        assert!(s.supports_parent(Mode::Forward) && !s.supports_parent(Mode::Reverse));
+        assert_eq!(s.modes_with_parent(), [Mode::Forward]);
+        let s = ProductSpec::parse(MINIMAL, "t").unwrap();
+        assert!(!s.supports_parent(Mode::Forward) && !s.needs_parent(Mode::Forward));
+        assert!(s.modes_with_parent().is_empty());
+        // A process must run in the mode that needs a parent too.
+        let e = ProductSpec::parse(
+            &MINIMAL
+                .replace(
+                    "modes = [\"forward\"]",
+                    "modes = [\"forward\"]\nparent_only_modes = [\"reverse\"]",
+                )
+                .replace("[[process]]", "[[process]]\nmodes = [\"forward\"]"),
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("no [[process]] runs in reverse mode"), "{e}");
+    }
+
+    #[test]
+    fn every_builtin_product_can_be_a_child_of_the_collector() {
+        for n in ProductSpec::builtin_names() {
+            let s = ProductSpec::builtin(n).unwrap();
+            assert_eq!(s.modes_with_parent(), [Mode::Forward], "{n}");
+        }
+    }
+
+    #[test]
     fn modes_parse_by_name() {
         assert_eq!("reverse".parse::<Mode>(), Ok(Mode::Reverse));
         assert_eq!("forward".parse::<Mode>(), Ok(Mode::Forward));
@@ -564,6 +649,11 @@ hits = ["HIT"]
                 "modes = [\"forward\"]",
                 "modes = [\"forward\"]\nparent_modes = [\"reverse\"]",
                 "parent_modes",
+            ),
+            (
+                "modes = [\"forward\"]",
+                "modes = [\"forward\"]\nparent_only_modes = [\"forward\"]",
+                "parent_only_modes",
             ),
             (
                 "price_usd = 0",

@@ -154,20 +154,29 @@ impl ProductSpec {
         }
     }
 
-    /// Writes the product's files into `settings.dir`, runs its `[[init]]`
-    /// commands and starts its processes in a new process group. It is
-    /// not ready yet: see [`Running::wait_ready`].
-    pub fn start(&self, mode: Mode, settings: &Settings) -> Result<Running, Error> {
+    /// Whether the product can start in `mode` with `settings`, as far as
+    /// its product file says (the mode, a parent proxy, a disk cache, the
+    /// address map, the port), without touching anything: what
+    /// [`ProductSpec::start`] checks first.
+    pub fn check_settings(&self, mode: Mode, settings: &Settings) -> Result<(), Error> {
         let unsupported = |why: &str| Error::Unsupported {
             product: self.name.clone(),
             mode,
             why: why.to_string(),
         };
-        if !self.modes.contains(&mode) {
+        if !self.supports(mode) && !self.needs_parent(mode) {
             return Err(unsupported("the product file does not list this mode"));
         }
-        if settings.parent.is_some() && !self.parent_modes.contains(&mode) {
-            return Err(unsupported("no parent proxy in this mode"));
+        match settings.parent {
+            None if self.needs_parent(mode) => {
+                return Err(unsupported(
+                    "only with a parent proxy, such as the SPE Collector, which gets every miss",
+                ))
+            }
+            Some(_) if !self.supports_parent(mode) => {
+                return Err(unsupported("no parent proxy in this mode"))
+            }
+            _ => {}
         }
         if settings.disk.is_some() && !self.disk_cache {
             return Err(unsupported("no disk cache"));
@@ -181,6 +190,14 @@ impl ProductSpec {
                 "a port is needed (0 picks none we could reach)".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// Writes the product's files into `settings.dir`, runs its `[[init]]`
+    /// commands and starts its processes in a new process group. It is
+    /// not ready yet: see [`Running::wait_ready`].
+    pub fn start(&self, mode: Mode, settings: &Settings) -> Result<Running, Error> {
+        self.check_settings(mode, settings)?;
         let bin = self.installed_binary(&settings.exe)?;
         std::fs::create_dir_all(&settings.dir)
             .map_err(|e| self.io("create the run directory", &settings.dir, e))?;
@@ -421,6 +438,53 @@ mod tests {
         assert!(a.bytes().all(|b| b.is_ascii_alphanumeric()));
         assert_ne!(a, instance_of(Path::new("/tmp/b")));
         assert_eq!(a, instance_of(Path::new("/tmp/a")));
+    }
+
+    #[test]
+    fn a_parent_is_checked_against_the_product_file() {
+        let settings = Settings {
+            listen: SocketAddr::from(([127, 0, 0, 1], 3128)),
+            mem: 1 << 20,
+            disk: None,
+            addrmap: None,
+            parent: None,
+            dir: PathBuf::from("/nonexistent"),
+            exe: PathBuf::from("/nonexistent/cacheoff"),
+        };
+        let with_parent = Settings {
+            parent: Some(SocketAddr::from(([127, 0, 0, 1], 3129))),
+            ..settings.clone()
+        };
+        let map = AddrMap::for_servers(&[SocketAddr::from(([127, 0, 0, 1], 8080))]);
+        let reverse_with_parent = Settings {
+            addrmap: Some(&map),
+            ..with_parent.clone()
+        };
+        for name in ProductSpec::builtin_names() {
+            let spec = ProductSpec::builtin(name).unwrap();
+            spec.check_settings(Mode::Forward, &with_parent)
+                .unwrap_or_else(|e| panic!("{e}"));
+            let e = spec
+                .check_settings(Mode::Reverse, &reverse_with_parent)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("no parent proxy in this mode"), "{e}");
+            let alone = spec.check_settings(Mode::Forward, &settings);
+            if spec.needs_parent(Mode::Forward) {
+                let e = alone.unwrap_err().to_string();
+                assert_eq!(
+                    e,
+                    format!("{name}: cannot run in forward mode (only with a parent proxy, such as the SPE Collector, which gets every miss)")
+                );
+            } else {
+                alone.unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+        let varnish = ProductSpec::builtin("varnish").unwrap();
+        assert!(varnish.needs_parent(Mode::Forward));
+        assert!(!ProductSpec::builtin("squid")
+            .unwrap()
+            .needs_parent(Mode::Forward));
     }
 
     #[test]

@@ -22,6 +22,7 @@ const KEYS: &[&str] = &[
     "version_args",
     "modes",
     "parent_modes",
+    "parent_only_modes",
     "requires.path",
     "requires.package",
     "disk_cache",
@@ -65,8 +66,9 @@ title = "X"
 package = "x"
 binary = "/bin/true"
 version_args = ["-v"]
-modes = ["forward", "reverse"]
-parent_modes = ["forward"]
+modes = ["reverse"]
+parent_modes = ["reverse"]
+parent_only_modes = ["forward"]
 disk_cache = false
 min_disk_mb = 9
 user_when_root = "nobody"

@@ -10,18 +10,17 @@
 //! `cacheoff` binary next to this test's (`cargo test --workspace` builds
 //! it) or `$CACHEOFF_EXE`.
 
+mod support;
+
 use cacheoff_products::{Disk, Mode, ProductSpec, Running, Settings};
 use cacheoff_workload::AddrMap;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
-
-const READY: Duration = Duration::from_secs(60);
+use support::{cacheoff_exe, free_port, get, log_counts, product, request, run_dir, Reply, READY};
 
 /// An origin server: every reply carries `X-Count` (this server's request
 /// count, also as `X-Cacheoff-Echo`, where cacheoff's origins echo the
@@ -135,150 +134,6 @@ fn serve(
             return;
         }
     }
-}
-
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// One GET on a new connection, read to its end.
-fn get(proxy: SocketAddr, target: &str, host: &str) -> Reply {
-    request(proxy, "GET", target, host, &[], "")
-}
-
-/// One request with extra header lines (`Name: value`) and a body (sent
-/// with its length when not empty), on a new connection, read to its end.
-fn request(
-    proxy: SocketAddr,
-    method: &str,
-    target: &str,
-    host: &str,
-    headers: &[String],
-    body: &str,
-) -> Reply {
-    let mut s = TcpStream::connect(proxy).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
-    for h in headers {
-        head.push_str(h);
-        head.push_str("\r\n");
-    }
-    if !body.is_empty() {
-        head.push_str(&format!(
-            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
-            body.len()
-        ));
-    }
-    head.push_str("\r\n");
-    head.push_str(body);
-    s.write_all(head.as_bytes()).unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let end = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map_or(buf.len(), |i| i + 4);
-    let text = String::from_utf8_lossy(&buf[..end]);
-    let mut lines = text.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
-        .collect();
-    Reply {
-        status,
-        headers,
-        body: buf[end..].to_vec(),
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The cacheoff binary for the reference proxy: `$CACHEOFF_EXE`, else the
-/// one cargo built next to this test.
-fn cacheoff_exe() -> PathBuf {
-    if let Some(p) = std::env::var_os("CACHEOFF_EXE") {
-        return PathBuf::from(p);
-    }
-    let me = std::env::current_exe().unwrap();
-    me.parent().unwrap().parent().unwrap().join("cacheoff")
-}
-
-/// The product's spec, or `None` (with a message) when it is not there.
-fn product(name: &str, mode: Mode) -> Option<ProductSpec> {
-    let spec = ProductSpec::builtin(name).unwrap();
-    let exe = cacheoff_exe();
-    if let Err(e) = spec.installed_binary(&exe) {
-        eprintln!(
-            "SKIPPED: {e}; ops/install-products.sh installs the products{}",
-            if name == "reference" {
-                ", and `cargo build` the cacheoff binary (or set CACHEOFF_EXE)"
-            } else {
-                ""
-            }
-        );
-        return None;
-    }
-    if name == "reference" && mode == Mode::Reverse {
-        let help = std::process::Command::new(&exe)
-            .args(["proxy", "--help"])
-            .output()
-            .unwrap();
-        if !String::from_utf8_lossy(&help.stdout).contains("--origin-map") {
-            eprintln!(
-                "SKIPPED: {} has no --origin-map: build the current cacheoff",
-                exe.display()
-            );
-            return None;
-        }
-    }
-    Some(spec)
-}
-
-/// A temporary run directory, removed at the end unless
-/// `CACHEOFF_KEEP_RUN_DIRS` is set (then its path is printed).
-struct RunDir(Option<tempfile::TempDir>);
-
-impl RunDir {
-    fn path(&self) -> &std::path::Path {
-        self.0.as_ref().unwrap().path()
-    }
-}
-
-impl Drop for RunDir {
-    fn drop(&mut self) {
-        if std::env::var_os("CACHEOFF_KEEP_RUN_DIRS").is_some() {
-            eprintln!("kept {}", self.0.take().unwrap().keep().display());
-        }
-    }
-}
-
-fn run_dir() -> RunDir {
-    let d = tempfile::tempdir().unwrap();
-    // Products that switch users as root must reach it.
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    RunDir(Some(d))
 }
 
 /// Whether process `pid` is alive (a zombie is not).
@@ -479,18 +334,6 @@ fn cache_rules(r: &Running, mode: Mode, o: &Origin) {
     }
 }
 
-/// Waits for the log to show at least `hits` hits (products write it late).
-fn log_counts(r: &Running, hits: u64) -> cacheoff_products::LogCounts {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let c = r.hits_from_log().unwrap();
-        if c.hits >= hits || Instant::now() >= deadline {
-            return c;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 fn scenario(name: &str, mode: Mode) {
     let Some(spec) = product(name, mode) else {
         return;
@@ -610,48 +453,6 @@ scenarios! {
     reference_reverse: "reference" Reverse;
 }
 
-/// Forward mode through a parent: the parent (here the origin server
-/// itself, which answers whatever it is asked) gets the absolute URI of a
-/// host nobody could reach directly.
-fn through_parent(name: &str) {
-    let Some(spec) = product(name, Mode::Forward) else {
-        return;
-    };
-    let dir = run_dir();
-    let parent = Origin::start("s1");
-    let settings = Settings {
-        listen: SocketAddr::from(([127, 0, 0, 1], free_port())),
-        mem: 64 << 20,
-        disk: None,
-        addrmap: None,
-        parent: Some(parent.addr),
-        dir: dir.path().join(name),
-        exe: cacheoff_exe(),
-    };
-    let mut r = spec.start(Mode::Forward, &settings).unwrap();
-    r.wait_ready(READY).unwrap_or_else(|e| panic!("{e}"));
-    let url = "http://s9.bench.tst/p";
-    let a = get(r.listen(), url, "s9.bench.tst");
-    let b = get(r.listen(), url, "s9.bench.tst");
-    assert_eq!((a.status, b.status), (200, 200), "{name}\n{}", r.tails());
-    assert_eq!(a.header("X-Count"), b.header("X-Count"), "{name}: no hit");
-    assert_eq!(parent.requests(url), 1, "{name}: the parent's requests");
-    r.stop().unwrap();
-    assert!(r.pids().is_empty());
-}
-
-#[test]
-#[ignore = "needs Squid (ops/install-products.sh); .ci/run runs it"]
-fn squid_forward_through_a_parent() {
-    through_parent("squid");
-}
-
-#[test]
-#[ignore = "needs Traffic Server (ops/install-products.sh); .ci/run runs it"]
-fn trafficserver_forward_through_a_parent() {
-    through_parent("trafficserver");
-}
-
 /// Traffic Server with a lineup's tiny cache, 8 MB of memory and 8 MB of
 /// disk or memory alone: a cache file under 9 MiB crashed it at start
 /// (SIGSEGV), so it gets 9 MiB (`min_disk_mb`), starts and caches.
@@ -761,7 +562,10 @@ fn unsupported_modes_and_missing_maps_are_refused_before_anything_starts() {
         .err()
         .unwrap()
         .to_string();
-    assert!(e.starts_with("varnish: cannot run in forward mode"), "{e}");
+    assert!(
+        e.starts_with("varnish: cannot run in forward mode (only with a parent proxy"),
+        "{e}"
+    );
     let squid = ProductSpec::builtin("squid").unwrap();
     let e = squid
         .start(Mode::Reverse, &settings)
@@ -773,9 +577,9 @@ fn unsupported_modes_and_missing_maps_are_refused_before_anything_starts() {
         parent: Some(SocketAddr::from(([127, 0, 0, 1], 2))),
         ..settings.clone()
     };
-    let reference = ProductSpec::builtin("reference").unwrap();
-    let e = reference
-        .start(Mode::Forward, &parent)
+    let nginx = ProductSpec::builtin("nginx").unwrap();
+    let e = nginx
+        .start(Mode::Reverse, &parent)
         .err()
         .unwrap()
         .to_string();

@@ -61,8 +61,10 @@ pub struct LogEntry<'a> {
     pub bytes: u64,
     pub method: &'a str,
     pub url: &'a str,
-    /// The origin contacted, if any.
+    /// The origin (or parent) contacted, if any.
     pub peer: Option<IpAddr>,
+    /// The peer was the parent proxy (`--parent`), not the origin.
+    pub via_parent: bool,
     pub content_type: &'a str,
 }
 
@@ -73,6 +75,7 @@ impl LogEntry<'_> {
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default();
         let hier = match self.peer {
+            Some(p) if self.via_parent => format!("FIRSTUP_PARENT/{p}"),
             Some(p) => format!("HIER_DIRECT/{p}"),
             None => "HIER_NONE/-".to_string(),
         };
@@ -141,6 +144,7 @@ mod tests {
             method: "GET",
             url: "http://127.2.0.1:8080/x",
             peer: Some("127.2.0.1".parse().unwrap()),
+            via_parent: false,
             content_type: "text/html",
         }
         .format(&mut s);
@@ -148,5 +152,21 @@ mod tests {
             s,
             "1795000000.123     42 127.0.0.1 TCP_MISS/200 1536 GET http://127.2.0.1:8080/x - HIER_DIRECT/127.2.0.1 text/html\n"
         );
+        let mut p = String::new();
+        LogEntry {
+            finished: SystemTime::UNIX_EPOCH + Duration::from_millis(1_795_000_000_123),
+            elapsed: Duration::from_millis(42),
+            client: "127.0.0.1".parse().unwrap(),
+            code: LogCode::Miss,
+            status: 200,
+            bytes: 1536,
+            method: "GET",
+            url: "http://127.2.0.1:8080/x",
+            peer: Some("127.0.0.3".parse().unwrap()),
+            via_parent: true,
+            content_type: "text/html",
+        }
+        .format(&mut p);
+        assert!(p.contains(" - FIRSTUP_PARENT/127.0.0.3 "), "{p}");
     }
 }

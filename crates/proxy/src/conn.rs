@@ -284,6 +284,7 @@ fn log(sh: &Shared, client: IpAddr, t0: Instant, method: &str, url: &str, d: &Do
             method,
             url,
             peer: d.peer,
+            via_parent: sh.cfg.parent.is_some(),
             content_type: &d.content_type,
         });
     }

@@ -9,6 +9,7 @@
 mod distributions;
 mod headline;
 mod over_time;
+mod replayed;
 mod tables;
 
 pub use headline::{verdicts, Verdict, MAX_ERROR_PERCENT, MIN_DHR_PERCENT, MIN_TIME_WAIT_S};
@@ -110,6 +111,9 @@ pub fn render(run: &Run) -> Result<String, ReportError> {
     let mut o = String::with_capacity(1 << 20);
     headline::header(&mut o, run);
     headline::figures(&mut o, &head, measured.as_deref(), m.proxy.is_some());
+    if let Some(r) = &run.replayed {
+        replayed::section(&mut o, r, &run.total());
+    }
     over_time::section(&mut o, run)?;
     distributions::section(
         &mut o,

@@ -12,6 +12,8 @@
 //! - `downtime.json` ([`Outage`], written by [`write_downtime`]): when the
 //!   product under test lost and regained power in a downtime run; read
 //!   with the run as [`Run::outage`].
+//! - `trace.json` ([`Replayed`], written by [`RunDir::replaying`]): the
+//!   trace a replay replayed and its ceilings, which the summary repeats.
 //! - Rules decided once: which phase is measured ([`measured_phase`]), and
 //!   records built from the run-time's [`IntervalStats`] and [`RunStats`]
 //!   (every derived figure comes from `cacheoff_stats::Entry`).
@@ -23,6 +25,7 @@ mod files;
 mod manifest;
 mod outage;
 mod records;
+mod replayed;
 mod run;
 pub mod spe;
 
@@ -30,6 +33,7 @@ pub use files::{FORMAT_VERSION, INTERVALS_FILE, MANIFEST_FILE, REPORT_FILE, SUMM
 pub use manifest::{now_rfc3339, Build, Host, Manifest, Mode, MANIFEST_FORMAT};
 pub use outage::{write_downtime, Outage, DOWNTIME_FILE, DOWNTIME_FORMAT};
 pub use records::{measured_phase, IntervalRecord, Summary, SUMMARY_FORMAT};
+pub use replayed::{write_trace, Ceiling, Replayed, TRACE_FILE, TRACE_FORMAT};
 pub use run::{Run, RunState};
 
 use cacheoff_stats::{IntervalStats, RunStats};
@@ -62,6 +66,7 @@ pub struct RunDir {
     manifest: Manifest,
     intervals: LineLog,
     names: Names,
+    replayed: Option<Replayed>,
 }
 
 impl RunDir {
@@ -80,6 +85,7 @@ impl RunDir {
             names: Names::of(&manifest.workload),
             manifest,
             intervals,
+            replayed: None,
         };
         dir.write_manifest()?;
         Ok(dir)
@@ -136,9 +142,18 @@ impl RunDir {
         Ok(record)
     }
 
+    /// This run replays a trace: writes `trace.json`; the summary will
+    /// carry its ceilings.
+    pub fn replaying(&mut self, r: Replayed) -> Result<(), RunDirError> {
+        write_trace(&self.path, &r)?;
+        self.replayed = Some(r);
+        Ok(())
+    }
+
     /// Writes the summary and the finished manifest.
     pub fn finish(mut self, run: &RunStats) -> Result<Summary, RunDirError> {
-        let summary = self.names.summary(run);
+        let mut summary = self.names.summary(run);
+        summary.ceiling = self.replayed.as_ref().map(|r| r.ceiling);
         self.manifest.finished_at = Some(now_rfc3339());
         self.write_manifest()?;
         let path = self.path.join(SUMMARY_FILE);

@@ -45,6 +45,10 @@ pub struct Summary {
     /// the same digest. Absent in older runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_digest: Option<String>,
+    /// A replay's ceilings (from `trace.json`): the hit ratios an
+    /// infinite, an LRU and an optimal cache would reach on the trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<crate::Ceiling>,
 }
 
 pub const SUMMARY_FORMAT: &str = "cacheoff-summary";
@@ -116,6 +120,7 @@ impl Names {
             total: run.total.entry("total", &self.content_types),
             distributions: Some(distributions),
             plan_digest: Some(format!("{:016x}", run.plan_digest)),
+            ceiling: None,
         }
     }
 }

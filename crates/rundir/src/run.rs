@@ -51,6 +51,8 @@ pub struct Run {
     /// When the product lost and regained power (`downtime.json`), in a
     /// downtime run whose power cut was timed.
     pub outage: Option<Outage>,
+    /// The replayed trace and its ceilings (`trace.json`), in a replay.
+    pub replayed: Option<crate::Replayed>,
 }
 
 impl Run {
@@ -73,6 +75,7 @@ impl Run {
             intervals,
             summary,
             outage: Outage::read(dir)?,
+            replayed: crate::Replayed::read(dir)?,
         })
     }
 

@@ -2,8 +2,9 @@
 //! ones are handled as the docs say, and the docs name every field.
 
 use cacheoff_rundir::{
-    write_downtime, Build, Manifest, Outage, RunDir, RunDirError, RunState, DOWNTIME_FILE,
-    FORMAT_VERSION, INTERVALS_FILE, MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE,
+    write_downtime, Build, Ceiling, Manifest, Outage, Replayed, RunDir, RunDirError, RunState,
+    DOWNTIME_FILE, FORMAT_VERSION, INTERVALS_FILE, MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE,
+    TRACE_FILE, TRACE_FORMAT,
 };
 use cacheoff_stats::{Accum, IntervalStats, Outcome, RunStats, Snapshot, XactRecord};
 use cacheoff_workload::RequestType;
@@ -290,6 +291,58 @@ fn the_docs_name_every_file_and_every_top_level_field() {
         .chain(keys(&manifest).into_iter().filter(|k| k != "workload"))
         .chain(keys(&downtime))
     {
+        let row = doc
+            .lines()
+            .any(|l| l.starts_with("| ") && l.contains(&format!("`{key}`")));
+        assert!(row, "{key} undocumented");
+    }
+}
+
+#[test]
+fn a_replay_keeps_its_trace_and_the_summary_repeats_its_ceilings() {
+    let dir = tempfile::tempdir().unwrap();
+    let replayed = Replayed {
+        format: TRACE_FORMAT.into(),
+        version: FORMAT_VERSION,
+        file: "access.log.gz".into(),
+        trace_format: "squid".into(),
+        requests: 1000,
+        objects: 400,
+        cachable_requests: 900,
+        bytes: 13 << 20,
+        trace_duration_s: 3600.0,
+        speed: 60.0,
+        cache_bytes: 64 << 20,
+        cachable_rule: "trace".into(),
+        ceiling: Ceiling {
+            infinite: 60.0,
+            lru: 41.5,
+            belady: 52.25,
+        },
+    };
+    let mut run_dir = RunDir::create(dir.path(), manifest()).unwrap();
+    run_dir.replaying(replayed.clone()).unwrap();
+    let summary = run_dir.finish(&RunStats::default()).unwrap();
+    assert_eq!(summary.ceiling, Some(replayed.ceiling));
+    let run = RunDir::open(dir.path()).unwrap();
+    assert_eq!(run.replayed, Some(replayed));
+    assert_eq!(run.summary.unwrap().ceiling.unwrap().lru, 41.5);
+    // An ordinary run has neither.
+    let plain = tempfile::tempdir().unwrap();
+    write_run(plain.path());
+    let run = RunDir::open(plain.path()).unwrap();
+    assert!(run.replayed.is_none() && run.summary.unwrap().ceiling.is_none());
+
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/run-directory.md"
+    ))
+    .unwrap();
+    assert!(doc.contains(&format!("`{TRACE_FILE}`")));
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(TRACE_FILE)).unwrap())
+            .unwrap();
+    for key in keys(&trace).into_iter().chain(["ceiling".to_string()]) {
         let row = doc
             .lines()
             .any(|l| l.starts_with("| ") && l.contains(&format!("`{key}`")));

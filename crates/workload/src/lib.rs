@@ -39,7 +39,6 @@ pub use dist::{Dist, DistError, Quantity};
 pub use expect::{expected_offered, Offered};
 pub use file::{builtin_names, load, load_text, LoadError};
 pub use lifecycle::{LifeCycle, ObjectTimes};
-pub use traced::{TraceBook, TracedRequest};
 pub use model::{
     Aborts, Arrivals, LinkConfig, RequestMix, RobotConfig, ServerConfig, Timeouts, Workload,
 };
@@ -51,5 +50,6 @@ pub use overrides::{Overrides, Param, PeakRate};
 pub use plan::{choose_request, digest, ArrivalTimes, Plan, PlanDigest, Planned};
 pub use popularity::{HotSet, PopModel, Popularity};
 pub use schedule::{Factors, FillGoal, Interval, Load, Phase, Schedule};
+pub use traced::{TraceBook, TracedRequest};
 pub use validate::WorkloadError;
 pub use world::{Galaxy, Pick};

@@ -3,8 +3,8 @@
 //! the robots (chosen by the traced client), then go the robots' usual way
 //! (connections, exchange, verdict, stats).
 
-use super::pacer::{self, Arrivals};
 use super::exchange::{us_since, Due};
+use super::pacer::{self, Arrivals};
 use super::{dispatch, Robot};
 use crate::local::Clients;
 use crate::TraceFeed;
@@ -107,4 +107,3 @@ pub async fn replay(clients: Rc<Clients>, robots: Vec<Rc<Robot>>, feed: &TraceFe
     )
     .await;
 }
-

@@ -1,0 +1,183 @@
+//! What the product tests share: one request through a product and its
+//! reply, free ports, the cacheoff binary, a product that may be missing,
+//! temporary run directories, waiting for a product's log.
+
+// Each test file uses some of these.
+#![allow(dead_code)]
+
+use cacheoff_products::{Mode, ProductSpec, Running};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub const READY: Duration = Duration::from_secs(60);
+
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One GET on a new connection, read to its end.
+pub fn get(proxy: SocketAddr, target: &str, host: &str) -> Reply {
+    request(proxy, "GET", target, host, &[], "")
+}
+
+/// One request with extra header lines (`Name: value`) and a body (sent
+/// with its length when not empty), on a new connection, read to its end.
+pub fn request(
+    proxy: SocketAddr,
+    method: &str,
+    target: &str,
+    host: &str,
+    headers: &[String],
+    body: &str,
+) -> Reply {
+    let mut s = TcpStream::connect(proxy).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    for h in headers {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    if !body.is_empty() {
+        head.push_str(&format!(
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    head.push_str("\r\n");
+    head.push_str(body);
+    s.write_all(head.as_bytes()).unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
+    let end = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(buf.len(), |i| i + 4);
+    let text = String::from_utf8_lossy(&buf[..end]);
+    let mut lines = text.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        .collect();
+    Reply {
+        status,
+        headers,
+        body: buf[end..].to_vec(),
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The cacheoff binary for the reference proxy: `$CACHEOFF_EXE`, else the
+/// one cargo built next to this test.
+pub fn cacheoff_exe() -> PathBuf {
+    if let Some(p) = std::env::var_os("CACHEOFF_EXE") {
+        return PathBuf::from(p);
+    }
+    let me = std::env::current_exe().unwrap();
+    me.parent().unwrap().parent().unwrap().join("cacheoff")
+}
+
+/// The product's spec, or `None` (with a message) when it is not there.
+pub fn product(name: &str, mode: Mode) -> Option<ProductSpec> {
+    product_with(name, mode, false)
+}
+
+/// The product's spec for a start with a parent proxy (or without:
+/// `parent` false), or `None` (with a message) when it is not there; the
+/// reference proxy must know the flags the start needs.
+pub fn product_with(name: &str, mode: Mode, parent: bool) -> Option<ProductSpec> {
+    let spec = ProductSpec::builtin(name).unwrap();
+    let exe = cacheoff_exe();
+    if let Err(e) = spec.installed_binary(&exe) {
+        eprintln!(
+            "SKIPPED: {e}; ops/install-products.sh installs the products{}",
+            if name == "reference" {
+                ", and `cargo build` the cacheoff binary (or set CACHEOFF_EXE)"
+            } else {
+                ""
+            }
+        );
+        return None;
+    }
+    if name == "reference" {
+        let help = std::process::Command::new(&exe)
+            .args(["proxy", "--help"])
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&help.stdout);
+        let flags = [
+            (mode == Mode::Reverse).then_some("--origin-map"),
+            parent.then_some("--parent"),
+        ];
+        if let Some(flag) = flags.into_iter().flatten().find(|f| !help.contains(f)) {
+            eprintln!(
+                "SKIPPED: {} has no {flag}: build the current cacheoff",
+                exe.display()
+            );
+            return None;
+        }
+    }
+    Some(spec)
+}
+
+/// A temporary run directory, removed at the end unless
+/// `CACHEOFF_KEEP_RUN_DIRS` is set (then its path is printed).
+pub struct RunDir(Option<tempfile::TempDir>);
+
+impl RunDir {
+    pub fn path(&self) -> &std::path::Path {
+        self.0.as_ref().unwrap().path()
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        if std::env::var_os("CACHEOFF_KEEP_RUN_DIRS").is_some() {
+            eprintln!("kept {}", self.0.take().unwrap().keep().display());
+        }
+    }
+}
+
+pub fn run_dir() -> RunDir {
+    let d = tempfile::tempdir().unwrap();
+    // Products that switch users as root must reach it.
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    RunDir(Some(d))
+}
+
+/// Waits for the log to show at least `hits` hits (products write it late).
+pub fn log_counts(r: &Running, hits: u64) -> cacheoff_products::LogCounts {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let c = r.hits_from_log().unwrap();
+        if c.hits >= hits || Instant::now() >= deadline {
+            return c;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,155 @@
+//! `cacheoff replay`: traces of every format, made by `cacheoff trace`
+//! from a workload's plan, replayed as the binary runs them, with the
+//! trace's ceilings beside the measured figures.
+
+mod support;
+
+use serde_json::Value;
+use std::path::Path;
+use support::process::{cacheoff, stderr, stdout};
+
+/// Writes a `format` trace of `requests` requests of the `simple`
+/// workload's plan to `path`.
+fn make_trace(path: &Path, format: &str, requests: usize) {
+    let o = cacheoff(&[
+        "trace",
+        "simple",
+        "--format",
+        format,
+        "--requests",
+        &requests.to_string(),
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+fn summary(run: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap()
+}
+
+fn replay(trace: &Path, run: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "replay",
+        trace.to_str().unwrap(),
+        "-q",
+        "-o",
+        run.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    cacheoff(&args)
+}
+
+#[test]
+fn a_trace_through_the_reference_proxy_reaches_its_ceiling() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("access.log.gz");
+    make_trace(&trace, "squid", 3000);
+    let run = dir.path().join("run");
+    let o = replay(&trace, &run, &["--speed", "4", "--cache-size", "64MB"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let s = summary(&run);
+    let total = &s["total"];
+    assert_eq!(total["xacts"], 3000, "{total}");
+    assert_eq!(total["errors"]["total"], 0);
+    let ceiling = &s["ceiling"];
+    let infinite = ceiling["infinite"].as_f64().unwrap();
+    // The cache holds the whole trace: LRU and Belady reach the infinite
+    // cache, and so does the reference proxy, within what the requests in
+    // flight at once (a second request of an object before its first
+    // reply is stored) take off.
+    assert_eq!(ceiling["lru"].as_f64().unwrap(), infinite);
+    assert_eq!(ceiling["belady"].as_f64().unwrap(), infinite);
+    let measured = total["dhr"]["measured"].as_f64().unwrap();
+    let offered = total["dhr"]["offered"].as_f64().unwrap();
+    assert!((offered - infinite).abs() < 0.5, "{offered} vs {infinite}");
+    assert!(
+        measured > infinite - 3.0 && measured <= infinite + 0.01,
+        "{measured} vs {infinite}"
+    );
+    let trace_json: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("trace.json")).unwrap()).unwrap();
+    assert_eq!(trace_json["trace_format"], "squid");
+    assert_eq!(trace_json["requests"], 3000);
+    assert!(stdout(&o).contains("the trace allows"), "{}", stdout(&o));
+    let report = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(report.contains("The trace and its ceilings"));
+}
+
+#[test]
+fn every_format_replays_whole_and_a_small_cache_falls_below_the_infinite_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for format in ["clf", "oracle-general", "wikimedia", "csv"] {
+        let trace = dir.path().join(format!("t.{format}"));
+        make_trace(&trace, format, 1500);
+        let run = dir.path().join(format!("run-{format}"));
+        // CSV is never guessed; the rest are detected.
+        let fmt: &[&str] = if format == "csv" {
+            &["--format", "csv"]
+        } else {
+            &[]
+        };
+        let o = replay(
+            &trace,
+            &run,
+            &[fmt, &["--speed", "4", "--cache-size", "2MB"]].concat(),
+        );
+        assert!(o.status.success(), "{format}: {}", stderr(&o));
+        let s = summary(&run);
+        assert_eq!(s["total"]["xacts"], 1500, "{format}");
+        assert_eq!(s["total"]["errors"]["total"], 0, "{format}");
+        let c = &s["ceiling"];
+        let (inf, lru, belady) = (
+            c["infinite"].as_f64().unwrap(),
+            c["lru"].as_f64().unwrap(),
+            c["belady"].as_f64().unwrap(),
+        );
+        assert!(lru < inf && lru <= belady && belady <= inf, "{format}: {c}");
+        let measured = s["total"]["dhr"]["measured"].as_f64().unwrap();
+        assert!(measured <= inf + 0.01, "{format}: {measured} > {inf}");
+    }
+}
+
+#[test]
+fn a_malformed_line_is_named_and_nothing_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("access.log");
+    make_trace(&trace, "squid", 50);
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[6] = "1700000000.500 3 10.0.0.1 TCP_MISS/200 12a GET http://h/x - HIER_NONE/- -";
+    std::fs::write(&trace, lines.join("\n")).unwrap();
+    let run = dir.path().join("run");
+    let o = replay(&trace, &run, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("access.log:7:"), "{}", stderr(&o));
+    assert!(!run.exists());
+}
+
+/// The traced time to first byte is the origin's: misses pay it, hits
+/// do not.
+#[test]
+fn the_traced_time_to_first_byte_delays_misses_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.csv");
+    let mut csv = String::from("time,url,size,ttfb\n");
+    for i in 0..40 {
+        let obj = i % 10;
+        csv.push_str(&format!(
+            "{:.3},http://site.example/o{obj},2000,0.150\n",
+            f64::from(i) * 0.05
+        ));
+    }
+    std::fs::write(&trace, csv).unwrap();
+    let run = dir.path().join("run");
+    let o = replay(&trace, &run, &["--format", "csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = summary(&run);
+    let t = &s["total"];
+    assert_eq!(t["xacts"], 40);
+    assert_eq!(t["counts"]["basic_hits"], 30, "{t}");
+    let miss = t["rt_ms"]["miss"]["mean"].as_f64().unwrap();
+    let hit = t["rt_ms"]["hit"]["mean"].as_f64().unwrap();
+    assert!(miss >= 150.0, "misses wait the traced 150 ms: {miss}");
+    assert!(hit < 50.0, "hits do not: {hit}");
+}
