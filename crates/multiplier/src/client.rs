@@ -268,25 +268,22 @@ async fn relay(
         let _ = write_client(client, &refusal(status, &text), cfg.idle_timeout).await;
         return false;
     };
-    let mut client_ok = write_client(client, &buf[..head.head_len], cfg.idle_timeout).await;
     let mut body = BodyTracker::new(head.framing);
-    let rest = buf.split_off(head.head_len);
     // The facts go out as soon as the body is whole, before its last bytes
     // are written to the client: the copies need not wait for a slow
     // client, nor lose their facts if the Multiplier stops just then.
     let mut published = None;
-    let mut extra = match body.feed(&rest) {
-        Ok(used) => {
-            if body.done() {
-                published = Some(publish(&facts, collector_acc, &head, &body, t0));
-            }
-            if client_ok && used > 0 {
-                client_ok = write_client(client, &rest[..used], cfg.idle_timeout).await;
-            }
-            used < rest.len()
-        }
-        Err(_) => true,
+    let rest = buf.len() - head.head_len;
+    let (used, mut extra) = match body.feed(&buf[head.head_len..]) {
+        Ok(used) => (used, used < rest),
+        Err(_) => (0, true),
     };
+    if body.done() {
+        published = Some(publish(&facts, collector_acc, &head, &body, t0));
+    }
+    // The head and the body bytes that came with it, in one write.
+    let end = head.head_len + used;
+    let mut client_ok = write_client(client, &buf[..end], cfg.idle_timeout).await;
     while !body.done() && !extra {
         buf.clear();
         match read_some(&mut c, &mut buf, t.idle, WireError::IdleTimeout(t.idle)).await {

@@ -35,10 +35,8 @@ pub(crate) fn run(
     let mut from = 0.0;
     loop {
         let next = start + sh.cfg.interval * (n + 1);
-        let stopping = match stop.recv_timeout(next.saturating_duration_since(Instant::now())) {
-            Err(RecvTimeoutError::Timeout) => false,
-            _ => true,
-        };
+        let wait = next.saturating_duration_since(Instant::now());
+        let stopping = !matches!(stop.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
         let to = start.elapsed().as_secs_f64();
         if !stopping || to > from {
             let record = interval(&sh, &mut totals, n, from, to);

@@ -88,7 +88,8 @@ impl Shared {
     }
 }
 
-/// A running Multiplier; dropping it stops it without a summary.
+/// A running Multiplier; dropping it stops it as [`Multiplier::stop`]
+/// does, the summary written but not returned.
 pub struct Multiplier {
     addr: SocketAddr,
     out: PathBuf,
@@ -293,11 +294,6 @@ impl Multiplier {
     /// The run directory.
     pub fn out(&self) -> &Path {
         &self.out
-    }
-
-    /// Requests from clients in the interval so far (for a live check).
-    pub fn requests_pending_interval(&self) -> u64 {
-        self.shared.requests.load(Ordering::Relaxed)
     }
 
     /// Stops accepting and closes client connections, lets queued and

@@ -111,6 +111,10 @@ enum Fake {
     Truncate,
     /// Reads requests, never answers.
     Stall,
+    /// Dates its Last-Modified a day earlier.
+    Stale,
+    /// Answers 404 with the Collector's body.
+    NotFound,
 }
 
 /// A proxy under test that relays each request to the Collector on a
@@ -131,6 +135,12 @@ fn fake_proxy(parent: SocketAddr, how: Fake) -> SocketAddr {
                 .head_len;
             match how {
                 Fake::Corrupt if reply.len() > head_len => reply[head_len] ^= 0x20,
+                Fake::Stale => {
+                    let text = String::from_utf8(reply.clone()).unwrap();
+                    let older = text.replace(LM, "Sat, 21 Nov 2026 00:00:00 GMT");
+                    reply = older.into_bytes();
+                }
+                Fake::NotFound => reply[9..12].copy_from_slice(b"404"),
                 Fake::Truncate => {
                     let cut = head_len + (reply.len() - head_len) / 2;
                     let _ = s.write_all(&reply[..cut]).await;
@@ -464,11 +474,16 @@ fn pipelined_requests_are_answered_in_order() {
     let origin = origin(Arc::default());
     let coll = collector(origin);
     let tmp = tempfile::tempdir().unwrap();
-    let cfg = config(
+    let mut cfg = config(
         coll.addr(),
         &[("honest", fake_proxy(coll.addr(), Fake::Honest))],
         tmp.path(),
     );
+    let lines = Arc::new(AtomicU64::new(0));
+    let seen = lines.clone();
+    cfg.on_interval = Some(Arc::new(move |iv| {
+        seen.fetch_add(iv.requests, Ordering::SeqCst);
+    }));
     let m = cacheoff_multiplier::start(cfg).unwrap();
     let mut s = client(m.addr());
     let paths = ["/p/a", "/p/bb", "/p/ccc", "/p/a"];
@@ -486,4 +501,46 @@ fn pipelined_requests_are_answered_in_order() {
     let summary = m.stop().unwrap();
     assert_eq!(summary.requests, 4);
     assert_eq!(summary.proxy("honest").unwrap().span.counts.completed, 4);
+    assert_eq!(
+        lines.load(Ordering::SeqCst),
+        4,
+        "the hook saw every interval"
+    );
+}
+
+#[test]
+fn stale_copies_and_wrong_statuses_are_named() {
+    let origin = origin(Arc::default());
+    let coll = collector(origin);
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(
+        coll.addr(),
+        &[
+            ("stale", fake_proxy(coll.addr(), Fake::Stale)),
+            ("notfound", fake_proxy(coll.addr(), Fake::NotFound)),
+        ],
+        tmp.path(),
+    );
+    let m = cacheoff_multiplier::start(cfg).unwrap();
+    let mut s = client(m.addr());
+    let mut buf = Vec::new();
+    for p in ["/s/1", "/s/2", "/s/3"] {
+        assert_eq!(get(&mut s, &mut buf, origin, p).status, 200);
+    }
+    let summary = m.stop().unwrap();
+    let stale = &summary.proxy("stale").unwrap().span;
+    assert_eq!(stale.mismatches_by_kind.get("stale"), Some(&3), "{stale:?}");
+    assert!(
+        stale.examples[0].detail.contains("Sat, 21 Nov 2026"),
+        "{:?}",
+        stale.examples
+    );
+    let nf = &summary.proxy("notfound").unwrap().span;
+    assert_eq!(
+        nf.mismatches_by_kind.get("wrong_status"),
+        Some(&3),
+        "{nf:?}"
+    );
+    assert_eq!(nf.examples[0].detail, "expected status 200; got 404");
+    assert!(summary.ranking.iter().all(|r| r.rank.is_none()));
 }
