@@ -73,10 +73,12 @@ pub struct MultiplierArgs {
     pub out: Option<PathBuf>,
     /// Pending copies per proxy under test; more are dropped (and the
     /// proxy reported overloaded).
-    #[arg(long, default_value = "1024", value_name = "N")]
+    #[arg(long, default_value = "8192", value_name = "N")]
     pub queue: usize,
-    /// Connections open at once to each proxy under test.
-    #[arg(long, default_value = "64", value_name = "N")]
+    /// Connections open at once to each proxy under test (a copy waits
+    /// as long as the origin did, so this many are in flight at the rate
+    /// times that wait).
+    #[arg(long, default_value = "1024", value_name = "N")]
     pub conns: usize,
     /// Copy non-idempotent requests (POST, ...) too; by default they go
     /// to the Collector only.
@@ -229,6 +231,12 @@ pub struct LineupArgs {
     /// Skip the MSL test.
     #[arg(long)]
     pub no_msl: bool,
+    /// Simultaneous Proxy Evaluation instead of one product after another:
+    /// every product (forward, with the Collector as its parent) gets a
+    /// copy of every request of one run through the SPE Multiplier, which
+    /// compares and times their replies (no downtime or MSL test).
+    #[arg(long)]
+    pub spe: bool,
     /// Worker threads of each run (default: one per core).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,

@@ -61,6 +61,9 @@ pub fn run(a: &LineupArgs) -> Result<(), Failure> {
     };
     let stop = StopHandle::new();
     let interrupted = install_signal_handlers(&stop);
+    if a.spe {
+        return spe(&l, &opts, &stop, &interrupted);
+    }
     let finished = lineup::run(&l, &opts, &stop)?;
     let verdict = crate::lineup_summary::verdict(&out).map_err(Failure::run)?;
     console::print(&format!(
@@ -81,6 +84,42 @@ pub fn run(a: &LineupArgs) -> Result<(), Failure> {
     if verdict.failed {
         return Err(Failure::run(anyhow::anyhow!(
             "a product failed a cache-off rule (see the summary)"
+        )));
+    }
+    Ok(())
+}
+
+/// `--spe`: the products side by side through the Multiplier; fails when
+/// one's replies differed from the Collector's.
+fn spe(
+    l: &Lineup,
+    opts: &Options,
+    stop: &StopHandle,
+    interrupted: &std::sync::atomic::AtomicBool,
+) -> Result<(), Failure> {
+    let outcome = lineup::spe::run(l, opts, stop)?;
+    if interrupted.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(Failure {
+            error: anyhow::anyhow!("interrupted; what was measured is kept"),
+            code: 130,
+        });
+    }
+    let failed = outcome.failed();
+    if !failed.is_empty() {
+        return Err(Failure::run(anyhow::anyhow!(
+            "replies differed from the Collector's: {}",
+            failed.join("; ")
+        )));
+    }
+    if !outcome.left_out.is_empty() {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "not every product joined: {}",
+            outcome
+                .left_out
+                .iter()
+                .map(|(n, why)| format!("{n} ({why})"))
+                .collect::<Vec<_>>()
+                .join("; ")
         )));
     }
     Ok(())

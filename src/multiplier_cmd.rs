@@ -24,6 +24,7 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
         crate::preflight::check(p.addr)
             .map_err(|f| Failure::usage(f.error.context(format!("proxy under test {}", p.name))))?;
     }
+    raise_fds(proxies.len(), a.conns)?;
     let mut cfg = Config::new(a.listen, collector, proxies, out.clone());
     cfg.queue = a.queue.max(1);
     cfg.conns_per_proxy = a.conns.max(1);
@@ -58,6 +59,18 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
         .map_err(Failure::run)?;
     conclude(&out, &summary);
     Ok(summary)
+}
+
+/// Connections to each proxy under test and to the Collector, and the
+/// clients': the soft descriptor limit raised for them, or a clear error.
+pub fn raise_fds(proxies: usize, conns: usize) -> Result<(), Failure> {
+    let clients = 4096;
+    let needed = ((proxies + 1) * conns + clients + 256) as u64;
+    cacheoff_agent::raise_fd_limit(needed).map_err(|e| {
+        Failure::usage(anyhow::anyhow!(
+            "{e}: the Multiplier may keep {conns} connections to each of {proxies} proxies; raise the limit or give --conns"
+        ))
+    })
 }
 
 /// The ranking and where the results are.
@@ -99,7 +112,7 @@ pub fn conclude(out: &Path, s: &Summary) {
 }
 
 /// One live line: requests, and per proxy copies, drops, mismatches.
-fn line(iv: &Interval) -> String {
+pub fn line(iv: &Interval) -> String {
     let secs = (iv.end_s - iv.start_s).max(1e-9);
     let mut s = format!(
         "{:>7.1}s  {:>8.1} req/s  collector {:>7.2} ms",

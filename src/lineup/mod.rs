@@ -10,6 +10,7 @@
 pub mod downtime;
 pub mod file;
 mod product;
+pub mod spe;
 
 use crate::run_cmd::{run_setup, RunResult, Setup};
 use crate::{console, Failure};
@@ -246,7 +247,7 @@ fn contend_in(
 ) -> anyhow::Result<()> {
     let w = workload_for(l, c.mode, &c.settings).map_err(|f| f.error)?;
     let bound = Arc::new(BoundServers::bind(&w).context("cannot bind the origin servers")?);
-    let running = product::start(c, &w, &bound, dir)?;
+    let running = product::start(c, &w, &bound, dir, None)?;
     let addr = running.addr();
     let label = running.label();
     f.version = running.version();

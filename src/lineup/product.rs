@@ -100,12 +100,14 @@ fn free_port() -> anyhow::Result<SocketAddr> {
 }
 
 /// Starts `c` in `dir/product` for workload `w`, its origin servers
-/// `bound`, and waits until it answers.
+/// `bound`, fetching through `parent` if given (SPE: the Collector), and
+/// waits until it answers.
 pub fn start(
     c: &Contender,
     w: &Workload,
     bound: &BoundServers,
     dir: &Path,
+    parent: Option<SocketAddr>,
 ) -> anyhow::Result<Running> {
     let size = w
         .cache_size
@@ -118,7 +120,7 @@ pub fn start(
         mem: size,
         disk: c.spec.disk_cache.then(|| Disk::in_run_dir(size)),
         addrmap: (c.mode == Mode::Reverse).then_some(&map),
-        parent: None,
+        parent,
         dir: dir.join("product"),
         exe: exe.clone(),
     };

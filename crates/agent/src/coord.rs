@@ -142,7 +142,7 @@ impl BoundServers {
 
 /// Raises the soft descriptor limit to what the run may need (up to the
 /// hard limit); fails clearly instead of letting connects fail mid-run.
-fn raise_fd_limit(needed: u64) -> Result<(), AgentError> {
+pub fn raise_fd_limit(needed: u64) -> Result<(), AgentError> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

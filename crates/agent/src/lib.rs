@@ -28,7 +28,9 @@ mod shared;
 mod timeline;
 mod worker;
 
-pub use coord::{run, BoundServers, RunConfig, Sink, StopHandle, TraceFeed, TraceFn};
+pub use coord::{
+    raise_fd_limit, run, BoundServers, RunConfig, Sink, StopHandle, TraceFeed, TraceFn,
+};
 pub use shared::Via;
 
 use std::net::SocketAddr;

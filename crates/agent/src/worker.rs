@@ -60,7 +60,16 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
         .enumerate()
         .map(|(i, &r)| Rc::new(Robot::new(&clients, i, r)))
         .collect();
-    let mut robots_task = tokio::task::spawn_local(robot::start(clients.clone(), robots));
+    // A replayed trace instead of the plan's arrivals.
+    let mut robots_task = match shared.trace.clone() {
+        Some(feed) => {
+            let clients = clients.clone();
+            tokio::task::spawn_local(
+                async move { robot::replay::replay(clients, robots, &feed).await },
+            )
+        }
+        None => tokio::task::spawn_local(robot::start(clients.clone(), robots)),
+    };
 
     // Interval ticks: hand over the stats at each boundary.
     let timeline = &shared.timeline;

@@ -34,23 +34,56 @@ pub fn stamp(headers: &[(String, Vec<u8>)]) -> Option<u64> {
         .find_map(|(_, v)| parse_hex(v))
 }
 
-/// What a reply says about itself: `Some(true)` a hit, `Some(false)` a
-/// miss, `None` nothing. Signals in order of trust: `Cache-Status`
-/// (RFC 9211, the last member is the proxy's own), the last `X-Cache`,
-/// the last `Via` entry's comment, then `Age` > 0 alone.
+/// How the Collector (`cacheoff proxy --collector`) ends its `X-Cache`,
+/// so a proxy under test passing it on is not taken to claim it.
+pub const COLLECTOR_X_CACHE: &str = "from cacheoff-collector";
+
+/// What a proxy under test's reply says about itself: `Some(true)` a hit,
+/// `Some(false)` a miss, `None` nothing. Signals in order of trust:
+/// `Cache-Status` (RFC 9211, the last member is the proxy's own),
+/// `X-Varnish` (two transaction ids: a hit), the last `X-Cache` that is
+/// not the Collector's, the last `Via` entry's comment, then `Age` > 0
+/// alone, unless the headers are the Collector's (its `X-Cache` is
+/// there): its hits have an age too.
 pub fn claim(headers: &[(String, Vec<u8>)]) -> Option<bool> {
     let last = |name: &str| {
         headers
             .iter()
             .rev()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .filter(|(n, v)| n.eq_ignore_ascii_case(name) && !from_collector(n, v))
             .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+            .next()
     };
+    let relayed = headers.iter().any(|(n, v)| from_collector(n, v));
     last("cache-status")
         .and_then(|v| cache_status(&v))
+        .or_else(|| last("x-varnish").and_then(|v| x_varnish(&v)))
         .or_else(|| last("x-cache").and_then(|v| x_cache(&v)))
         .or_else(|| last("via").and_then(|v| via(&v)))
-        .or_else(|| last("age").and_then(|v| age(&v)))
+        .or_else(|| last("age").filter(|_| !relayed).and_then(|v| age(&v)))
+}
+
+/// The Collector's own verdict on its reply (its `X-Cache`).
+pub fn collector_claim(headers: &[(String, Vec<u8>)]) -> Option<bool> {
+    headers
+        .iter()
+        .rev()
+        .find(|(n, _)| n.eq_ignore_ascii_case("x-cache"))
+        .and_then(|(_, v)| x_cache(&String::from_utf8_lossy(v)))
+}
+
+fn from_collector(name: &str, value: &[u8]) -> bool {
+    name.eq_ignore_ascii_case("x-cache")
+        && String::from_utf8_lossy(value)
+            .trim_end()
+            .ends_with(COLLECTOR_X_CACHE)
+}
+
+/// `X-Varnish: 32770 3` (this transaction and the one that stored the
+/// object: a hit) or `X-Varnish: 32770` (a miss).
+fn x_varnish(v: &str) -> Option<bool> {
+    let ids = v.split_ascii_whitespace().count();
+    (ids > 0).then_some(ids >= 2)
 }
 
 /// `Cache-Status: origin; fwd=miss, proxy; hit`: the last member's params.
@@ -161,6 +194,26 @@ mod tests {
         assert_eq!(v("1.1 ats (ApacheTrafficServer/9.2 [cMsSf ])"), Some(false));
         assert_eq!(v("1.1 cacheoff, 1.1 edge (Product/1 HIT)"), Some(true));
         assert_eq!(v("1.1 cacheoff"), None);
+    }
+
+    #[test]
+    fn the_collector_s_verdict_passed_on_is_no_claim() {
+        let relayed = h(&[("X-Cache", "HIT from cacheoff-collector"), ("Age", "4")]);
+        assert_eq!(claim(&relayed), None);
+        assert_eq!(collector_claim(&relayed), Some(true));
+        let own = h(&[
+            ("X-Cache", "MISS from cacheoff-collector"),
+            ("X-Cache", "HIT from squid"),
+        ]);
+        assert_eq!(claim(&own), Some(true));
+        let varnish = |v| {
+            claim(&h(&[
+                ("X-Cache", "HIT from cacheoff-collector"),
+                ("X-Varnish", v),
+            ]))
+        };
+        assert_eq!(varnish("32770 3"), Some(true));
+        assert_eq!(varnish("32770"), Some(false));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! it, and only then read the next request (pipelined bytes stay in the
 //! buffer). Nothing here waits for a copy.
 
-use crate::claim::claim;
+use crate::claim::collector_claim;
 use crate::copies::{CollectorReply, Job};
 use crate::facts::{BodyTracker, Facts};
 use crate::request::{absolute_target, forward, is_safe, refusal};
@@ -331,7 +331,7 @@ fn publish(
     let complete = facts.complete;
     let mut acc = acc.lock().unwrap_or_else(|e| e.into_inner());
     if complete {
-        acc.reply(rt_us, claim(&head.headers));
+        acc.reply(rt_us, collector_claim(&head.headers));
         let _ = tx.send(Some(Arc::new(CollectorReply { facts, rt_us })));
     } else {
         acc.error();

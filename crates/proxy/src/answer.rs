@@ -61,10 +61,9 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
     }
     // The Collector serves a reply no cache may reuse only to the copies
     // of the client request that fetched it.
-    let found = lookup(sh, &t.url, req).await.filter(|obj| {
-        !sh.cfg.collector
-            || collected_for(&obj.head).is_none_or(|name| copy_name(req) == Some(name))
-    });
+    let found = lookup(sh, &t.url, req)
+        .await
+        .filter(|obj| collector_serves(sh, obj, req));
     if let Some(obj) = found {
         let now = sh.cfg.clock.unix_now();
         // A reload that got this far is the reload-hit fault: served as is.
@@ -119,10 +118,18 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
         }
         Join::Wait(rx) => match inflight::wait(rx).await {
             // The fetched variant answers this request too (Vary).
-            Outcome::Stored(obj) if obj.matches(request_fields(req)) => {
+            Outcome::Stored(obj)
+                if obj.matches(request_fields(req)) && collector_serves(sh, &obj, req) =>
+            {
                 sh.stats.hits.fetch_add(1, Ordering::Relaxed);
                 sh.stats.collapsed.fetch_add(1, Ordering::Relaxed);
                 serve_stored(s, x, &obj, Served::Hit).await
+            }
+            // The Collector's requests are each its own: another one's
+            // failed fetch is no answer to it (SPE compares each copy).
+            Outcome::Stored(_) | Outcome::NotStored | Outcome::Failed(_) if sh.cfg.collector => {
+                sh.stats.misses.fetch_add(1, Ordering::Relaxed);
+                forward(s, x, None, LogCode::Miss).await
             }
             Outcome::Stored(_) | Outcome::NotStored => {
                 sh.stats.misses.fetch_add(1, Ordering::Relaxed);
@@ -134,6 +141,13 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
             }
         },
     }
+}
+
+/// Whether a stored reply answers this request: always, except at the
+/// Collector, which keeps a reply no cache may reuse for the copies of the
+/// client request that fetched it only.
+fn collector_serves(sh: &Shared, obj: &Object, req: &RequestHead) -> bool {
+    !sh.cfg.collector || collected_for(&obj.head).is_none_or(|name| copy_name(req) == Some(name))
 }
 
 /// A request's header fields as the cache's functions take them.

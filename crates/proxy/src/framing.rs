@@ -70,9 +70,21 @@ impl BodyFraming {
 /// The end of a chunked body.
 pub(crate) const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
+/// The Collector names itself in `X-Cache`, so its verdict, passed on by
+/// a proxy under test that fetched through it, is not taken for that
+/// proxy's own (the Multiplier reads claims).
+pub(crate) const COLLECTOR_SUFFIX: &str = " from cacheoff-collector";
+
 /// Ends a reply head with the lines the proxy writes itself: the body's
-/// framing, `X-Cache`, `Connection` and the blank line.
-pub(crate) fn end_head(out: &mut Vec<u8>, framing: BodyFraming, x_cache: &str, keep_alive: bool) {
+/// framing, `X-Cache` (with [`COLLECTOR_SUFFIX`] at the Collector),
+/// `Connection` and the blank line.
+pub(crate) fn end_head(
+    out: &mut Vec<u8>,
+    framing: BodyFraming,
+    x_cache: &str,
+    keep_alive: bool,
+    cfg: &ProxyConfig,
+) {
     match framing {
         BodyFraming::Length(n) => {
             out.extend_from_slice(format!("Content-Length: {n}\r\n").as_bytes())
@@ -82,6 +94,9 @@ pub(crate) fn end_head(out: &mut Vec<u8>, framing: BodyFraming, x_cache: &str, k
     }
     out.extend_from_slice(b"X-Cache: ");
     out.extend_from_slice(x_cache.as_bytes());
+    if cfg.collector {
+        out.extend_from_slice(COLLECTOR_SUFFIX.as_bytes());
+    }
     out.extend_from_slice(if keep_alive {
         b"\r\nConnection: keep-alive\r\n\r\n".as_slice()
     } else {
@@ -225,7 +240,14 @@ mod tests {
             BodyFraming::Close,
         ] {
             let mut out = b"HTTP/1.1 200 OK\r\n".to_vec();
-            end_head(&mut out, framing, "HIT", framing != BodyFraming::Close);
+            let cfg = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
+            end_head(
+                &mut out,
+                framing,
+                "HIT",
+                framing != BodyFraming::Close,
+                &cfg,
+            );
             let head_len = out.len();
             framing.encode(&mut out, &body);
             let h = parse_response(&out, false, false).unwrap().unwrap();

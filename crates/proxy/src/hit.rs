@@ -180,7 +180,7 @@ pub(crate) async fn serve_stored(
         out.extend_from_slice(h);
     }
     push_collected_stamp(&mut out, req, cfg);
-    end_head(&mut out, framing, how.x_cache(), keep_alive);
+    end_head(&mut out, framing, how.x_cache(), keep_alive, cfg);
     let head_len = out.len();
 
     // The bytes meant for the client, as the access log counts them.

@@ -339,7 +339,7 @@ fn client_head(
         }
     }
     push_collected_stamp(&mut out, req, cfg);
-    end_head(&mut out, framing, "MISS", keep_alive);
+    end_head(&mut out, framing, "MISS", keep_alive, cfg);
     out
 }
 

@@ -11,7 +11,7 @@
 mod conns;
 mod exchange;
 mod pacer;
-mod replay;
+pub mod replay;
 mod verdict;
 
 use crate::local::Clients;
@@ -52,9 +52,6 @@ impl Robot {
 /// Starts every robot of this worker: open-loop from the plan, or
 /// closed-loop (best effort) when the workload has no rate.
 pub async fn start(clients: Rc<Clients>, robots: Vec<Rc<Robot>>) {
-    if let Some(feed) = clients.shared().trace.clone() {
-        return replay::replay(clients, robots, &feed).await;
-    }
     let arrivals = clients.plan.borrow().arrivals();
     let Some(mut arrivals) = arrivals else {
         for r in &robots {
