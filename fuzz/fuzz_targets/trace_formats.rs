@@ -41,7 +41,9 @@ fuzz_target!(|data: &[u8]| {
         Format::OracleGeneral,
         Format::Wikimedia,
         Format::Csv(Columns::default()),
-        Format::Csv(Columns::parse("time,url,size,ttfb,status,method,client,cachable,unit=ms").unwrap()),
+        Format::Csv(
+            Columns::parse("time,url,size,ttfb,status,method,client,cachable,unit=ms").unwrap(),
+        ),
     ] {
         drain(data, Some(format));
     }
