@@ -274,7 +274,7 @@ impl Lru {
             self.push_front(o);
             return true;
         }
-        while self.used + size > self.cap {
+        while self.used.saturating_add(size) > self.cap {
             let t = self.tail;
             self.unlink(t);
             self.used -= self.size[t as usize];
@@ -323,7 +323,7 @@ impl Min {
         if next == NEVER {
             return false;
         }
-        while self.used + size > self.cap {
+        while self.used.saturating_add(size) > self.cap {
             let Some(&(far, victim)) = self.order.last() else {
                 return false;
             };

@@ -77,6 +77,9 @@ impl Layout {
                 }
             }
         }
+        if at.iter().any(|(f, _)| *f == Field::Url) {
+            at.retain(|(f, _)| *f != Field::Key); // the url gives the key
+        }
         let layout = Layout {
             at,
             columns: columns.clone(),

@@ -290,6 +290,16 @@ impl Columns {
         Ok(c)
     }
 
+    /// The fields these columns give (the key from `url` when both are
+    /// there, as with the default columns).
+    pub fn fields(&self) -> impl Iterator<Item = Field> + '_ {
+        let url = self.map.iter().any(|(f, _)| *f == Field::Url);
+        self.map
+            .iter()
+            .map(|(f, _)| *f)
+            .filter(move |f| !(url && *f == Field::Key))
+    }
+
     /// The spec that [`Columns::parse`] reads back as these columns.
     pub fn spec(&self) -> String {
         let mut items: Vec<String> = self

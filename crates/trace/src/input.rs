@@ -50,7 +50,9 @@ pub(crate) fn decompress(r: Source) -> io::Result<(Source, Compression)> {
 
 /// A zstd stream of one or more frames, decoded one frame at a time.
 enum ZstdFrames {
-    Frame(ruzstd::decoding::StreamingDecoder<BufReader<Source>, ruzstd::decoding::FrameDecoder>),
+    Frame(
+        Box<ruzstd::decoding::StreamingDecoder<BufReader<Source>, ruzstd::decoding::FrameDecoder>>,
+    ),
     Between(BufReader<Source>),
     Done,
 }
@@ -75,7 +77,7 @@ impl Read for ZstdFrames {
                     let d = ruzstd::decoding::StreamingDecoder::new(src).map_err(|e| {
                         io::Error::new(io::ErrorKind::InvalidData, format!("zstd: {e}"))
                     })?;
-                    *self = ZstdFrames::Frame(d);
+                    *self = ZstdFrames::Frame(Box::new(d));
                 }
             }
         }
@@ -93,7 +95,7 @@ fn is_text(bytes: &[u8]) -> bool {
 /// at least one whole record, a whole number of them if `complete`, times
 /// that never go back, next accesses that are none (-1) or later.
 fn looks_oracle(prefix: &[u8], complete: bool) -> bool {
-    if prefix.len() < 24 || complete && prefix.len() % 24 != 0 {
+    if prefix.len() < 24 || complete && !prefix.len().is_multiple_of(24) {
         return false;
     }
     let mut last = 0;

@@ -126,6 +126,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_reader_may_move_to_another_thread() {
+        fn send<T: Send>() {}
+        send::<TraceReader>();
+        send::<ceiling::CeilingCalc>();
+    }
+
+    #[test]
     fn fnv1a_is_the_published_one() {
         assert_eq!(hash_bytes(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(hash_bytes(b"a"), 0xaf63_dc4c_8601_ec8c);

@@ -168,7 +168,9 @@ fn write_csv(
 ) -> io::Result<()> {
     // Each column's field and header name, gaps of positional specs empty.
     let mut layout: Vec<Option<(Field, String)>> = Vec::new();
-    for (i, (f, c)) in columns.map.iter().enumerate() {
+    let fields: Vec<Field> = columns.fields().collect();
+    let map = columns.map.iter().filter(|(f, _)| fields.contains(f));
+    for (i, (f, c)) in map.enumerate() {
         let (at, name) = match c {
             ColumnRef::Name(n) => (i, n.clone()),
             ColumnRef::Index(at) => (*at, f.name().to_string()),
@@ -229,7 +231,7 @@ fn micros(us: u64, unit_us: u64) -> String {
 
 fn mime(image_type: &str) -> String {
     match image_type {
-        "other" => "text/html".into(),
+        "html" | "other" => "text/html".into(),
         t => format!("image/{t}"),
     }
 }
@@ -316,6 +318,44 @@ pub fn synthetic(
             status,
         }
     })
+}
+
+/// The `--columns` of the committed CSV sample: other names than ours,
+/// milliseconds for the time to first byte.
+pub const SAMPLE_COLUMNS: &str = "time=ts,url=url,size=bytes,ttfb=ttfb_ms,status=status,method=method,client=client,ttfb_unit=ms";
+
+/// The requests of the committed samples (`crates/trace/samples/`).
+pub fn sample_records() -> impl Iterator<Item = SampleRecord> {
+    synthetic(1, 200, 50, 0.8, 20.0)
+}
+
+/// The committed sample traces, by file name: one in each format, and the
+/// Squid one gzip'd and the CLF one zstd'd (by ruzstd).
+/// `cargo run -p cacheoff-trace --example make_samples` writes them.
+pub fn sample_files() -> Vec<(&'static str, Format, Vec<u8>)> {
+    let csv = Format::Csv(crate::Columns::parse(SAMPLE_COLUMNS).expect("a valid spec"));
+    let mut files = Vec::new();
+    for (name, format) in [
+        ("squid.log", Format::Squid),
+        ("clf.log", Format::Clf),
+        ("oracle.bin", Format::OracleGeneral),
+        ("wikimedia.tsv", Format::Wikimedia),
+        ("trace.csv", csv),
+    ] {
+        let mut bytes = Vec::new();
+        write(&format, sample_records(), &mut bytes).expect("writing to memory");
+        files.push((name, format, bytes));
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&files[0].2).expect("writing to memory");
+    let gz = gz.finish().expect("writing to memory");
+    let zst = ruzstd::encoding::compress_to_vec(
+        &files[1].2[..],
+        ruzstd::encoding::CompressionLevel::Fastest,
+    );
+    files.push(("squid.log.gz", Format::Squid, gz));
+    files.push(("clf.log.zst", Format::Clf, zst));
+    files
 }
 
 /// The next-access virtual times oracleGeneral would carry for these ids
