@@ -13,8 +13,6 @@ mod tables;
 
 pub use headline::{verdicts, Verdict, MAX_ERROR_PERCENT, MIN_DHR_PERCENT, MIN_TIME_WAIT_S};
 pub use over_time::time_charts;
-/// For the SPE page (`crate::spe`), which lays out its tables alike.
-pub(crate) use tables::table;
 
 use crate::charts::Series;
 use crate::{ReportError, Run};

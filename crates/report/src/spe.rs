@@ -30,7 +30,8 @@ use std::path::PathBuf;
 const SPE_STYLE: &str = r#"
 .badge{display:inline-block;margin-left:6px;padding:0 7px;border-radius:9px;font-size:11px;font-weight:600;vertical-align:1px}
 .badge.overloaded{background:#fde2e0;color:#b42318;border:1px solid #f3b8b2}
-td.wrap{text-align:left;white-space:normal;overflow-wrap:anywhere}
+th{white-space:normal}th,td{padding:5px 7px}th.l,td.l{text-align:left}
+td.wrap{text-align:left;white-space:normal;overflow-wrap:anywhere;min-width:12em}
 code.url{font-size:12.5px;overflow-wrap:anywhere;word-break:break-all}
 h3{font-size:15px;margin:20px 0 4px}
 tr.reference td{color:#5a6372;background:#fafbfc}
@@ -67,6 +68,22 @@ pub fn write(run: &SpeRun) -> Result<PathBuf, ReportError> {
             source,
         })?;
     Ok(path)
+}
+
+/// Opens a table with this id and these column headings (HTML); the
+/// columns numbered in `left` (from 0) hold text, aligned left (their
+/// cells say so with class `l` or `wrap`).
+fn table(o: &mut String, id: &str, heads: &[&str], left: &[usize]) {
+    let _ = write!(o, "<table id=\"{id}\"><thead><tr>");
+    for (i, h) in heads.iter().enumerate() {
+        let class = if left.contains(&i) {
+            " class=\"l\""
+        } else {
+            ""
+        };
+        let _ = write!(o, "<th{class}>{h}</th>");
+    }
+    o.push_str("</tr></thead><tbody>");
 }
 
 /// Milliseconds, or a dash for a figure that is not a number.

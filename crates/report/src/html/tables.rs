@@ -21,7 +21,7 @@ pub(super) fn latency_cells(l: &Latency) -> String {
 }
 
 /// Opens a table with these column headings.
-pub(crate) fn table(o: &mut String, heads: &[&str]) {
+pub(super) fn table(o: &mut String, heads: &[&str]) {
     o.push_str("<table><thead><tr>");
     for h in heads {
         let _ = write!(o, "<th>{h}</th>");

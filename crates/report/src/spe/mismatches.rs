@@ -1,8 +1,7 @@
 //! Mismatches: every kind of the closed set per proxy, with what it means,
 //! and the examples the Multiplier kept (URL and what was expected vs got).
 
-use super::esc;
-use crate::html::table;
+use super::{esc, table};
 use cacheoff_rundir::spe::{Mismatch, ProxySummary, Summary, MAX_EXAMPLES};
 use std::fmt::Write;
 
@@ -39,7 +38,7 @@ pub(super) fn section(o: &mut String, s: &Summary) {
     heads.extend(s.proxies.iter().map(|p| esc(&p.span.name)));
     heads.push("meaning".into());
     let heads: Vec<&str> = heads.iter().map(String::as_str).collect();
-    table(o, &heads);
+    table(o, "mismatches-table", &heads, &[heads.len() - 1]);
     let kinds: Vec<String> = Mismatch::ALL
         .iter()
         .map(|k| k.name().to_string())
@@ -85,7 +84,12 @@ fn examples(o: &mut String, s: &Summary, kinds: &[String]) {
             });
             continue;
         }
-        table(o, &["kind", "URL", "expected vs got"]);
+        table(
+            o,
+            &format!("examples-table-{}", esc(&p.span.name)),
+            &["kind", "URL", "expected vs got"],
+            &[1, 2],
+        );
         for k in kinds {
             let of_kind: Vec<_> = p.span.examples.iter().filter(|e| &e.kind == k).collect();
             for e in of_kind.iter().take(MAX_EXAMPLES) {

@@ -9,11 +9,11 @@ use crate::ReportError;
 use cacheoff_rundir::spe::{Interval, ProxySpan, SpeRun};
 use std::fmt::Write;
 
-/// Proxies draw in the first palette colours, the Collector in the next;
-/// the palette's last colour is black, the axes' (and the browser test
-/// tells lines from axes by it).
-const PROXY_COLOURS: usize = 5;
-const COLLECTOR_COLOUR: usize = 5;
+/// Palette colours of the proxies in turn, and the Collector's (apart from
+/// the blues and oranges of the first proxies). The palette's last colour
+/// is black, the axes' (and the browser test tells lines from axes by it).
+const PROXY_COLOURS: [usize; 5] = [0, 1, 2, 4, 5];
+const COLLECTOR_COLOUR: usize = 3;
 
 fn mid(i: &Interval) -> f64 {
     (i.start_s + i.end_s) / 2.0
@@ -79,7 +79,10 @@ pub fn time_charts(run: &SpeRun) -> Vec<TimeChart> {
         names
             .iter()
             .enumerate()
-            .map(|(k, n)| line(&all, &label(n), |i| span(i, n).and_then(f)).like(k % PROXY_COLOURS))
+            .map(|(k, n)| {
+                line(&all, &label(n), |i| span(i, n).and_then(f))
+                    .like(PROXY_COLOURS[k % PROXY_COLOURS.len()])
+            })
             .collect::<Vec<Series>>()
     };
     let name = |n: &str| n.to_string();

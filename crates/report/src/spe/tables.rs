@@ -2,8 +2,7 @@
 //! users best), each proxy's copies and hit ratios, and its times beside
 //! the Collector's.
 
-use super::{esc, ms_or_dash, overloaded_badge, pct_of, signed_ms};
-use crate::html::table;
+use super::{esc, ms_or_dash, overloaded_badge, pct_of, signed_ms, table};
 use cacheoff_rundir::spe::{self, CollectorSpan, DiffMs, ProxySummary, Rank, Summary};
 use cacheoff_stats::{Latency, LatencySet};
 use std::fmt::Write;
@@ -54,6 +53,7 @@ pub(super) fn ranking(o: &mut String, s: &Summary) {
     }
     table(
         o,
+        "ranking-table",
         &[
             "rank",
             "proxy",
@@ -64,13 +64,14 @@ pub(super) fn ranking(o: &mut String, s: &Summary) {
             "dropped",
             "why unranked",
         ],
+        &[1, 7],
     );
     for r in &rows {
         let p = s.proxy(&r.name);
         let completed = p.map_or(0, |p| p.span.counts.completed);
         let _ = write!(
             o,
-            "<tr data-proxy=\"{}\" data-rank=\"{}\"><td>{}</td><td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td><td>{}</td><td class=\"wrap\">{}</td></tr>",
+            "<tr data-proxy=\"{}\" data-rank=\"{}\"><td>{}</td><td class=\"l\">{}</td><td>{}</td>{}<td>{}</td><td>{}</td><td>{}</td><td class=\"wrap\">{}</td></tr>",
             esc(&r.name),
             r.rank.map_or(String::new(), |n| n.to_string()),
             r.rank.map_or("-".into(), |n| n.to_string()),
@@ -93,6 +94,7 @@ pub(super) fn copies(o: &mut String, s: &Summary) {
     o.push_str("<h2 id=\"copies\">Copies and hit ratios per proxy</h2>");
     table(
         o,
+        "copies-table",
         &[
             "",
             "copied",
@@ -105,6 +107,7 @@ pub(super) fn copies(o: &mut String, s: &Summary) {
             "hit ratio claimed",
             "hit ratio validated",
         ],
+        &[],
     );
     for p in &s.proxies {
         let c = &p.span.counts;
@@ -151,8 +154,8 @@ fn lat_cells(l: &Latency) -> String {
 
 /// Opens a table whose groups of three columns (mean, p50, p99) are
 /// headed by `groups`, after a first column and before `tail` columns.
-fn grouped_table(o: &mut String, first: &str, groups: &[&str], tail: &[&str]) {
-    let _ = write!(o, "<table><thead><tr><th rowspan=\"2\">{first}</th>");
+fn grouped_table(o: &mut String, id: &str, groups: &[&str], tail: &[&str]) {
+    let _ = write!(o, "<table id=\"{id}\"><thead><tr><th rowspan=\"2\"></th>");
     for g in groups {
         let _ = write!(o, "<th colspan=\"3\" style=\"text-align:center\">{g}</th>");
     }
@@ -171,7 +174,7 @@ fn grouped_table(o: &mut String, first: &str, groups: &[&str], tail: &[&str]) {
 /// parts of its time.
 pub(super) fn response_times(o: &mut String, s: &Summary) {
     o.push_str("<h2 id=\"response-times\">Response times per proxy, ms</h2>");
-    grouped_table(o, "", &["hits", "misses", "all"], &["replies"]);
+    grouped_table(o, "rt-table", &["hits", "misses", "all"], &["replies"]);
     let row = |o: &mut String, class: &str, name: &str, key: &str, rt: &LatencySet| {
         let _ = write!(
             o,
@@ -198,7 +201,7 @@ pub(super) fn response_times(o: &mut String, s: &Summary) {
     o.push_str("<p class=\"note\">A copy's time runs from its send to the reply's last byte; hits and misses by the Collector's stamp (by the proxy's claim when unverified). The Collector's time runs from the client's request to the reply's last byte written back, hits and misses by its own <code>X-Cache</code>. Percentiles of a folded run are the largest interval's (upper bounds).</p>");
 
     o.push_str("<h2 id=\"timing\">Where each proxy's time went, ms</h2>");
-    o.push_str("<table><thead><tr><th rowspan=\"2\"></th><th colspan=\"3\" style=\"text-align:center\">vs Collector, mean of paired differences</th><th colspan=\"3\" style=\"text-align:center\">connect</th><th colspan=\"3\" style=\"text-align:center\">first byte</th><th colspan=\"3\" style=\"text-align:center\">wait in queue</th></tr><tr><th>hits</th><th>misses</th><th>all</th>");
+    o.push_str("<table id=\"timing-table\"><thead><tr><th rowspan=\"2\"></th><th colspan=\"3\" style=\"text-align:center\">vs Collector, mean of paired differences</th><th colspan=\"3\" style=\"text-align:center\">connect</th><th colspan=\"3\" style=\"text-align:center\">first byte</th><th colspan=\"3\" style=\"text-align:center\">wait in queue</th></tr><tr><th>hits</th><th>misses</th><th>all</th>");
     for _ in 0..3 {
         o.push_str("<th>mean</th><th>p50</th><th>p99</th>");
     }
