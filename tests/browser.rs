@@ -1,5 +1,5 @@
-//! The report card and the compare page in a real browser: Debian's
-//! Chromium, headless, opens them from disk. Any console message (an
+//! The report card, the compare page and the SPE page in a real browser:
+//! Debian's Chromium, headless, opens them from disk. Any console message (an
 //! error, an uncaught exception) fails the test, the rendered DOM must load
 //! nothing from anywhere, and every chart must have drawn its data.
 //! Screenshots stay in `target/browser-test/` (CI keeps them).
@@ -12,6 +12,7 @@ mod support;
 use cacheoff_agent::StopHandle;
 use cacheoff_report::compare::{self, Products};
 use cacheoff_report::html;
+use cacheoff_rundir::spe;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use support::proxy;
@@ -85,8 +86,9 @@ fn screenshot(page: &Path, png: &Path, height: u32) {
 fn check(name: &str, r: &Rendered) -> usize {
     assert!(r.console.is_empty(), "{name}: console: {:#?}", r.console);
     assert!(r.dom.contains("</main>"), "{name}: page did not render");
-    // SVG's namespace is a name, not something loaded.
-    let dom = r.dom.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+    // SVG's namespace is a name, not something loaded; nor are the URLs
+    // an SPE page quotes as text (its mismatch examples).
+    let dom = without_quoted_urls(&r.dom.replace("xmlns=\"http://www.w3.org/2000/svg\"", ""));
     for needle in ["src=", "<link", "url(", "@import", "http://", "https://"] {
         assert!(!dom.contains(needle), "{name}: the page refers to {needle}");
     }
@@ -132,6 +134,20 @@ fn check(name: &str, r: &Rendered) -> usize {
         charts += 1;
     }
     charts
+}
+
+/// `dom` without the text of its `<code class="url">` elements.
+fn without_quoted_urls(dom: &str) -> String {
+    const OPEN: &str = "<code class=\"url\">";
+    let mut out = String::with_capacity(dom.len());
+    let mut rest = dom;
+    while let Some(at) = rest.find(OPEN) {
+        out.push_str(&rest[..at + OPEN.len()]);
+        rest = &rest[at + OPEN.len()..];
+        rest = &rest[rest.find("</code>").expect("a closed <code>")..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn artifacts() -> PathBuf {
@@ -197,4 +213,146 @@ fn report_and_compare_pages_render_cleanly_in_chromium() {
         "compare script did not run"
     );
     screenshot(&page, &out.join("cacheoff.png"), 3000);
+
+    // The SPE Multiplier's page, from a run directory written by its
+    // writer: an honest proxy, a faster one with mismatches and drops, and
+    // one that never answered.
+    let spe_dir = out.join("spe-run");
+    write_spe_run(&spe_dir);
+    let page = cacheoff_report::spe::write(&spe::open(&spe_dir).unwrap()).unwrap();
+    let r = render(&page);
+    assert_eq!(check("spe report.html", &r), 5);
+    let ranked = |name: &str| r.dom.find(&format!("data-proxy=\"{name}\" data-rank="));
+    assert!(ranked("honest") < ranked("sloppy") && ranked("honest") < ranked("down"));
+    for (name, rank) in [("honest", "1"), ("sloppy", ""), ("down", "")] {
+        let row = format!("data-proxy=\"{name}\" data-rank=\"{rank}\"");
+        assert!(r.dom.contains(&row), "no {row}");
+    }
+    assert!(r.dom.contains("class=\"badge overloaded\""));
+    assert!(r
+        .dom
+        .contains("<code class=\"url\">http://origin.test/stale/3</code>"));
+    screenshot(&page, &spe_dir.join("spe.png"), 5000);
+}
+
+/// A Multiplier run of 12 five-second intervals, written as the
+/// Multiplier writes it.
+fn write_spe_run(dir: &Path) {
+    use cacheoff_stats::{Latency, LatencySet};
+    use spe::{CollectorSpan, DiffMs, Example, Interval, ProxyAddr, ProxyCounts, ProxySpan};
+    let lat = |count: u64, mean: f64| Latency {
+        count,
+        mean,
+        p50: mean * 0.9,
+        p99: mean * 2.5,
+        max: mean * 4.0,
+    };
+    let build = cacheoff_rundir::Build {
+        version: "0.1.0".into(),
+        git_revision: "test".into(),
+    };
+    let proxies = ["honest", "sloppy", "down"]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| ProxyAddr {
+            name: n.to_string(),
+            addr: std::net::SocketAddr::from(([127, 0, 0, 1], 4000 + i as u16)),
+        })
+        .collect();
+    let settings = spe::Settings {
+        queue: 64,
+        conns_per_proxy: 8,
+        interval_s: 5.0,
+        workers: 2,
+        ..spe::Settings::default()
+    };
+    let manifest = spe::Manifest::new(
+        &build,
+        &["cacheoff".into(), "multiplier".into()],
+        "127.0.0.1:3128".parse().unwrap(),
+        "127.0.0.1:3129".parse().unwrap(),
+        proxies,
+        settings,
+    );
+    let mut run = spe::SpeDir::create(dir, manifest.clone()).unwrap();
+    let mut intervals = Vec::new();
+    for i in 0..12u32 {
+        let f = f64::from(i);
+        let span = |name: &str, mean: f64, dropped: u64, stale: u64| {
+            let completed = if name == "down" { 0 } else { 50 - dropped };
+            let hits = completed * (i as u64 + 2) / 16;
+            let mut s = ProxySpan {
+                name: name.into(),
+                counts: ProxyCounts {
+                    copied: 50,
+                    dropped,
+                    completed,
+                    errors: 50 - completed - dropped,
+                    claimed_hits: hits + stale,
+                    validated_hits: hits,
+                    validated_misses: completed - hits,
+                    mismatches: stale + (50 - completed - dropped),
+                    ..ProxyCounts::default()
+                },
+                ..ProxySpan::default()
+            };
+            if stale > 0 {
+                s.mismatches_by_kind.insert("stale".into(), stale);
+                s.examples.push(Example {
+                    kind: "stale".into(),
+                    url: format!("http://origin.test/stale/{i}"),
+                    detail: "expected Last-Modified Tue, 01 Apr 2025; got Mon, 31 Mar 2025".into(),
+                });
+            }
+            if s.counts.errors > 0 {
+                s.mismatches_by_kind.insert("error".into(), s.counts.errors);
+            }
+            s.rt_ms = LatencySet {
+                all: lat(completed, mean),
+                hit: lat(hits, mean / 3.0),
+                miss: lat(completed - hits, mean * 1.2),
+            };
+            s.connect_ms = lat(completed, 0.2);
+            s.first_byte_ms = lat(completed, mean / 2.0);
+            s.queue_ms = lat(completed, 0.1);
+            s.rt_diff_ms.all = DiffMs {
+                count: completed,
+                mean: mean - 5.0,
+            };
+            s
+        };
+        let iv = Interval {
+            format_version: spe::SPE_FORMAT_VERSION,
+            interval: i,
+            start_s: f * 5.0,
+            end_s: f * 5.0 + 5.0,
+            requests: 50,
+            refused: 0,
+            collector: CollectorSpan {
+                completed: 50,
+                errors: 0,
+                hits: 10,
+                rt_ms: LatencySet {
+                    all: lat(50, 5.0 + f / 4.0),
+                    hit: lat(10, 1.0),
+                    miss: lat(40, 6.0),
+                },
+            },
+            proxies: vec![
+                span("honest", 6.0 - f / 6.0, 0, 0),
+                span(
+                    "sloppy",
+                    3.0,
+                    u64::from(i % 4 == 1) * 3,
+                    u64::from(i % 3 == 0),
+                ),
+                span("down", 0.0, 0, 0),
+            ],
+        };
+        run.interval(&iv).unwrap();
+        intervals.push(iv);
+    }
+    let mut summary = spe::Summary::fold(&manifest, &intervals);
+    summary.folded = false;
+    run.finish(&summary).unwrap();
 }

@@ -19,7 +19,7 @@ use crate::charts::Series;
 use crate::{ReportError, Run};
 use std::fmt::Write;
 
-const CHART_SIZE: (u32, u32) = (960, 300);
+pub(crate) const CHART_SIZE: (u32, u32) = (960, 300);
 
 pub(crate) const STYLE: &str = r#"
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}
@@ -62,7 +62,7 @@ pub fn esc(s: &str) -> String {
 }
 
 /// Milliseconds with about three significant digits.
-fn ms(v: f64) -> String {
+pub(crate) fn ms(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.0}")
     } else if v >= 10.0 {
@@ -72,7 +72,7 @@ fn ms(v: f64) -> String {
     }
 }
 
-fn pct(v: f64) -> String {
+pub(crate) fn pct(v: f64) -> String {
     format!("{v:.1}%")
 }
 
@@ -96,7 +96,7 @@ pub(crate) fn figure(o: &mut String, title: &str, points: usize, marks: Marks, s
 }
 
 /// A figure of line `series`, drawn as `svg`.
-fn lines_figure(o: &mut String, title: &str, series: &[Series], svg: &str) {
+pub(crate) fn lines_figure(o: &mut String, title: &str, series: &[Series], svg: &str) {
     let marks = Marks::Lines {
         series: crate::charts::drawable(series),
     };

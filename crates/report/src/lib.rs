@@ -2,13 +2,16 @@
 //! the HTML report card ([`html::render`]), machine-readable exports
 //! ([`export`]), the cache-off executive summary across products
 //! ([`compare`]: a [`compare::Row`] per run) and the lineup's
-//! `summary.json` built from those rows ([`lineup::LineupSummary`]).
+//! `summary.json` built from those rows ([`lineup::LineupSummary`]), and
+//! the page of an SPE Multiplier run ([`spe::render`], from a
+//! `cacheoff_rundir::spe::SpeRun`).
 
 pub mod charts;
 pub mod compare;
 pub mod export;
 pub mod html;
 pub mod lineup;
+pub mod spe;
 
 pub use cacheoff_rundir::{Manifest, Run, RunState};
 
