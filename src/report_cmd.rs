@@ -6,7 +6,7 @@ use anyhow::Context;
 use cacheoff_report::compare::{self, Products};
 use cacheoff_report::lineup::LineupSummary;
 use cacheoff_report::{export, html};
-use cacheoff_rundir::{Run, RunDir, RunDirError};
+use cacheoff_rundir::{spe, Run, RunDir, RunDirError};
 use std::path::{Path, PathBuf};
 
 fn load(dir: &Path) -> Result<Run, Failure> {
@@ -16,10 +16,44 @@ fn load(dir: &Path) -> Result<Run, Failure> {
     })
 }
 
-/// Renders `report.html` into the run directory; returns its path.
+/// Renders `report.html` into the run directory (a run's report card, or
+/// a Multiplier's SPE page); returns its path.
 pub fn html_report(dir: &Path) -> anyhow::Result<PathBuf> {
+    if spe::is_spe(dir) {
+        return Ok(cacheoff_report::spe::write(&spe::open(dir)?)?);
+    }
     let run = RunDir::open(dir)?;
     Ok(html::write(&run)?)
+}
+
+/// `cacheoff report` of a Multiplier's run directory: its page, or its
+/// summary (folded from the intervals of a killed run) as JSON.
+fn spe_report(a: &ReportArgs) -> Result<(), Failure> {
+    let run = spe::open(&a.run).map_err(Failure::run)?;
+    let text = match a.format {
+        ReportFormat::Html => cacheoff_report::spe::render(&run).map_err(Failure::run)?,
+        ReportFormat::Json => serde_json::to_string_pretty(&run.summary)
+            .context("cannot write the summary as JSON")
+            .map_err(Failure::run)?,
+        ReportFormat::Csv => {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "{}: a Multiplier's run has no CSV export (use --format json)",
+                a.run.display()
+            )))
+        }
+    };
+    match (&a.out, a.format) {
+        (Some(p), _) => {
+            write(p, &text)?;
+            println!("{}", p.display());
+        }
+        (None, ReportFormat::Html) => {
+            let path = cacheoff_report::spe::write(&run).map_err(Failure::run)?;
+            println!("{}", path.display());
+        }
+        (None, _) => println!("{text}"),
+    }
+    Ok(())
 }
 
 fn write(path: &Path, text: &str) -> Result<(), Failure> {
@@ -29,6 +63,9 @@ fn write(path: &Path, text: &str) -> Result<(), Failure> {
 }
 
 pub fn run(a: &ReportArgs) -> Result<(), Failure> {
+    if spe::is_spe(&a.run) {
+        return spe_report(a);
+    }
     let run = load(&a.run)?;
     match a.format {
         ReportFormat::Html => {

@@ -46,7 +46,11 @@ pub fn compare(expected: &Facts, got: &Facts) -> Option<(Mismatch, String)> {
             ));
         }
     }
-    let same_validators = got.etag == expected.etag && lm(got) == lm(expected);
+    // A 304 must repeat the ETag but need not repeat Last-Modified (RFC
+    // 9110 §15.4.5): its Last-Modified is held to the Collector's only
+    // when it states one.
+    let same_lm = lm(got) == lm(expected) || (not_modified && lm(got).is_none());
+    let same_validators = got.etag == expected.etag && same_lm;
     if !not_modified && (got.body_len != expected.body_len || got.digest != expected.digest) {
         let kind = if got.body_len == expected.body_len && same_validators {
             Mismatch::CorruptBody
@@ -242,5 +246,11 @@ mod tests {
             ..nm.clone()
         };
         assert_eq!(compare(&nm, &tag).map(|m| m.0), Some(Mismatch::Validators));
+        // Without Last-Modified a 304 is still right (RFC 9110 §15.4.5).
+        let bare = Facts {
+            last_modified: None,
+            ..nm.clone()
+        };
+        assert_eq!(compare(&nm, &bare), None);
     }
 }
