@@ -1,0 +1,193 @@
+//! SPE on real traffic: a trace replayed by the binary through the
+//! Multiplier, which serves the Collector's replies and copies every
+//! request to the reference proxy and Squid (both fetching through the
+//! Collector), a reference proxy that corrupts bodies, and a proxy that
+//! never answers. Squid comes from Debian (`.ci/run` installs it; a
+//! plain `cargo test` skips this).
+
+mod support;
+
+use cacheoff_multiplier::{Config, ProxyUnderTest};
+use cacheoff_products::{Mode, ProductSpec, Settings};
+use cacheoff_proxy::{Fault, Faults, Proxy};
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::time::Duration;
+use support::process::{cacheoff, stderr, stdout};
+
+fn squid(parent: SocketAddr, dir: &Path) -> cacheoff_products::Running {
+    let spec = ProductSpec::builtin("squid").unwrap();
+    let settings = Settings {
+        listen: SocketAddr::from(([127, 0, 0, 1], support::free_port())),
+        mem: 64 << 20,
+        disk: None,
+        addrmap: None,
+        parent: Some(parent),
+        dir: dir.join("squid"),
+        exe: env!("CARGO_BIN_EXE_cacheoff").into(),
+    };
+    let mut r = spec.start(Mode::Forward, &settings).unwrap();
+    r.wait_ready(Duration::from_secs(60)).unwrap();
+    r
+}
+
+fn child(parent: SocketAddr, fault: Option<Fault>) -> Proxy {
+    support::proxy::start(|c| {
+        c.parent = Some(parent.to_string());
+        c.memory = 64 << 20;
+        if let Some(f) = fault {
+            c.faults = Faults::new(vec![(f, 0.5)]);
+        }
+    })
+}
+
+/// Origin fetches per URL, from the Collector's access log (it alone
+/// talks to the origin servers).
+fn origin_fetches(log: &Path) -> HashMap<String, u32> {
+    let mut n = HashMap::new();
+    for line in std::fs::read_to_string(log).unwrap().lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() > 8 && f[8].starts_with("HIER_DIRECT") {
+            *n.entry(f[6].to_string()).or_default() += 1;
+        }
+    }
+    n
+}
+
+#[test]
+#[ignore = "needs Squid: run .ci/run (it installs it), or cargo test -- --ignored"]
+fn a_replayed_trace_compares_every_proxy_on_the_same_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("access.log");
+    let o = cacheoff(&[
+        "trace",
+        "simple",
+        "--format",
+        "squid",
+        "--requests",
+        "2500",
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let log = dir.path().join("collector.log");
+    let collector = support::proxy::start(|c| {
+        c.collector = true;
+        c.memory = 512 << 20;
+        c.access_log = Some(log.clone());
+    });
+    let reference = child(collector.addr(), None);
+    let corrupt = child(collector.addr(), Some(Fault::FlipByte));
+    let mut squid = squid(collector.addr(), dir.path());
+    // Accepts connections and never answers: its copies pile up.
+    let stalled = TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxies = vec![
+        ProxyUnderTest {
+            name: "reference".into(),
+            addr: reference.addr(),
+        },
+        ProxyUnderTest {
+            name: "squid".into(),
+            addr: squid.listen(),
+        },
+        ProxyUnderTest {
+            name: "corrupt".into(),
+            addr: corrupt.addr(),
+        },
+        ProxyUnderTest {
+            name: "stalled".into(),
+            addr: stalled.local_addr().unwrap(),
+        },
+    ];
+    let spe = dir.path().join("spe");
+    let mut cfg = Config::new(
+        "127.0.0.1:0".parse().unwrap(),
+        collector.addr(),
+        proxies,
+        spe.clone(),
+    );
+    cfg.queue = 512;
+    cfg.conns_per_proxy = 256;
+    cfg.stop_grace = Duration::from_secs(3);
+    let m = cacheoff_multiplier::start(cfg).unwrap();
+
+    let clients = dir.path().join("clients");
+    let o = cacheoff(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--proxy",
+        &m.addr().to_string(),
+        "--speed",
+        "1",
+        "-q",
+        "-o",
+        clients.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let summary = m.stop().unwrap();
+    squid.stop().unwrap();
+
+    // The clients got every reply, from the Collector, unharmed.
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(clients.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(run["total"]["xacts"], 2500);
+    assert_eq!(run["total"]["errors"]["total"], 0, "{}", run["total"]);
+    // And the preflight check's probe.
+    assert_eq!(summary.requests, 2501);
+
+    let p = |name: &str| summary.proxy(name).unwrap();
+    for honest in ["reference", "squid"] {
+        let s = &p(honest).span;
+        assert_eq!(s.counts.copied, summary.requests, "{honest}");
+        assert_eq!(s.counts.dropped, 0, "{honest}");
+        assert_eq!(s.counts.mismatches, 0, "{honest}: {:?}", s.examples);
+        assert!(s.counts.validated_hits > 500, "{honest}: {:?}", s.counts);
+        assert!(
+            p(honest).claimed_hit_ratio > 0.0 && s.counts.unverified < 50,
+            "{honest}: {:?}",
+            s.counts
+        );
+    }
+    let bad = &p("corrupt").span;
+    assert!(
+        bad.mismatches_by_kind
+            .get("corrupt_body")
+            .copied()
+            .unwrap_or(0)
+            > 20,
+        "{:?}",
+        bad.mismatches_by_kind
+    );
+    assert_eq!(
+        bad.counts.mismatches,
+        bad.mismatches_by_kind.values().sum::<u64>()
+    );
+    assert!(bad.examples.iter().any(|e| e.kind == "corrupt_body"));
+    let stalled = p("stalled");
+    // It holds its 256 connections and 512 queued copies; the rest drop.
+    assert!(stalled.overloaded && stalled.span.counts.dropped > 1500);
+    let ranked: Vec<&str> = summary
+        .ranking
+        .iter()
+        .filter(|r| r.rank.is_some())
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(ranked.len(), 2, "{:?}", summary.ranking);
+    assert!(ranked.contains(&"reference") && ranked.contains(&"squid"));
+
+    // The origin saw each cachable object at most once: every proxy's
+    // misses went to the Collector, which kept the objects.
+    let fetches = origin_fetches(&log);
+    assert!(!fetches.is_empty());
+    for (url, n) in &fetches {
+        let uncachable = url.ends_with('u');
+        assert!(uncachable || *n == 1, "{url} fetched {n} times");
+    }
+    let out = cacheoff(&["report", spe.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = std::fs::read_to_string(spe.join("report.html")).unwrap();
+    assert!(page.contains("Which proxy would have served these users best"));
+}
