@@ -191,3 +191,90 @@ fn a_replayed_trace_compares_every_proxy_on_the_same_requests() {
     let page = std::fs::read_to_string(spe.join("report.html")).unwrap();
     assert!(page.contains("Which proxy would have served these users best"));
 }
+
+/// The command as outside checks use it: `cacheoff multiplier` until
+/// SIGTERM, then `summary.json` with the fields they read, and the page.
+#[test]
+fn the_multiplier_command_writes_its_summary_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let collector = support::proxy::start(|c| c.collector = true);
+    let reference = child(collector.addr(), None);
+    let listen = format!("127.0.0.1:{}", support::free_port());
+    let out = dir.path().join("spe");
+    let mut m = support::process::command()
+        .args([
+            "multiplier",
+            "--listen",
+            &listen,
+            "--collector",
+            &collector.addr().to_string(),
+            "--proxy",
+            &format!("ref={}", reference.addr()),
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    support::wait::wait_until("the Multiplier listens", Duration::from_secs(20), || {
+        support::wait::accepting(listen.parse().unwrap())
+    });
+    let trace = dir.path().join("t.clf");
+    let o = cacheoff(&[
+        "trace",
+        "simple",
+        "--format",
+        "clf",
+        "--requests",
+        "2000",
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let clients = dir.path().join("clients");
+    let o = cacheoff(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--proxy",
+        &listen,
+        "--speed",
+        "2",
+        "-q",
+        "-o",
+        clients.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    support::process::signal(m.id(), "-TERM");
+    let status = m.wait().unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut m.stdout.take().unwrap(), &mut text).unwrap();
+    assert!(status.success(), "{text}");
+    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    assert!(text.contains("#1 ref"), "{text}{summary}");
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let requests = s["requests"].as_u64().unwrap();
+    assert_eq!(requests, 2001, "the trace and the preflight probe: {s}");
+    let p = &s["proxies"][0];
+    assert_eq!(p["name"], "ref");
+    assert_eq!(p["copied"].as_u64(), Some(requests));
+    assert_eq!(p["dropped"], 0);
+    assert_eq!(p["mismatches"], 0, "{p}");
+    assert!(p["mismatches_by_kind"].is_object());
+    assert!(p["claimed_hits"].as_u64().unwrap() > 0, "{p}");
+    for v in ["hit", "miss", "all"] {
+        for f in ["mean", "p50", "p99"] {
+            assert!(p["rt_ms"][v][f].is_number(), "rt_ms.{v}.{f}: {p}");
+        }
+    }
+    assert!(out.join("report.html").exists());
+    assert!(
+        std::fs::read_to_string(out.join("intervals.jsonl"))
+            .unwrap()
+            .lines()
+            .count()
+            >= 1
+    );
+}
