@@ -261,3 +261,66 @@ fn products_running(dir: &Path) -> Vec<String> {
     }
     found
 }
+
+#[test]
+#[ignore = "needs squid, varnish, nginx and trafficserver from Debian (.ci/run installs them)"]
+fn every_product_side_by_side_on_one_stream_with_spe() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lineup.toml");
+    let products: String = ["reference", "squid", "varnish", "nginx", "trafficserver"]
+        .iter()
+        .map(|p| format!("[[product]]\nname = \"{p}\"\n"))
+        .collect();
+    std::fs::write(&file, format!("{products}\n{SHORT}")).unwrap();
+    let out = dir.path().join("out");
+    let o = process::command()
+        .arg("lineup")
+        .arg(&file)
+        .args(["--spe", "--cache-size", "32MB", "-q", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let read = |p: &str| -> Value {
+        let text = std::fs::read_to_string(out.join(p)).unwrap_or_else(|e| {
+            panic!(
+                "no {p} ({e})\n{}\n{}",
+                process::stdout(&o),
+                process::stderr(&o)
+            )
+        });
+        serde_json::from_str(&text).unwrap()
+    };
+    let spe = read("spe/summary.json");
+    let clients = read("clients/summary.json");
+    assert!(
+        o.status.success(),
+        "{}\n{}\n{spe:#}",
+        process::stdout(&o),
+        process::stderr(&o)
+    );
+    assert_eq!(clients["total"]["errors"]["total"], 0, "{}", clients["total"]);
+    let requests = spe["requests"].as_u64().unwrap();
+    assert!(requests > 500, "{spe}");
+    let proxies = spe["proxies"].as_array().unwrap();
+    assert_eq!(proxies.len(), 5);
+    for p in proxies {
+        assert_eq!(p["copied"].as_u64(), Some(requests), "{p}");
+        assert_eq!(p["dropped"], 0, "{p}");
+        assert_eq!(p["mismatches"], 0, "{p}");
+        // Each product's own verdict, not the Collector's passed on.
+        assert!(
+            p["validated_hits"].as_u64().unwrap() > 0 && p["claimed_hits"].as_u64().unwrap() > 0,
+            "{p}"
+        );
+    }
+    let ranked = spe["ranking"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["rank"].is_number())
+        .count();
+    assert_eq!(ranked, 5, "{}", spe["ranking"]);
+    assert!(out.join("spe/report.html").exists());
+    // Every product stopped with the lineup.
+    assert!(products_running(&out).is_empty());
+}
