@@ -298,7 +298,11 @@ fn every_product_side_by_side_on_one_stream_with_spe() {
         process::stdout(&o),
         process::stderr(&o)
     );
-    assert_eq!(clients["total"]["errors"]["total"], 0, "{}", clients["total"]);
+    assert_eq!(
+        clients["total"]["errors"]["total"], 0,
+        "{}",
+        clients["total"]
+    );
     let requests = spe["requests"].as_u64().unwrap();
     assert!(requests > 500, "{spe}");
     let proxies = spe["proxies"].as_array().unwrap();

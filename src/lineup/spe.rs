@@ -28,13 +28,16 @@ const MIN_COLLECTOR_MEMORY: u64 = 1 << 30;
 const COPY_CONNS: usize = 1024;
 const COPY_QUEUE: usize = 8192;
 
+/// Products that could not join an SPE run, each with why.
+pub type LeftOut = Vec<(String, String)>;
+
 /// What an SPE lineup measured.
 #[derive(Debug)]
 pub struct Outcome {
     pub summary: Summary,
     /// Products that could not join (no parent support, or failed to
-    /// start), with why.
-    pub left_out: Vec<(String, String)>,
+    /// start).
+    pub left_out: LeftOut,
 }
 
 impl Outcome {
@@ -51,7 +54,7 @@ impl Outcome {
 
 /// The lineup's products that can fetch through a parent, each once, in
 /// forward mode (the Multiplier copies requests as to a forward proxy).
-fn spe_contenders(l: &Lineup) -> Result<(Vec<Contender>, Vec<(String, String)>), Failure> {
+fn spe_contenders(l: &Lineup) -> Result<(Vec<Contender>, LeftOut), Failure> {
     let mut joined: Vec<Contender> = Vec::new();
     let mut left_out = Vec::new();
     for e in &l.products {
