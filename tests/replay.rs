@@ -153,3 +153,30 @@ fn the_traced_time_to_first_byte_delays_misses_only() {
     assert!(miss >= 150.0, "misses wait the traced 150 ms: {miss}");
     assert!(hit < 50.0, "hits do not: {hit}");
 }
+
+/// Reverse mode (the reference proxy as the surrogate, routing the
+/// trace's sites by name), and `--rate` in place of `--speed`.
+#[test]
+fn a_trace_replays_to_a_surrogate_at_the_rate_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.tsv");
+    make_trace(&trace, "wikimedia", 1200);
+    let run = dir.path().join("run");
+    let o = replay(&trace, &run, &["--reverse", "--rate", "1200/s"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["mode"], "reverse");
+    assert!(run.join("addrmap.txt").exists());
+    let s = summary(&run);
+    assert_eq!(s["total"]["xacts"], 1200);
+    assert_eq!(s["total"]["errors"]["total"], 0);
+    assert!(s["total"]["dhr"]["measured"].as_f64().unwrap() > 10.0, "{}", s["total"]);
+    // 1200 requests at 1200/s: about a second of replay.
+    let trace_json: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("trace.json")).unwrap()).unwrap();
+    let speed = trace_json["speed"].as_f64().unwrap();
+    let traced = trace_json["trace_duration_s"].as_f64().unwrap();
+    assert!((traced / speed - 1.0).abs() < 0.01, "{trace_json}");
+}
