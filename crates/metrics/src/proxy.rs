@@ -21,8 +21,11 @@ impl ProxyCollector {
     }
 }
 
+/// Reads one of the proxy's counters.
+type Field = fn(&ProxyStats) -> &AtomicU64;
+
 /// The proxy's counters: metric name, help, field.
-const COUNTERS: &[(&str, &str, fn(&ProxyStats) -> &AtomicU64)] = &[
+const COUNTERS: &[(&str, &str, Field)] = &[
     (
         "cacheoff_proxy_connections",
         "Client connections the reference proxy accepted",
