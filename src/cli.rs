@@ -90,6 +90,10 @@ pub struct MultiplierArgs {
     /// No live line per interval.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Serve live Prometheus metrics on http://HOST:PORT/metrics while
+    /// running (docs/metrics.md).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics: Option<SocketAddr>,
 }
 
 /// How a replay decides which objects are cachable.
@@ -164,6 +168,10 @@ pub struct ReplayArgs {
     /// Print only the final summary, not a line per interval.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Serve live Prometheus metrics on http://HOST:PORT/metrics while
+    /// running (docs/metrics.md).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics: Option<SocketAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -246,6 +254,10 @@ pub struct LineupArgs {
     /// Print only each run's summary, not a line per interval.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Serve live Prometheus metrics on http://HOST:PORT/metrics while
+    /// running (docs/metrics.md).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics: Option<SocketAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -369,6 +381,10 @@ pub struct ProxyArgs {
     /// what a run counts).
     #[arg(long = "fault", value_name = "KIND[:PROB]", value_parser = cacheoff_proxy::Faults::parse_one)]
     pub faults: Vec<(cacheoff_proxy::Fault, f64)>,
+    /// Serve live Prometheus metrics on http://HOST:PORT/metrics while
+    /// running (docs/metrics.md).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics: Option<SocketAddr>,
 }
 
 /// The reference proxy's own defaults, shown by `--help`.
@@ -574,6 +590,10 @@ pub struct RunArgs {
     /// Print only the final summary, not a line per interval.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Serve live Prometheus metrics on http://HOST:PORT/metrics while
+    /// running (docs/metrics.md).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics: Option<SocketAddr>,
 }
 
 #[cfg(test)]

@@ -51,6 +51,17 @@ pub fn run(a: &LineupArgs) -> Result<(), Failure> {
             out.display()
         )));
     }
+    // The runs' families (and the Multiplier's with --spe), served for
+    // the whole lineup: counters add up over its runs.
+    let mut reg = cacheoff_metrics::Registry::default();
+    let (run_metrics, spe_metrics) = (
+        cacheoff_metrics::RunMetrics::register(&mut reg),
+        cacheoff_metrics::SpeMetrics::register(&mut reg, &[]),
+    );
+    let _server = a
+        .metrics
+        .map(|addr| crate::run_cmd::serve_metrics(addr, reg))
+        .transpose()?;
     let opts = Options {
         out: out.clone(),
         workers: a
@@ -58,6 +69,8 @@ pub fn run(a: &LineupArgs) -> Result<(), Failure> {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
             .max(1),
         quiet: a.quiet,
+        metrics: a.metrics.map(|_| run_metrics),
+        spe_metrics: a.metrics.map(|_| spe_metrics),
     };
     let stop = StopHandle::new();
     let interrupted = install_signal_handlers(&stop);

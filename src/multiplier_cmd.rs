@@ -34,8 +34,24 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
     }
     cfg.argv = argv.to_vec();
     cfg.build = crate::run_cmd::build();
-    if !a.quiet {
-        cfg.on_interval = Some(Arc::new(|iv: &Interval| console::print(&line(iv))));
+    let mut server = None;
+    let mut metrics = None;
+    if let Some(addr) = a.metrics {
+        let mut reg = cacheoff_metrics::Registry::default();
+        let names: Vec<String> = cfg.proxies.iter().map(|p| p.name.clone()).collect();
+        metrics = Some(cacheoff_metrics::SpeMetrics::register(&mut reg, &names));
+        server = Some(crate::run_cmd::serve_metrics(addr, reg)?);
+    }
+    let quiet = a.quiet;
+    if !quiet || metrics.is_some() {
+        cfg.on_interval = Some(Arc::new(move |iv: &Interval| {
+            if let Some(m) = &metrics {
+                m.interval(iv);
+            }
+            if !quiet {
+                console::print(&line(iv));
+            }
+        }));
     }
     let stop = cacheoff_agent::StopHandle::new();
     crate::run_cmd::install_signal_handlers(&stop);
@@ -58,6 +74,10 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
         .context("the Multiplier failed")
         .map_err(Failure::run)?;
     conclude(&out, &summary);
+    if let Some(s) = server {
+        let seen = s.scrapes();
+        s.wait_for_scrape(seen, crate::run_cmd::METRICS_LINGER);
+    }
     Ok(summary)
 }
 

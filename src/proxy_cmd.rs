@@ -157,6 +157,16 @@ pub fn run(a: &ProxyArgs) -> Result<(), Failure> {
             f.description()
         ));
     }
+    let _metrics = match a.metrics {
+        Some(addr) => {
+            let mut reg = cacheoff_metrics::Registry::default();
+            reg.register_collector(Box::new(cacheoff_metrics::ProxyCollector::new(
+                proxy.probe(),
+            )));
+            Some(crate::run_cmd::serve_metrics(addr, reg)?)
+        }
+        None => None,
+    };
     wait_for_signal();
     console::print(&counters_line(&proxy));
     if proxy.config().collector {

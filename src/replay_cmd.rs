@@ -130,6 +130,10 @@ pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
     );
     let stop = StopHandle::new();
     crate::run_cmd::install_signal_handlers(&stop);
+    let metrics = a
+        .metrics
+        .map(|addr| crate::run_cmd::Metrics::start(addr, embedded.as_ref()))
+        .transpose()?;
     let setup = Setup {
         workload,
         via,
@@ -139,6 +143,7 @@ pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
         quiet: a.quiet,
         on_start: None,
         trace: Some(Replay { feed, replayed }),
+        metrics: metrics.as_ref().map(|m| m.run.clone()),
     };
     let r = run_setup(&dir, setup, argv, &stop)?;
     if let Some(c) = r.summary.ceiling {
@@ -147,8 +152,11 @@ pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
             r.summary.total.dhr.measured, r.summary.total.dhr.offered, c.infinite, c.lru, c.belady
         ));
     }
-    conclude(&r, embedded, a.quiet)?;
-    Ok(r)
+    let verdict = conclude(&r, embedded, a.quiet);
+    if let Some(m) = metrics {
+        m.linger();
+    }
+    verdict.map(|()| r)
 }
 
 fn rule_name(rule: CachableRule) -> &'static str {

@@ -54,6 +54,10 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         .or_else(|| embedded.as_ref().map(reference_label));
     let stop = StopHandle::new();
     install_signal_handlers(&stop);
+    let metrics = a
+        .metrics
+        .map(|addr| Metrics::start(addr, embedded.as_ref()))
+        .transpose()?;
     let setup = Setup {
         workload,
         via,
@@ -63,10 +67,64 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         quiet: a.quiet,
         on_start: None,
         trace: None,
+        metrics: metrics.as_ref().map(|m| m.run.clone()),
     };
     let r = run_setup(&dir, setup, argv, &stop)?;
-    conclude(&r, embedded, a.quiet)?;
-    Ok(r)
+    let verdict = conclude(&r, embedded, a.quiet);
+    if let Some(m) = metrics {
+        m.linger();
+    }
+    verdict.map(|()| r)
+}
+
+/// `--metrics HOST:PORT`: the run's families (and the embedded reference
+/// proxy's) served on `/metrics` for as long as this lives.
+pub struct Metrics {
+    pub run: std::sync::Arc<cacheoff_metrics::RunMetrics>,
+    pub server: cacheoff_metrics::Server,
+}
+
+/// After the run, how long `/metrics` waits for a scrape of the final
+/// figures before the process goes on (and exits).
+pub const METRICS_LINGER: std::time::Duration = std::time::Duration::from_secs(15);
+
+impl Metrics {
+    /// Starts serving on `addr`, with `proxy`'s own figures if given.
+    pub fn start(
+        addr: std::net::SocketAddr,
+        proxy: Option<&cacheoff_proxy::Proxy>,
+    ) -> Result<Metrics, Failure> {
+        let mut reg = cacheoff_metrics::Registry::default();
+        let run = cacheoff_metrics::RunMetrics::register(&mut reg);
+        if let Some(p) = proxy {
+            reg.register_collector(Box::new(cacheoff_metrics::ProxyCollector::new(p.probe())));
+        }
+        let server = serve_metrics(addr, reg)?;
+        Ok(Metrics { run, server })
+    }
+
+    /// Waits (up to [`METRICS_LINGER`]) until a scraper has read the
+    /// final figures, so that they are not lost when the process exits.
+    pub fn linger(self) {
+        let seen = self.server.scrapes();
+        self.server.wait_for_scrape(seen, METRICS_LINGER);
+    }
+}
+
+/// Starts the `/metrics` server on `addr` for `reg`, announcing it on
+/// stderr (stdout's first lines are for the command's own output).
+pub fn serve_metrics(
+    addr: std::net::SocketAddr,
+    reg: cacheoff_metrics::Registry,
+) -> Result<cacheoff_metrics::Server, Failure> {
+    let server = cacheoff_metrics::Server::start(addr, reg)
+        .with_context(|| format!("--metrics {addr}: cannot listen"))
+        .map_err(Failure::usage)?;
+    eprintln!(
+        "cacheoff: serving metrics on http://{}/metrics",
+        server.addr()
+    );
+    Ok(server)
 }
 
 /// After a run: the summary on the console, the embedded proxy's
@@ -233,6 +291,7 @@ pub fn run_in(
         quiet,
         on_start: None,
         trace: None,
+        metrics: None,
     };
     run_setup(dir, setup, argv, stop)
 }
@@ -252,6 +311,8 @@ pub struct Setup {
     pub on_start: Option<OnStart>,
     /// A trace replayed instead of the workload's plan (`cacheoff replay`).
     pub trace: Option<Replay>,
+    /// Live metrics (`--metrics`), fed each interval.
+    pub metrics: Option<std::sync::Arc<cacheoff_metrics::RunMetrics>>,
 }
 
 /// What `cacheoff replay` replays: the requests, and the trace's record
@@ -282,6 +343,7 @@ struct Recorder<'a> {
     xacts_so_far: u64,
     /// The first write that failed; the run goes on and fails at the end.
     error: Option<RunDirError>,
+    metrics: Option<std::sync::Arc<cacheoff_metrics::RunMetrics>>,
 }
 
 impl Sink for Recorder<'_> {
@@ -301,6 +363,9 @@ impl Sink for Recorder<'_> {
         }
     }
     fn interval(&mut self, iv: &IntervalStats) {
+        if let Some(m) = &self.metrics {
+            m.interval(iv);
+        }
         match self.dir.interval(iv) {
             Ok(r) => {
                 self.xacts_so_far += r.stats.xacts;
@@ -337,7 +402,20 @@ pub fn run_setup(
         quiet,
         on_start,
         trace,
+        metrics,
     } = setup;
+    if let Some(m) = &metrics {
+        m.begin(cacheoff_metrics::RunInfo {
+            workload: workload.name.clone(),
+            mode: match via {
+                Via::Direct => "direct",
+                Via::Proxy(_) => "forward",
+                Via::Surrogate(_) => "reverse",
+            },
+            phases: workload.phases.iter().map(|p| p.name.clone()).collect(),
+            peak_rate: workload.peak_rate.map(|r| r.0),
+        });
+    }
     let (mode, proxy) = match via {
         Via::Direct => (Mode::Direct, None),
         Via::Proxy(p) => (Mode::Forward, Some(p)),
@@ -393,6 +471,7 @@ pub fn run_setup(
         quiet,
         xacts_so_far: 0,
         error: None,
+        metrics: metrics.clone(),
     };
     let cfg = RunConfig {
         workload,
@@ -408,6 +487,9 @@ pub fn run_setup(
         return Err(Failure::run(e));
     }
     let summary = run_dir.finish(&stats).map_err(Failure::run)?;
+    if let Some(m) = &metrics {
+        m.finish();
+    }
     Ok(RunResult {
         dir: dir.to_path_buf(),
         summary,

@@ -45,6 +45,10 @@ pub struct Options {
     pub workers: usize,
     /// Print only each run's summary table.
     pub quiet: bool,
+    /// Live metrics of the run in progress (`--metrics`).
+    pub metrics: Option<Arc<cacheoff_metrics::RunMetrics>>,
+    /// Live metrics of the Multiplier (`--metrics` with `--spe`).
+    pub spe_metrics: Option<Arc<cacheoff_metrics::SpeMetrics>>,
 }
 
 impl Options {
@@ -65,6 +69,7 @@ impl Options {
             quiet: self.quiet,
             on_start: None,
             trace: None,
+            metrics: self.metrics.clone(),
         }
     }
 }

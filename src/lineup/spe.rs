@@ -196,9 +196,15 @@ fn measure(
     cfg.conns_per_proxy = COPY_CONNS;
     cfg.queue = COPY_QUEUE;
     crate::multiplier_cmd::raise_fds(running.len(), COPY_CONNS)?;
-    if !opts.quiet {
-        cfg.on_interval = Some(Arc::new(|iv: &cacheoff_multiplier::Interval| {
-            console::print(&format!("spe {}", crate::multiplier_cmd::line(iv)))
+    let (quiet, metrics) = (opts.quiet, opts.spe_metrics.clone());
+    if !quiet || metrics.is_some() {
+        cfg.on_interval = Some(Arc::new(move |iv: &cacheoff_multiplier::Interval| {
+            if let Some(m) = &metrics {
+                m.interval(iv);
+            }
+            if !quiet {
+                console::print(&format!("spe {}", crate::multiplier_cmd::line(iv)));
+            }
         }));
     }
     let m = cacheoff_multiplier::start(cfg)

@@ -183,6 +183,7 @@ pub fn run_reverse(
         quiet: true,
         on_start: None,
         trace: None,
+        metrics: None,
     };
     let r = cacheoff::run_cmd::run_setup(dir.path(), setup, &argv, &StopHandle::new())
         .map_err(|f| f.error)

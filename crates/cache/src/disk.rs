@@ -151,6 +151,8 @@ pub struct DiskStore {
     tmp_seq: AtomicU64,
     /// Damaged files found on read.
     corrupt: AtomicU64,
+    /// Files evicted to stay within the capacity since the store opened.
+    evicted: AtomicU64,
 }
 
 /// The file id of a URL key's object: the key itself without a
@@ -353,6 +355,7 @@ impl DiskStore {
             index: Mutex::new(index),
             tmp_seq: AtomicU64::new(0),
             corrupt: AtomicU64::new(0),
+            evicted: AtomicU64::new(0),
         };
         report.evicted = store.evict_to_capacity();
         Ok((store, report))
@@ -492,7 +495,8 @@ impl DiskStore {
             gone
         };
         self.remove_files(key, &superseded);
-        self.evict_to_capacity();
+        let evicted = self.evict_to_capacity();
+        self.evicted.fetch_add(evicted as u64, Ordering::Relaxed);
         Ok(())
     }
 
@@ -517,6 +521,18 @@ impl DiskStore {
 
     pub fn bytes(&self) -> u64 {
         self.index.lock().expect("disk index lock").policy.bytes()
+    }
+
+    /// Files evicted to stay within the capacity since the store opened
+    /// (those evicted on opening a smaller store are in its
+    /// [`OpenReport`]).
+    pub fn evictions(&self) -> u64 {
+        self.evicted.load(Ordering::Relaxed)
+    }
+
+    /// The store's size limit in bytes.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
     }
 
     /// Damaged files found (and deleted) on read so far.

@@ -40,6 +40,7 @@ pub use storage::{storable_with, Refusal, Storage};
 pub use targeted::Targeted;
 pub use vary::Variant;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 const SHARDS: usize = 16;
@@ -52,6 +53,8 @@ const SHARDS: usize = 16;
 pub struct Cache {
     shards: Vec<Mutex<MemStore>>,
     disk: Option<DiskStore>,
+    /// URLs the memory store evicted to stay within its budget.
+    evictions: AtomicU64,
 }
 
 impl Cache {
@@ -61,6 +64,7 @@ impl Cache {
                 .map(|_| Mutex::new(MemStore::new(memory / SHARDS as u64, policy)))
                 .collect(),
             disk,
+            evictions: AtomicU64::new(0),
         }
     }
 
@@ -116,10 +120,12 @@ impl Cache {
     {
         let key = key_of(url);
         let o = Arc::new(self.disk.as_ref()?.get_for(key, url, request)?);
-        self.shard(key)
+        let evicted = self
+            .shard(key)
             .lock()
             .expect("shard lock")
             .insert(o.clone());
+        self.count_evictions(evicted);
         Some(o)
     }
 
@@ -129,7 +135,19 @@ impl Cache {
     /// ([`Object::keyed_by`]): an object with `Vary` and no key is dropped.
     pub fn put_memory(&self, object: Arc<Object>) {
         let key = object.key();
-        self.shard(key).lock().expect("shard lock").insert(object);
+        let evicted = self.shard(key).lock().expect("shard lock").insert(object);
+        self.count_evictions(evicted);
+    }
+
+    fn count_evictions(&self, n: usize) {
+        if n > 0 {
+            self.evictions.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// URLs the memory store evicted so far.
+    pub fn memory_evictions(&self) -> u64 {
+        self.evictions.load(Ordering::Relaxed)
     }
 
     /// Writes an object to disk, if there is a disk store. Blocking.

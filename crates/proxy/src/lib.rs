@@ -102,6 +102,62 @@ impl ProxyStats {
     }
 }
 
+/// A running proxy's counters and stores, read at any time from any
+/// thread ([`Proxy::probe`]): atomics and the stores' own locks, each held
+/// only to read a size.
+#[derive(Clone)]
+pub struct Probe {
+    shared: Arc<Shared>,
+    disk_report: Option<OpenReport>,
+}
+
+/// The disk store's state as a [`Probe`] reads it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskState {
+    pub objects: u64,
+    pub bytes: u64,
+    pub capacity: u64,
+    pub evictions: u64,
+    pub corrupt_reads: u64,
+    /// What opening the store found.
+    pub opened: OpenReport,
+}
+
+impl Probe {
+    pub fn stats(&self) -> &ProxyStats {
+        &self.shared.stats
+    }
+    /// Objects and bytes in the memory store, and its budget.
+    pub fn memory(&self) -> (u64, u64, u64) {
+        let (n, b) = self.shared.cache.memory_usage();
+        (n as u64, b, self.shared.cfg.memory)
+    }
+    /// URLs the memory store evicted so far.
+    pub fn memory_evictions(&self) -> u64 {
+        self.shared.cache.memory_evictions()
+    }
+    pub fn disk(&self) -> Option<DiskState> {
+        let d = self.shared.cache.disk()?;
+        Some(DiskState {
+            objects: d.len() as u64,
+            bytes: d.bytes(),
+            capacity: d.capacity(),
+            evictions: d.evictions(),
+            corrupt_reads: d.corrupt_reads(),
+            opened: self.disk_report.unwrap_or_default(),
+        })
+    }
+    pub fn is_collector(&self) -> bool {
+        self.shared.cfg.collector
+    }
+}
+
+impl std::fmt::Debug for Probe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Probe")
+    }
+}
+
 pub(crate) struct Shared {
     cfg: ProxyConfig,
     replay: replay::ReplayStats,
@@ -216,6 +272,15 @@ impl Proxy {
 
     pub fn stats(&self) -> &ProxyStats {
         &self.shared.stats
+    }
+
+    /// A handle that reads the proxy's counters and stores from another
+    /// thread (a metrics scrape); it keeps the stores alive while held.
+    pub fn probe(&self) -> Probe {
+        Probe {
+            shared: self.shared.clone(),
+            disk_report: self.disk_report,
+        }
     }
 
     /// What the disk store held when the proxy started.

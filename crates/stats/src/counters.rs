@@ -133,6 +133,7 @@ counter_table! {
         AbortsRobot aborts_robot: "transactions robots aborted on purpose",
         AbortsServer aborts_server: "transactions origin servers aborted on purpose",
         ConnsOpened conns_opened: "connections robots opened",
+        HitBytes hit_bytes: "body bytes of successful transactions answered by a cache (every request type)",
     }
     gauges {
         conns_open: "robot connections open at the end of the interval",

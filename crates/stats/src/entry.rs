@@ -382,6 +382,7 @@ impl Entry {
             aborts_robot: self.aborts.robot,
             aborts_server: self.aborts.server,
             conns_opened: self.conns.opened,
+            hit_bytes: of(self.bhr.measured, self.bytes),
         }
     }
 }

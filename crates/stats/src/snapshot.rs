@@ -135,6 +135,9 @@ impl Snapshot {
             self.sizes.saturating_record(x.bytes.max(1));
         }
         ct.hits += u64::from(x.outcome == Outcome::Hit);
+        if x.outcome == Outcome::Hit {
+            c.hit_bytes += x.bytes;
+        }
         if x.rtype == RequestType::Basic {
             c.basic += 1;
             c.basic_bytes += x.bytes;
