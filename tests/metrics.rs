@@ -218,6 +218,10 @@ fn a_run_s_metrics_end_equal_to_its_summary() {
         s("cacheoff_response_seconds_bucket{result=\"miss\",le=\"+Inf\"}"),
         t.rt_ms.miss.count
     );
+    assert_eq!(
+        s("cacheoff_response_seconds_count{result=\"all\"}"),
+        t.rt_ms.all.count
+    );
     assert_eq!(s("cacheoff_measured_hits_total"), c.basic_hits);
     assert_eq!(s("cacheoff_basic_gets_total"), c.basic);
     assert_eq!(s("cacheoff_offered_hits_total"), c.offered_hits);

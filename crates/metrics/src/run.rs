@@ -106,6 +106,10 @@ impl RunMetrics {
         }
         for r in ["hit", "miss"] {
             let _ = m.bytes.get_or_create(&[("result", r)]);
+        }
+        // `all` is hit and miss together (as the summary's rt_ms.all):
+        // select one `result`, never sum over them.
+        for r in ["all", "hit", "miss"] {
             let _ = m.response.get_or_create(&[("result", r)]);
         }
         for k in ErrorKind::ALL {
@@ -294,6 +298,9 @@ impl RunMetrics {
         }
         add(&self.aborts, [("by", "robot")], c.aborts_robot);
         add(&self.aborts, [("by", "server")], c.aborts_server);
+        self.response
+            .get_or_create(&[("result", "all")])
+            .add_us(&s.rt.all);
         self.response
             .get_or_create(&[("result", "hit")])
             .add_us(&s.rt.hit);
