@@ -56,63 +56,7 @@ pub enum Command {
     /// Find the highest request rate the proxy sustains while response
     /// time and errors stay inside limits: steps of the workload's
     /// plateau at rates grown, then bisected, then confirmed (peak.json).
-    Peak(Box<PeakArgs>),
-}
-
-#[derive(Debug, Clone, Args)]
-#[command(
-    after_help = "Exit status: 0 a peak was found and confirmed, 1 none was (no rate kept the limit, or the repeat failed), 2 bad input or set-up."
-)]
-pub struct PeakArgs {
-    /// Workload whose measured phase is stepped (a built-in or a file).
-    pub workload: String,
-    /// Forward proxy under test (HOST:PORT); without it (and without
-    /// --reverse) the reference proxy is started and tested.
-    #[arg(long, value_name = "HOST:PORT", conflicts_with = "reverse")]
-    pub proxy: Option<SocketAddr>,
-    /// Surrogate under test (needs --server-port), or without an address
-    /// the reference proxy as the surrogate.
-    #[arg(long, value_name = "HOST:PORT", num_args = 0..=1)]
-    pub reverse: Option<Option<SocketAddr>>,
-    /// The response-time limit every step must keep, from the intended
-    /// start: `mean<=TIME` or `p99<=TIME` (e.g. 'p99<=50ms').
-    #[arg(long, value_name = "STAT<=TIME")]
-    pub rt_limit: String,
-    /// Most errors a step may have, in percent of requests.
-    #[arg(long, value_name = "PCT%", default_value = "0.1%")]
-    pub error_limit: String,
-    /// Stop bisecting once the bracket is this narrow (relative).
-    #[arg(long, value_name = "PCT%", default_value = "5%")]
-    pub precision: String,
-    /// Highest rate (or closed-loop robots) tried.
-    #[arg(long, value_name = "N", default_value = "100000")]
-    pub max_load: f64,
-    /// Most steps before the confirmation.
-    #[arg(long, value_name = "N", default_value = "16")]
-    pub max_steps: usize,
-    /// Pause between steps, for the proxy to drain what a failed step
-    /// left queued.
-    #[arg(long, value_name = "TIME", default_value = "2s")]
-    pub rest: Dur,
-    /// Skip the warm-up (the phases before the plateau).
-    #[arg(long)]
-    pub no_warmup: bool,
-    /// What the proxy under test is, for reports.
-    #[arg(long, value_name = "TEXT")]
-    pub label: Option<String>,
-    // --rate (the first step's; `max` steps robots instead), --plateau, ...
-    #[command(flatten)]
-    pub settings: WorkloadArgs,
-    /// Worker threads (default: one per core).
-    #[arg(long, value_name = "N")]
-    pub workers: Option<usize>,
-    /// Output directory: peak.json, warmup/ and a run directory per step
-    /// (default: runs/<timestamp>-<workload>-peak).
-    #[arg(long, short = 'o', value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Only a line per step.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
+    Peak(Box<crate::peak_cmd::PeakArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -285,6 +229,11 @@ pub struct LineupArgs {
     /// Compress time: the workloads' plateaus last this long.
     #[arg(long, value_name = "TIME")]
     pub plateau: Option<String>,
+    /// Find each product's peak first (`cacheoff peak` with this
+    /// response-time limit, e.g. 'p99<=50ms'): it becomes the product's
+    /// peak rate.
+    #[arg(long, value_name = "STAT<=TIME")]
+    pub find_peak: Option<String>,
     /// Skip the downtime test.
     #[arg(long)]
     pub no_downtime: bool,

@@ -6,18 +6,78 @@
 //! search (the embedded reference proxy stays warm) and one set of origin
 //! servers bound once (the URLs, and so the cache, stay the same).
 
-use crate::cli::PeakArgs;
+use crate::cli::WorkloadArgs;
 use crate::run_cmd::{self, Setup};
 use crate::{console, Failure};
 use anyhow::Context;
 use cacheoff_agent::{BoundServers, StopHandle, Via};
+use cacheoff_base::Dur;
 use cacheoff_base::Rate;
 use cacheoff_peak::{Figures, Limits, Outcome, Role, SearchConfig, Stop};
 use cacheoff_rundir::peak::{Limit, Peak, PeakStep, PEAK_FORMAT, PEAK_VERSION};
 use cacheoff_rundir::{RunDir, Summary};
 use cacheoff_workload::{load, Overrides, PeakRate, Workload};
+use clap::Args;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// `cacheoff peak`'s arguments (its variant is in `cli`).
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Exit status: 0 a peak was found and confirmed, 1 none was (no rate kept the limit, or the repeat failed), 2 bad input or set-up."
+)]
+pub struct PeakArgs {
+    /// Workload whose measured phase is stepped (a built-in or a file).
+    pub workload: String,
+    /// Forward proxy under test (HOST:PORT); without it (and without
+    /// --reverse) the reference proxy is started and tested.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "reverse")]
+    pub proxy: Option<SocketAddr>,
+    /// Surrogate under test (needs --server-port), or without an address
+    /// the reference proxy as the surrogate.
+    #[arg(long, value_name = "HOST:PORT", num_args = 0..=1)]
+    pub reverse: Option<Option<SocketAddr>>,
+    /// The response-time limit every step must keep, from the intended
+    /// start: `mean<=TIME` or `p99<=TIME` (e.g. 'p99<=50ms').
+    #[arg(long, value_name = "STAT<=TIME")]
+    pub rt_limit: String,
+    /// Most errors a step may have, in percent of requests.
+    #[arg(long, value_name = "PCT%", default_value = "0.1%")]
+    pub error_limit: String,
+    /// Stop bisecting once the bracket is this narrow (relative).
+    #[arg(long, value_name = "PCT%", default_value = "5%")]
+    pub precision: String,
+    /// Highest rate (or closed-loop robots) tried.
+    #[arg(long, value_name = "N", default_value = "100000")]
+    pub max_load: f64,
+    /// Most steps before the confirmation.
+    #[arg(long, value_name = "N", default_value = "16")]
+    pub max_steps: usize,
+    /// Pause between steps, for the proxy to drain what a failed step
+    /// left queued.
+    #[arg(long, value_name = "TIME", default_value = "2s")]
+    pub rest: Dur,
+    /// Skip the warm-up (the phases before the plateau).
+    #[arg(long)]
+    pub no_warmup: bool,
+    /// What the proxy under test is, for reports.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    // --rate (the first step's; `max` steps robots instead), --plateau, ...
+    #[command(flatten)]
+    pub settings: WorkloadArgs,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// Output directory: peak.json, warmup/ and a run directory per step
+    /// (default: runs/<timestamp>-<workload>-peak).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Only a line per step.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
 
 /// What a finished search leaves behind.
 #[derive(Debug)]
@@ -89,6 +149,39 @@ fn step_name(n: usize, load: f64, closed_loop: bool) -> String {
     }
 }
 
+/// How a search goes, besides its limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Knobs {
+    /// Relative width of the bracket the bisection stops at.
+    pub precision: f64,
+    /// Highest rate (or robots) tried.
+    pub max_load: f64,
+    pub max_steps: usize,
+    /// Pause between steps.
+    pub rest: std::time::Duration,
+    /// Run the phases before the plateau once first.
+    pub warmup: bool,
+}
+
+/// A search against a target that is already there (a proxy started by
+/// the caller, or by `run`).
+pub struct Search<'a> {
+    /// The workload's name or file, and the settings on it.
+    pub workload: String,
+    pub overrides: Overrides,
+    pub limits: Limits,
+    pub knobs: Knobs,
+    pub via: Via,
+    /// The origin servers every step uses (bound here when `None`).
+    pub bound: Option<Arc<BoundServers>>,
+    pub label: Option<String>,
+    pub workers: usize,
+    /// Warm-up without interval lines.
+    pub quiet: bool,
+    pub argv: &'a [String],
+    pub stop: &'a StopHandle,
+}
+
 /// Runs `cacheoff peak`; `argv` goes into every step's manifest.
 pub fn run(a: &PeakArgs, argv: &[String]) -> Result<PeakResult, Failure> {
     let limits = Limits::parse(&a.rt_limit, Some(&a.error_limit))
@@ -106,37 +199,96 @@ pub fn run(a: &PeakArgs, argv: &[String]) -> Result<PeakResult, Failure> {
         let proxy = cacheoff_proxy::ProxyConfig::new((std::net::Ipv4Addr::LOCALHOST, 0).into());
         overrides.cache_size = Some(cacheoff_base::Bytes(proxy.memory));
     }
-    let closed_loop = overrides.rate == Some(PeakRate::ClosedLoop);
     let workload = load_workload(&a.workload, &overrides)?;
-    let cut = cacheoff_peak::cut(&workload).map_err(Failure::usage)?;
-    let start = if closed_loop {
-        f64::from(a.settings.0.robots.unwrap_or(1))
-    } else {
-        workload.peak_rate.map_or(400.0, |r| r.per_sec())
-    };
-    let plan = Plan {
-        name: a.workload.clone(),
-        overrides,
-        closed_loop,
-        robots: workload.robots.count,
-        servers: workload.servers.count,
-    };
     let dir = a
         .out
         .clone()
         .unwrap_or_else(|| RunDir::default_path(&format!("{}-peak", workload.name)));
-    if cacheoff_rundir::peak::is_peak(&dir) {
+    let target = run_cmd::choose_target(&workload, a.proxy, a.reverse, false, &a.workload)?;
+    let label = a
+        .label
+        .clone()
+        .or_else(|| target.embedded.as_ref().map(run_cmd::reference_label));
+    let stop = StopHandle::new();
+    run_cmd::install_signal_handlers(&stop);
+    let s = Search {
+        workload: a.workload.clone(),
+        overrides,
+        limits,
+        knobs: Knobs {
+            precision,
+            max_load: a.max_load,
+            max_steps: a.max_steps,
+            rest: a.rest.0,
+            warmup: !a.no_warmup,
+        },
+        via: target.via,
+        bound: target.bound.clone(),
+        label,
+        workers: a
+            .workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1),
+        quiet: a.quiet,
+        argv,
+        stop: &stop,
+    };
+    let found = search(&dir, s);
+    if let Some(p) = target.embedded {
+        p.stop();
+    }
+    let file = found?;
+    if file.peak_rate_xps.is_none() {
+        return Err(Failure::run(anyhow::anyhow!(
+            "no peak: {} ({} steps; {})",
+            if file.outcome == Stop::NonePassed.name() {
+                "no rate kept the limit"
+            } else {
+                "the best rate failed its repeat runs"
+            },
+            file.steps.len(),
+            dir.display()
+        )));
+    }
+    Ok(PeakResult { dir, peak: file })
+}
+
+/// Searches into the new peak directory `dir`: the warm-up, the steps,
+/// `peak.json` (after every step) and the page. A search that found no
+/// peak is no error here: `peak_rate_xps` is `None`.
+pub fn search(dir: &Path, s: Search) -> Result<Peak, Failure> {
+    let Search {
+        workload: name,
+        overrides,
+        limits,
+        knobs,
+        via,
+        bound,
+        label,
+        workers,
+        quiet,
+        argv,
+        stop,
+    } = s;
+    let closed_loop = overrides.rate == Some(PeakRate::ClosedLoop);
+    let workload = load_workload(&name, &overrides)?;
+    let cut = cacheoff_peak::cut(&workload).map_err(Failure::usage)?;
+    let start = if closed_loop {
+        f64::from(overrides.robots.unwrap_or(1))
+    } else {
+        workload.peak_rate.map_or(400.0, |r| r.per_sec())
+    };
+    if cacheoff_rundir::peak::is_peak(dir) {
         return Err(Failure::usage(anyhow::anyhow!(
             "{} already holds a peak search (peak.json exists)",
             dir.display()
         )));
     }
-    std::fs::create_dir_all(&dir)
+    std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create {}", dir.display()))
         .map_err(Failure::usage)?;
-    let target = run_cmd::choose_target(&workload, a.proxy, a.reverse, false, &a.workload)?;
     // Forward mode too: the same servers (addresses, URLs) for every step.
-    let bound = match target.bound.clone() {
+    let bound = match bound {
         Some(b) => b,
         None => Arc::new(
             BoundServers::bind(&workload)
@@ -144,24 +296,21 @@ pub fn run(a: &PeakArgs, argv: &[String]) -> Result<PeakResult, Failure> {
                 .map_err(Failure::usage)?,
         ),
     };
-    let label = a
-        .label
-        .clone()
-        .or_else(|| target.embedded.as_ref().map(run_cmd::reference_label));
-    let workers = a
-        .workers
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
-    let stop = StopHandle::new();
-    run_cmd::install_signal_handlers(&stop);
+    let plan = Plan {
+        name,
+        overrides,
+        closed_loop,
+        robots: workload.robots.count,
+        servers: workload.servers.count,
+    };
     let runner = Runner {
-        dir: &dir,
-        via: target.via,
+        dir,
+        via,
         bound,
         label,
         workers,
         argv,
-        stop: &stop,
+        stop,
     };
     let mut file = Peak {
         format: PEAK_FORMAT.into(),
@@ -171,7 +320,7 @@ pub fn run(a: &PeakArgs, argv: &[String]) -> Result<PeakResult, Failure> {
         peak_rate_xps: None,
         peak_robots: None,
         outcome: "searching".into(),
-        precision,
+        precision: knobs.precision,
         limit: Limit {
             text: limits.to_string(),
             rt_stat: limits.rt.stat.name().into(),
@@ -191,7 +340,7 @@ pub fn run(a: &PeakArgs, argv: &[String]) -> Result<PeakResult, Failure> {
         describe(&runner.via),
         dir.display()
     ));
-    if let (Some(warm), false) = (cut.warmup, a.no_warmup) {
+    if let (Some(warm), true) = (cut.warmup, knobs.warmup) {
         console::print(&format!(
             "warm-up: {} ({})",
             warm.phases
@@ -201,25 +350,24 @@ pub fn run(a: &PeakArgs, argv: &[String]) -> Result<PeakResult, Failure> {
                 .join(", "),
             cacheoff_base::Dur::secs(warm.phases.iter().map(|p| p.duration.as_secs_f64()).sum())
         ));
-        runner.run("warmup", warm, a.quiet)?;
+        runner.run("warmup", warm, quiet)?;
         file.warmup_dir = Some("warmup".into());
     }
-    file.write(&dir).map_err(Failure::run)?;
+    file.write(dir).map_err(Failure::run)?;
     let cfg = SearchConfig {
-        precision,
-        max: a.max_load,
-        max_steps: a.max_steps,
+        precision: knobs.precision,
+        max: knobs.max_load,
+        max_steps: knobs.max_steps,
         whole: closed_loop,
         ..SearchConfig::new(start)
     };
-    let rest = a.rest.0;
     let mut n = 0;
     let outcome = cacheoff_peak::find(&cfg, &limits, |load, role| {
         if stop.is_stopped() {
             return Err(Failure::run(anyhow::anyhow!("interrupted")));
         }
         if n > 0 || file.warmup_dir.is_some() {
-            std::thread::sleep(rest);
+            std::thread::sleep(knobs.rest);
         }
         n += 1;
         let name = step_name(n, load, closed_loop);
@@ -237,23 +385,20 @@ pub fn run(a: &PeakArgs, argv: &[String]) -> Result<PeakResult, Failure> {
             confirm: role == Role::Confirm,
             dir: name,
         });
-        file.write(&dir).map_err(Failure::run)?;
+        file.write(dir).map_err(Failure::run)?;
         console::print(&step_line(n, load, closed_loop, role, &f, pass));
         Ok(f)
     })?;
     conclude(&mut file, &outcome, closed_loop);
-    file.write(&dir).map_err(Failure::run)?;
-    if let Some(p) = target.embedded {
-        p.stop();
-    }
-    match crate::report_cmd::html_report(&dir) {
+    file.write(dir).map_err(Failure::run)?;
+    match crate::report_cmd::html_report(dir) {
         Ok(path) => console::print(&format!("report card: {}", path.display())),
         Err(e) => console::print(&format!(
             "cacheoff: warning: cannot render the report card: {e:#}"
         )),
     }
-    match file.peak_rate_xps {
-        Some(r) => console::print(&format!(
+    console::print(&match file.peak_rate_xps {
+        Some(r) => format!(
             "peak: {r:.1}/s{} keeps {} ({}; {} steps) -> {}",
             file.peak_robots
                 .map_or(String::new(), |n| format!(" ({n} robots)")),
@@ -261,20 +406,10 @@ pub fn run(a: &PeakArgs, argv: &[String]) -> Result<PeakResult, Failure> {
             file.outcome,
             file.steps.len(),
             dir.join(cacheoff_rundir::peak::PEAK_FILE).display()
-        )),
-        None => {
-            return Err(Failure::run(anyhow::anyhow!(
-                "no peak: {} ({} steps; {})",
-                match outcome.stop {
-                    Stop::NonePassed => "no rate kept the limit",
-                    _ => "the best rate failed its repeat runs",
-                },
-                file.steps.len(),
-                dir.display()
-            )))
-        }
-    }
-    Ok(PeakResult { dir, peak: file })
+        ),
+        None => format!("no peak: {} ({} steps)", file.outcome, file.steps.len()),
+    });
+    Ok(file)
 }
 
 /// The search's result into the file.
@@ -299,7 +434,11 @@ fn describe(via: &Via) -> String {
 fn step_line(n: usize, load: f64, closed: bool, role: Role, f: &Figures, pass: bool) -> String {
     format!(
         "step {n:2}{} {:>10}: {:8.1} xact/s, rt mean {:7.1} ms, p99 {:7.1} ms, errors {:5.2}%  {}",
-        if role == Role::Confirm { " (repeat)" } else { "" },
+        if role == Role::Confirm {
+            " (repeat)"
+        } else {
+            ""
+        },
         if closed {
             format!("{load} robots")
         } else {

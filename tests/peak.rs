@@ -9,8 +9,8 @@
 
 mod support;
 
-use cacheoff::cli::{Cli, Command, PeakArgs};
-use cacheoff::peak_cmd;
+use cacheoff::cli::{Cli, Command};
+use cacheoff::peak_cmd::{self, PeakArgs};
 use cacheoff_agent::StopHandle;
 use cacheoff_base::Rate;
 use cacheoff_peak::Limits;
@@ -141,7 +141,11 @@ fn the_peak_of_a_capped_proxy_holds_again_and_fails_at_1_3_times() {
     assert!(p.steps.iter().any(|s| !s.pass), "the bracket closed");
 
     let again = tempfile::tempdir().unwrap();
-    assert!(keeps_limit(&again.path().join("at-peak"), proxy.addr(), peak));
+    assert!(keeps_limit(
+        &again.path().join("at-peak"),
+        proxy.addr(),
+        peak
+    ));
     assert!(!keeps_limit(
         &again.path().join("above"),
         proxy.addr(),

@@ -165,14 +165,17 @@ fn a_trace_replays_to_a_surrogate_at_the_rate_asked() {
     let o = replay(&trace, &run, &["--reverse", "--rate", "1200/s"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["mode"], "reverse");
     assert!(run.join("addrmap.txt").exists());
     let s = summary(&run);
     assert_eq!(s["total"]["xacts"], 1200);
     assert_eq!(s["total"]["errors"]["total"], 0);
-    assert!(s["total"]["dhr"]["measured"].as_f64().unwrap() > 10.0, "{}", s["total"]);
+    assert!(
+        s["total"]["dhr"]["measured"].as_f64().unwrap() > 10.0,
+        "{}",
+        s["total"]
+    );
     // 1200 requests at 1200/s: about a second of replay.
     let trace_json: Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("trace.json")).unwrap()).unwrap();

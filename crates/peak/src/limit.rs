@@ -163,9 +163,17 @@ mod tests {
     #[test]
     fn bad_limits_say_what_is_wrong() {
         let e = |s: &str| s.parse::<RtLimit>().unwrap_err().to_string();
-        assert!(e("p99<50ms").contains("expected STAT<=TIME"), "{}", e("p99<50ms"));
+        assert!(
+            e("p99<50ms").contains("expected STAT<=TIME"),
+            "{}",
+            e("p99<50ms")
+        );
         assert!(e("p95<=50ms").contains("\"p95\""), "{}", e("p95<=50ms"));
-        assert!(e("p99<=50").contains("needs a time unit"), "{}", e("p99<=50"));
+        assert!(
+            e("p99<=50").contains("needs a time unit"),
+            "{}",
+            e("p99<=50")
+        );
         assert!(e("p99<=50qs").contains("50qs"), "{}", e("p99<=50qs"));
         assert!(e("p99<=0ms").contains("above zero"));
         assert!(e("p99<=5xms").starts_with("\"p99<=5xms\": "));
@@ -189,11 +197,21 @@ mod tests {
             error_pct: 0.1,
         };
         assert!(limits.judge(&ok));
-        assert!(!limits.judge(&Figures { rt_ms_p99: 50.1, ..ok }));
-        assert!(!limits.judge(&Figures { error_pct: 0.2, ..ok }));
+        assert!(!limits.judge(&Figures {
+            rt_ms_p99: 50.1,
+            ..ok
+        }));
+        assert!(!limits.judge(&Figures {
+            error_pct: 0.2,
+            ..ok
+        }));
         assert!(!limits.judge(&Figures { xacts: 0, ..ok }));
         let mean = Limits::parse("mean<=50ms", Some("1%")).unwrap();
         assert!(!mean.judge(&ok));
-        assert!(mean.judge(&Figures { rt_ms_mean: 49.0, error_pct: 0.9, ..ok }));
+        assert!(mean.judge(&Figures {
+            rt_ms_mean: 49.0,
+            error_pct: 0.9,
+            ..ok
+        }));
     }
 }

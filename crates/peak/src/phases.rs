@@ -90,7 +90,10 @@ mod tests {
         assert_eq!(names(&c.warmup.unwrap()), ["framp", "fill"]);
         assert_eq!(names(&c.step), ["top2"]);
         let p = &c.step.phases[0];
-        assert_eq!((p.load_begin, p.population_end), (Load::Factor(1.0), Load::Factor(1.0)));
+        assert_eq!(
+            (p.load_begin, p.population_end),
+            (Load::Factor(1.0), Load::Factor(1.0))
+        );
         assert!(p.goal.is_none());
     }
 
@@ -100,7 +103,10 @@ mod tests {
         for p in &mut w.phases {
             p.measured = false;
         }
-        assert_eq!(cut(&w).unwrap_err().to_string(), "workload \"simple\" has no measured phase to step the load on");
+        assert_eq!(
+            cut(&w).unwrap_err().to_string(),
+            "workload \"simple\" has no measured phase to step the load on"
+        );
         // With only the plateau, there is nothing to warm.
         let mut w = load("simple", &Overrides::default()).unwrap();
         w.phases.remove(0);

@@ -270,7 +270,10 @@ mod tests {
             assert!(limits().judge(&model(peak, Role::Probe).unwrap()));
             assert!(!limits().judge(&model(peak * 1.3, Role::Probe).unwrap()));
             let last = out.steps.last().unwrap();
-            assert_eq!((last.role, last.pass, last.load), (Role::Confirm, true, peak));
+            assert_eq!(
+                (last.role, last.pass, last.load),
+                (Role::Confirm, true, peak)
+            );
             assert!(out.steps.len() <= 17, "{}", out.steps.len());
         }
     }
@@ -300,7 +303,11 @@ mod tests {
             Ok::<_, Infallible>(f)
         })
         .unwrap();
-        let confirms: Vec<&Step> = out.steps.iter().filter(|s| s.role == Role::Confirm).collect();
+        let confirms: Vec<&Step> = out
+            .steps
+            .iter()
+            .filter(|s| s.role == Role::Confirm)
+            .collect();
         assert_eq!(confirms.len(), 2);
         assert!(!confirms[0].pass && confirms[1].pass);
         assert!((confirms[1].load - confirms[0].load * 0.95).abs() < 0.1);
@@ -352,7 +359,10 @@ mod tests {
             ..SearchConfig::new(100.0)
         };
         let out = find(&cfg, &limits(), capped(300.0)).unwrap();
-        assert_eq!(out.steps.iter().filter(|s| s.role == Role::Probe).count(), 5);
+        assert_eq!(
+            out.steps.iter().filter(|s| s.role == Role::Probe).count(),
+            5
+        );
         assert!(out.peak.is_some());
     }
 
@@ -364,10 +374,7 @@ mod tests {
             ..SearchConfig::new(1.0)
         };
         let mut model = capped(300.0);
-        let out = find(&cfg, &limits(), |robots, role| {
-            model(robots * 40.0, role)
-        })
-        .unwrap();
+        let out = find(&cfg, &limits(), |robots, role| model(robots * 40.0, role)).unwrap();
         let peak = out.peak.unwrap();
         assert_eq!(peak.fract(), 0.0);
         assert_eq!(peak, (knee(300.0) / 40.0).floor());

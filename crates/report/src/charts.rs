@@ -347,7 +347,13 @@ impl KneeChart {
     pub fn svg(&self, size: (u32, u32)) -> Result<String, ReportError> {
         let e = err(&self.title);
         let finite = |v: &f64| v.is_finite();
-        let x_hi = self.steps.iter().map(|s| s.0).filter(finite).fold(1.0, f64::max) * 1.08;
+        let x_hi = self
+            .steps
+            .iter()
+            .map(|s| s.0)
+            .filter(finite)
+            .fold(1.0, f64::max)
+            * 1.08;
         // Far-off failures would flatten the knee: the axis stops at four
         // times the limit, and higher points sit on its top edge.
         let y_cap = self.limit * 4.0;
@@ -359,7 +365,8 @@ impl KneeChart {
             .fold(self.limit, f64::max)
             .min(y_cap)
             * 1.08;
-        let at = |&(x, y, _): &(f64, f64, bool)| (x, if y.is_finite() { y.min(y_top) } else { y_top });
+        let at =
+            |&(x, y, _): &(f64, f64, bool)| (x, if y.is_finite() { y.min(y_top) } else { y_top });
         let mut line: Vec<(f64, f64, bool)> = self.steps.clone();
         line.sort_by(|a, b| a.0.total_cmp(&b.0));
         svg_of(size, &e, |root| {
@@ -380,7 +387,10 @@ impl KneeChart {
                 .map_err(|x| e(x.to_string()))?;
             let limit_style = PALETTE[1].stroke_width(2);
             chart
-                .draw_series(LineSeries::new([(0.0, self.limit), (x_hi, self.limit)], limit_style))
+                .draw_series(LineSeries::new(
+                    [(0.0, self.limit), (x_hi, self.limit)],
+                    limit_style,
+                ))
                 .map_err(|x| e(x.to_string()))?
                 .label(format!("limit {}", short_number(self.limit)))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], limit_style));
@@ -394,11 +404,18 @@ impl KneeChart {
             }
             let colour = PALETTE[0];
             chart
-                .draw_series(LineSeries::new(line.iter().map(at), colour.mix(0.5).stroke_width(1)))
+                .draw_series(LineSeries::new(
+                    line.iter().map(at),
+                    colour.mix(0.5).stroke_width(1),
+                ))
                 .map_err(|x| e(x.to_string()))?;
             chart
                 .draw_series(self.steps.iter().map(|s| {
-                    let style = if s.2 { colour.filled() } else { colour.stroke_width(2) };
+                    let style = if s.2 {
+                        colour.filled()
+                    } else {
+                        colour.stroke_width(2)
+                    };
                     Circle::new(at(s), 5, style)
                 }))
                 .map_err(|x| e(x.to_string()))?

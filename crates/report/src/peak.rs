@@ -29,7 +29,13 @@ pub fn knee(p: &Peak) -> KneeChart {
         steps: p
             .steps
             .iter()
-            .map(|s| (s.rate_xps, if p99 { s.rt_ms_p99 } else { s.rt_ms_mean }, s.pass))
+            .map(|s| {
+                (
+                    s.rate_xps,
+                    if p99 { s.rt_ms_p99 } else { s.rt_ms_mean },
+                    s.pass,
+                )
+            })
             .collect(),
         limit: p.limit.rt_ms,
         peak: p.peak_rate_xps,
