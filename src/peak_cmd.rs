@@ -51,7 +51,8 @@ pub struct PeakArgs {
     /// Highest rate (or closed-loop robots) tried.
     #[arg(long, value_name = "N", default_value = "100000")]
     pub max_load: f64,
-    /// Most steps before the confirmation.
+    /// Most steps before the confirmation (rechecks of failed steps not
+    /// counted).
     #[arg(long, value_name = "N", default_value = "16")]
     pub max_steps: usize,
     /// Pause between steps, for the proxy to drain what a failed step
@@ -383,6 +384,7 @@ pub fn search(dir: &Path, s: Search) -> Result<Peak, Failure> {
             error_pct: f.error_pct,
             pass,
             confirm: role == Role::Confirm,
+            recheck: role == Role::Recheck,
             dir: name,
         });
         file.write(dir).map_err(Failure::run)?;
@@ -434,10 +436,10 @@ fn describe(via: &Via) -> String {
 fn step_line(n: usize, load: f64, closed: bool, role: Role, f: &Figures, pass: bool) -> String {
     format!(
         "step {n:2}{} {:>10}: {:8.1} xact/s, rt mean {:7.1} ms, p99 {:7.1} ms, errors {:5.2}%  {}",
-        if role == Role::Confirm {
-            " (repeat)"
-        } else {
-            ""
+        match role {
+            Role::Probe => "",
+            Role::Confirm => " (repeat)",
+            Role::Recheck => " (recheck)",
         },
         if closed {
             format!("{load} robots")

@@ -420,6 +420,7 @@ fn every_peak_file_field_is_documented() {
             error_pct: 0.0,
             pass: true,
             confirm: true,
+            recheck: false,
             dir: "step-01-2robots".into(),
         }],
     };

@@ -24,6 +24,8 @@ pub struct SearchConfig {
     pub retries: usize,
     /// Loads are whole numbers (robots).
     pub whole: bool,
+    /// Run a failed probe again before believing it.
+    pub recheck: bool,
 }
 
 impl SearchConfig {
@@ -38,6 +40,7 @@ impl SearchConfig {
             max_steps: 16,
             retries: 3,
             whole: false,
+            recheck: true,
         }
     }
 
@@ -59,6 +62,10 @@ pub enum Role {
     Probe,
     /// Repeating the best passing load.
     Confirm,
+    /// Repeating a probe that failed: the load fails only if this fails
+    /// too, so a one-off spike (a machine busy with something else)
+    /// does not close the bracket.
+    Recheck,
 }
 
 /// One step: a load, what it measured and the decision.
@@ -117,6 +124,18 @@ impl<P, E> Searcher<'_, P>
 where
     P: FnMut(f64, Role) -> Result<Figures, E>,
 {
+    fn probes(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|st| st.role == Role::Probe)
+            .count()
+    }
+
+    /// A probe: a failure is rechecked once when `recheck`.
+    fn probe(&mut self, load: f64, recheck: bool) -> Result<bool, E> {
+        Ok(self.step(load, Role::Probe)? || (recheck && self.step(load, Role::Recheck)?))
+    }
+
     fn step(&mut self, load: f64, role: Role) -> Result<bool, E> {
         let figures = (self.probe)(load, role)?;
         let pass = self.limits.judge(&figures);
@@ -131,8 +150,9 @@ where
 }
 
 /// Finds the highest load that keeps `limits`, calling `probe` for each
-/// step (in order; an error ends the search). At most
-/// `max_steps + retries + 1` steps are run.
+/// step (in order; an error ends the search). At most `max_steps`
+/// probes (each failed one rechecked once) and `retries + 1`
+/// confirmations are run.
 pub fn find<E>(
     cfg: &SearchConfig,
     limits: &Limits,
@@ -146,8 +166,8 @@ pub fn find<E>(
     let (mut lo, mut hi) = (None::<f64>, None::<f64>);
     let mut load = cfg.fit(cfg.start);
     // Grow or shrink until one load passed and one failed.
-    while s.steps.len() < cfg.max_steps {
-        if s.step(load, Role::Probe)? {
+    while s.probes() < cfg.max_steps {
+        if s.probe(load, cfg.recheck)? {
             lo = Some(load);
             if hi.is_some() || load >= cfg.max {
                 break;
@@ -172,12 +192,12 @@ pub fn find<E>(
     };
     // Bisect.
     if let Some(mut h) = hi {
-        while s.steps.len() < cfg.max_steps && h - lo > cfg.precision * lo {
+        while s.probes() < cfg.max_steps && h - lo > cfg.precision * lo {
             let mid = cfg.fit((lo + h) / 2.0);
             if mid <= lo || mid >= h {
                 break;
             }
-            if s.step(mid, Role::Probe)? {
+            if s.probe(mid, cfg.recheck)? {
                 lo = mid;
             } else {
                 h = mid;
@@ -274,7 +294,8 @@ mod tests {
                 (last.role, last.pass, last.load),
                 (Role::Confirm, true, peak)
             );
-            assert!(out.steps.len() <= 17, "{}", out.steps.len());
+            let probes = out.steps.iter().filter(|s| s.role == Role::Probe).count();
+            assert!(probes <= 16, "{probes}");
         }
     }
 
@@ -284,8 +305,59 @@ mod tests {
         let loads: Vec<f64> = out.steps.iter().map(|s| s.load).collect();
         assert_eq!(&loads[..4], [50.0, 100.0, 200.0, 400.0]);
         let out = find(&SearchConfig::new(1000.0), &limits(), capped(300.0)).unwrap();
-        let loads: Vec<f64> = out.steps.iter().map(|s| s.load).collect();
-        assert_eq!(&loads[..3], [1000.0, 500.0, 250.0]);
+        let loads: Vec<(f64, Role)> = out.steps.iter().map(|s| (s.load, s.role)).collect();
+        use Role::{Probe, Recheck};
+        assert_eq!(
+            &loads[..5],
+            [
+                (1000.0, Probe),
+                (1000.0, Recheck),
+                (500.0, Probe),
+                (500.0, Recheck),
+                (250.0, Probe)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_one_off_failure_is_rechecked_and_does_not_close_the_bracket() {
+        let mut model = capped(300.0);
+        let mut spiked = false;
+        let out = find(&SearchConfig::new(100.0), &limits(), |load, role| {
+            let mut f = model(load, role)?;
+            if load == 200.0 && !spiked {
+                spiked = true;
+                f.rt_ms_p99 = 900.0;
+            }
+            Ok::<_, Infallible>(f)
+        })
+        .unwrap();
+        let at_200: Vec<(Role, bool)> = out
+            .steps
+            .iter()
+            .filter(|s| s.load == 200.0)
+            .map(|s| (s.role, s.pass))
+            .collect();
+        assert_eq!(at_200, [(Role::Probe, false), (Role::Recheck, true)]);
+        let peak = out.peak.unwrap();
+        assert!(peak >= knee(300.0) * 0.95, "{peak}");
+        // Without rechecks, the spike would have closed the bracket at 200.
+        let mut model = capped(300.0);
+        let mut spiked = false;
+        let cfg = SearchConfig {
+            recheck: false,
+            ..SearchConfig::new(100.0)
+        };
+        let out = find(&cfg, &limits(), |load, role| {
+            let mut f = model(load, role)?;
+            if load == 200.0 && !spiked {
+                spiked = true;
+                f.rt_ms_p99 = 900.0;
+            }
+            Ok::<_, Infallible>(f)
+        })
+        .unwrap();
+        assert!(out.peak.unwrap() < 200.0);
     }
 
     #[test]

@@ -76,7 +76,11 @@ pub fn render(p: &Peak, dir: &Path) -> Result<String, ReportError> {
         let _ = write!(
             o,
             "<tr><td><a href=\"{d}/report.html\">{d}</a>{}</td><td>{:.1}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{:.2}%</td><td class=\"{}\">{}</td></tr>",
-            if s.confirm { " (repeat)" } else { "" },
+            match (s.confirm, s.recheck) {
+                (true, _) => " (repeat)",
+                (_, true) => " (recheck)",
+                _ => "",
+            },
             s.rate_xps,
             s.robots.map_or("-".to_string(), |n| n.to_string()),
             s.throughput_xps,
@@ -91,7 +95,7 @@ pub fn render(p: &Peak, dir: &Path) -> Result<String, ReportError> {
     o.push_str("</tbody></table>");
     let _ = write!(
         o,
-        "<p class=\"note\">Each step is a run of the workload's plateau at one rate{}; it passes when its response time (from the intended start) and errors keep the limit. The bracket grows until a step fails, is bisected to within {:.0}%, and the best passing rate is run again to confirm it. Rendered by cacheoff {} from {}.</p></main></body></html>",
+        "<p class=\"note\">Each step is a run of the workload's plateau at one rate{}; it passes when its response time (from the intended start) and errors keep the limit. The bracket grows until a step fails (a failed step is run again and the rate fails only if that fails too), is bisected to within {:.0}%, and the best passing rate is run again to confirm it. Rendered by cacheoff {} from {}.</p></main></body></html>",
         if p.warmup_dir.is_some() { ", after one warm-up run" } else { "" },
         p.precision * 100.0,
         esc(env!("CARGO_PKG_VERSION")),
@@ -130,6 +134,7 @@ mod tests {
             error_pct: 0.0,
             pass,
             confirm,
+            recheck: false,
             dir: format!("step-{rate}xps"),
         }
     }

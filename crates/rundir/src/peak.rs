@@ -72,6 +72,9 @@ pub struct PeakStep {
     pub pass: bool,
     /// A repeat of the best passing rate, confirming it.
     pub confirm: bool,
+    /// A repeat of a step that failed: the rate fails only if this does.
+    #[serde(default)]
+    pub recheck: bool,
     /// The step's run directory, relative to the peak directory.
     pub dir: String,
 }
@@ -136,6 +139,7 @@ mod tests {
                 error_pct: 0.0,
                 pass: true,
                 confirm: false,
+                recheck: false,
                 dir: "step-01-4robots".into(),
             }],
         }
