@@ -30,7 +30,8 @@ pub struct Peak {
     /// Closed loop: the robots of the peak step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_robots: Option<u32>,
-    /// `searching`, `found`, `at_max`, `none_passed` or `unconfirmed`.
+    /// `searching`, `found`, `at_max`, `unbracketed`, `none_passed` or
+    /// `unconfirmed`.
     pub outcome: String,
     /// Relative width of the bracket the bisection stops at.
     pub precision: f64,
