@@ -268,12 +268,18 @@ fn contend_in(
         }
         _ => w,
     };
+    // The peak search's requests are in the product's log too.
+    let log_before = f
+        .peak_dir
+        .is_some()
+        .then(|| product::log_counts(&running).ok())
+        .flatten();
     let run_dir = dir.join("run");
     let setup = opts.setup(w.clone(), via, Some(bound.clone()), label.clone());
     let main = run_one(&run_dir, setup, stop);
     if main.is_ok() {
         f.run_dir = Some(run_dir.clone());
-        product::compare_hits(&running, &run_dir);
+        product::compare_hits(&running, &run_dir, log_before);
     }
     let main_error = main.err().map(|e| anyhow!("the run failed: {:#}", e.error));
     if main_error.is_none() && l.downtime.enabled && !stop.is_stopped() {
