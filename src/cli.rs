@@ -53,6 +53,10 @@ pub enum Command {
     /// Collector's replies and copies every request to the proxies under
     /// test, comparing and timing their replies; runs until SIGINT/SIGTERM.
     Multiplier(Box<MultiplierArgs>),
+    /// Find the highest request rate the proxy sustains while response
+    /// time and errors stay inside limits: steps of the workload's
+    /// plateau at rates grown, then bisected, then confirmed (peak.json).
+    Peak(Box<crate::peak_cmd::PeakArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -233,6 +237,11 @@ pub struct LineupArgs {
     /// Compress time: the workloads' plateaus last this long.
     #[arg(long, value_name = "TIME")]
     pub plateau: Option<String>,
+    /// Find each product's peak first (`cacheoff peak` with this
+    /// response-time limit, e.g. 'p99<=50ms'): it becomes the product's
+    /// peak rate.
+    #[arg(long, value_name = "STAT<=TIME")]
+    pub find_peak: Option<String>,
     /// Skip the downtime test.
     #[arg(long)]
     pub no_downtime: bool,
@@ -385,6 +394,11 @@ pub struct ProxyArgs {
     /// running (docs/metrics.md).
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics: Option<SocketAddr>,
+    /// Serve requests no faster than this rate (e.g. 300/s), from one
+    /// queue: a proxy of known capacity, whose response time grows
+    /// without bound above it (for `cacheoff peak`).
+    #[arg(long, value_name = "RATE")]
+    pub capacity: Option<cacheoff_base::Rate>,
 }
 
 /// The reference proxy's own defaults, shown by `--help`.

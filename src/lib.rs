@@ -11,6 +11,7 @@ mod lineup_cmd;
 mod lineup_summary;
 pub mod msl_cmd;
 pub mod multiplier_cmd;
+pub mod peak_cmd;
 mod preflight;
 pub mod proxy_cmd;
 pub mod replay_cmd;
@@ -58,6 +59,9 @@ pub fn run(cli: cli::Cli) -> Result<(), Failure> {
             replay_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
         }
         cli::Command::Trace(args) => replay_cmd::write_sample(&args),
+        cli::Command::Peak(args) => {
+            peak_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
+        }
         cli::Command::Multiplier(args) => {
             multiplier_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
         }

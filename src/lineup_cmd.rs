@@ -39,6 +39,19 @@ pub fn run(a: &LineupArgs) -> Result<(), Failure> {
             l.set(flag, v.clone());
         }
     }
+    if let Some(rt) = &a.find_peak {
+        let (errors, step) = match &l.peak {
+            Some(p) => (
+                Some(format!("{}%", p.limits.error_pct)),
+                p.step.map(|d| d.to_string()),
+            ),
+            None => (None, None),
+        };
+        l.peak = Some(
+            crate::lineup::file::FindPeak::parse(rt, errors.as_deref(), step)
+                .map_err(|e| Failure::usage(anyhow::anyhow!("--find-peak: {e:#}")))?,
+        );
+    }
     l.downtime.enabled &= !a.no_downtime;
     l.msl.enabled &= !a.no_msl;
     let out = a.out.clone().unwrap_or_else(|| {

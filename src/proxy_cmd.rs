@@ -69,6 +69,7 @@ pub fn config(a: &ProxyArgs) -> Result<ProxyConfig, Failure> {
     }
     c.reply_framing = a.reply_framing;
     c.faults = cacheoff_proxy::Faults::new(a.faults.clone());
+    c.capacity = a.capacity.map(|r| r.per_sec());
     Ok(c)
 }
 

@@ -6,7 +6,7 @@ use anyhow::Context;
 use cacheoff_report::compare::{self, Products};
 use cacheoff_report::lineup::LineupSummary;
 use cacheoff_report::{export, html};
-use cacheoff_rundir::{spe, Run, RunDir, RunDirError};
+use cacheoff_rundir::{peak, spe, Run, RunDir, RunDirError};
 use std::path::{Path, PathBuf};
 
 fn load(dir: &Path) -> Result<Run, Failure> {
@@ -21,6 +21,9 @@ fn load(dir: &Path) -> Result<Run, Failure> {
 pub fn html_report(dir: &Path) -> anyhow::Result<PathBuf> {
     if spe::is_spe(dir) {
         return Ok(cacheoff_report::spe::write(&spe::open(dir)?)?);
+    }
+    if peak::is_peak(dir) {
+        return Ok(cacheoff_report::peak::write(dir)?);
     }
     let run = RunDir::open(dir)?;
     Ok(html::write(&run)?)
@@ -56,6 +59,36 @@ fn spe_report(a: &ReportArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `cacheoff report` of a peak directory: its page (the knee chart), or
+/// its `peak.json`.
+fn peak_report(a: &ReportArgs) -> Result<(), Failure> {
+    let p = peak::Peak::read(&a.run).map_err(Failure::run)?;
+    let text = match a.format {
+        ReportFormat::Html => cacheoff_report::peak::render(&p, &a.run).map_err(Failure::run)?,
+        ReportFormat::Json => serde_json::to_string_pretty(&p)
+            .context("cannot write peak.json")
+            .map_err(Failure::run)?,
+        ReportFormat::Csv => {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "{}: a peak search has no CSV export (use --format json, or report a step's run)",
+                a.run.display()
+            )))
+        }
+    };
+    match (&a.out, a.format) {
+        (Some(p), _) => {
+            write(p, &text)?;
+            println!("{}", p.display());
+        }
+        (None, ReportFormat::Html) => {
+            let path = cacheoff_report::peak::write(&a.run).map_err(Failure::run)?;
+            println!("{}", path.display());
+        }
+        (None, _) => println!("{text}"),
+    }
+    Ok(())
+}
+
 fn write(path: &Path, text: &str) -> Result<(), Failure> {
     std::fs::write(path, text)
         .with_context(|| format!("cannot write {}", path.display()))
@@ -65,6 +98,9 @@ fn write(path: &Path, text: &str) -> Result<(), Failure> {
 pub fn run(a: &ReportArgs) -> Result<(), Failure> {
     if spe::is_spe(&a.run) {
         return spe_report(a);
+    }
+    if peak::is_peak(&a.run) {
+        return peak_report(a);
     }
     let run = load(&a.run)?;
     match a.format {

@@ -390,3 +390,50 @@ fn every_lineup_summary_field_is_documented_and_in_the_schema() {
         }
     }
 }
+
+#[test]
+fn every_peak_file_field_is_documented() {
+    use cacheoff_rundir::peak::{Limit, Peak, PeakStep};
+    // Every optional field present.
+    let p = Peak {
+        format: "cacheoff-peak".into(),
+        version: 1,
+        workload: "simple".into(),
+        closed_loop: true,
+        peak_rate_xps: Some(1.0),
+        peak_robots: Some(2),
+        outcome: "found".into(),
+        precision: 0.05,
+        limit: Limit {
+            text: "p99<=50ms, errors<=0.1%".into(),
+            rt_stat: "p99".into(),
+            rt_ms: 50.0,
+            error_pct: 0.1,
+        },
+        warmup_dir: Some("warmup".into()),
+        steps: vec![PeakStep {
+            rate_xps: 1.0,
+            robots: Some(2),
+            throughput_xps: 1.0,
+            rt_ms_mean: 1.0,
+            rt_ms_p99: 1.0,
+            error_pct: 0.0,
+            pass: true,
+            confirm: true,
+            recheck: false,
+            dir: "step-01-2robots".into(),
+        }],
+    };
+    let d = doc();
+    let section = &d[d.find("## `peak.json`").unwrap()..];
+    let section = &section[..section[3..].find("\n## ").unwrap()];
+    let mut paths = Vec::new();
+    leaf_paths(&serde_json::to_value(&p).unwrap(), "", &mut paths);
+    assert!(paths.len() >= 20, "{paths:?}");
+    for path in paths {
+        assert!(
+            section.contains(&format!("`{path}`")),
+            "docs/run-directory.md's peak.json section lacks `{path}`"
+        );
+    }
+}

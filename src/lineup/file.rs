@@ -24,7 +24,17 @@ struct RawLineup {
     #[serde(default)]
     msl: RawMsl,
     #[serde(default)]
+    peak: RawPeak,
+    #[serde(default)]
     product: Vec<RawProduct>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPeak {
+    rt_limit: Option<String>,
+    error_limit: Option<String>,
+    step: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -94,6 +104,27 @@ impl Default for Downtime {
     }
 }
 
+/// Finding each product's peak first (`[peak]`, `--find-peak`): the
+/// rate it sustains within the limits becomes its runs' peak rate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FindPeak {
+    pub limits: cacheoff_peak::Limits,
+    /// How long each step's plateau lasts (default: the workload's
+    /// measured phase, as the lineup's settings make it).
+    pub step: Option<Dur>,
+}
+
+impl FindPeak {
+    pub fn parse(rt: &str, errors: Option<&str>, step: Option<String>) -> anyhow::Result<FindPeak> {
+        Ok(FindPeak {
+            limits: cacheoff_peak::Limits::parse(rt, errors).map_err(|e| anyhow!("peak: {e}"))?,
+            step: step
+                .map(|t| t.parse().map_err(|e| anyhow!("peak.step = {t:?}: {e}")))
+                .transpose()?,
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Msl {
     pub enabled: bool,
@@ -119,6 +150,8 @@ pub struct Lineup {
     pub baseline: bool,
     pub downtime: Downtime,
     pub msl: Msl,
+    /// Find each product's peak rate first.
+    pub peak: Option<FindPeak>,
     pub products: Vec<Entry>,
 }
 
@@ -131,6 +164,7 @@ impl Default for Lineup {
             baseline: true,
             downtime: Downtime::default(),
             msl: Msl::default(),
+            peak: None,
             products: Vec::new(),
         }
     }
@@ -201,7 +235,13 @@ impl Lineup {
                 })
             })
             .collect::<anyhow::Result<_>>()?;
+        let peak = match (raw.peak.rt_limit, raw.peak.error_limit, raw.peak.step) {
+            (Some(rt), e, step) => Some(FindPeak::parse(&rt, e.as_deref(), step)?),
+            (None, None, None) => None,
+            _ => bail!("peak: give rt_limit (e.g. \"p99<=50ms\") to find each product's peak"),
+        };
         Ok(Lineup {
+            peak,
             forward_workload: raw.forward_workload.unwrap_or(d.forward_workload),
             reverse_workload: raw.reverse_workload.unwrap_or(d.reverse_workload),
             settings: settings(&raw.settings, "settings")?,
@@ -275,6 +315,15 @@ mod tests {
         assert_eq!(l.products[0].modes, [Mode::Forward, Mode::Reverse]);
         assert_eq!(l.products[0].settings[0].1, "32MB");
         assert!(l.products[1].modes.is_empty());
+        assert_eq!(l.peak, None);
+        let l = Lineup::parse("[peak]\nrt_limit = \"p99<=0.2s\"\nstep = \"20s\"\n").unwrap();
+        let p = l.peak.unwrap();
+        assert_eq!((p.limits.rt.ms, p.limits.error_pct), (200.0, 0.1));
+        assert_eq!(p.step, Some(Dur::secs(20.0)));
+        let e = Lineup::parse("[peak]\nstep = \"20s\"\n").unwrap_err();
+        assert!(format!("{e:#}").contains("rt_limit"), "{e:#}");
+        let e = Lineup::parse("[peak]\nrt_limit = \"p95<=1s\"\n").unwrap_err();
+        assert!(format!("{e:#}").contains("p95"), "{e:#}");
     }
 
     #[test]

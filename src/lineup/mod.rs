@@ -83,6 +83,9 @@ pub struct Finished {
     pub msl: Option<product::MslVerdict>,
     /// The product's version, as its binary says.
     pub version: Option<String>,
+    /// The peak search (`[peak]`), and the rate it found.
+    pub peak_dir: Option<PathBuf>,
+    pub peak_rate_xps: Option<f64>,
     /// Why a step could not be done (the product did not start, …).
     pub failures: Vec<String>,
 }
@@ -264,12 +267,24 @@ fn contend_in(
         Mode::Forward => Via::Proxy(addr),
         Mode::Reverse => Via::Surrogate(addr),
     };
+    let w = match &l.peak {
+        Some(p) if !stop.is_stopped() => {
+            peak_first(l, c, p, &w, (via, &bound, &label), dir, opts, stop, f)?
+        }
+        _ => w,
+    };
+    // The peak search's requests are in the product's log too.
+    let log_before = f
+        .peak_dir
+        .is_some()
+        .then(|| product::log_counts(&running).ok())
+        .flatten();
     let run_dir = dir.join("run");
     let setup = opts.setup(w.clone(), via, Some(bound.clone()), label.clone());
     let main = run_one(&run_dir, setup, stop);
     if main.is_ok() {
         f.run_dir = Some(run_dir.clone());
-        product::compare_hits(&running, &run_dir);
+        product::compare_hits(&running, &run_dir, log_before);
     }
     let main_error = main.err().map(|e| anyhow!("the run failed: {:#}", e.error));
     if main_error.is_none() && l.downtime.enabled && !stop.is_stopped() {
@@ -305,6 +320,79 @@ fn contend_in(
         return Err(e);
     }
     stopped
+}
+
+/// Finds the contender's peak rate (into `DIR/peak`) and returns its
+/// workload at that rate (the servers kept: the product knows them);
+/// without a peak, the lineup's rate stays and the failure is noted.
+#[allow(clippy::too_many_arguments)]
+fn peak_first(
+    l: &Lineup,
+    c: &Contender,
+    p: &file::FindPeak,
+    w: &Workload,
+    (via, bound, label): (Via, &Arc<BoundServers>, &str),
+    dir: &Path,
+    opts: &Options,
+    stop: &StopHandle,
+    f: &mut Finished,
+) -> anyhow::Result<Workload> {
+    let name = match c.mode {
+        Mode::Forward => &l.forward_workload,
+        Mode::Reverse => &l.reverse_workload,
+    };
+    let mut overrides = Overrides::default();
+    for (k, v) in l.settings.iter().chain(&c.settings) {
+        overrides
+            .set(k, v)
+            .map_err(|e| anyhow!("setting {k}: {e}"))?;
+    }
+    overrides.servers = Some(w.servers.count);
+    if let Some(step) = p.step {
+        overrides.duration = Some(step);
+    }
+    let argv = std::env::args().collect::<Vec<_>>();
+    let peak_dir = dir.join("peak");
+    let search = crate::peak_cmd::Search {
+        workload: name.clone(),
+        overrides,
+        limits: p.limits,
+        knobs: crate::peak_cmd::Knobs {
+            precision: 0.05,
+            max_load: 100_000.0,
+            max_steps: 16,
+            rest: std::time::Duration::from_secs(2),
+            warmup: true,
+        },
+        via,
+        bound: Some(bound.clone()),
+        label: Some(label.to_string()),
+        workers: opts.workers,
+        quiet: opts.quiet,
+        argv: &argv,
+        stop,
+    };
+    let found = crate::peak_cmd::search(&peak_dir, search).map_err(|e| e.error)?;
+    f.peak_dir = Some(peak_dir);
+    let Some(rate) = found.peak_rate_xps.filter(|_| !found.closed_loop) else {
+        f.failures.push(format!(
+            "peak: none found ({}); the lineup's rate stays",
+            found.outcome
+        ));
+        return Ok(w.clone());
+    };
+    f.peak_rate_xps = Some(rate);
+    let own: Vec<(String, String)> = c
+        .settings
+        .iter()
+        .cloned()
+        .chain([
+            ("rate".to_string(), format!("{rate}/s")),
+            ("servers".to_string(), w.servers.count.to_string()),
+        ])
+        .collect();
+    console::print(&format!("{}: peak {rate}/s is its peak rate", c.key()));
+    workload_for(l, c.mode, &own).map_err(|e| e.error)
 }
 
 #[allow(clippy::too_many_arguments)]

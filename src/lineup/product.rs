@@ -8,7 +8,7 @@ use super::file::Msl;
 use super::Contender;
 use anyhow::{anyhow, Context};
 use cacheoff_agent::BoundServers;
-use cacheoff_products::{Disk, Mode, ProductSpec, Settings};
+use cacheoff_products::{Disk, LogCounts, Mode, ProductSpec, Settings};
 use cacheoff_workload::Workload;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::Path;
@@ -190,10 +190,12 @@ pub struct LogCheck {
 /// time its product file says it takes to write the last lines: Traffic
 /// Server's come seconds late), prints it beside the robots' count and
 /// keeps both in `run_dir/product-log.json`.
-pub fn compare_hits(running: &Mutex<Running>, run_dir: &Path) {
-    let delay = lock(running).inner.log_delay();
-    std::thread::sleep(delay);
-    let counts = lock(running).inner.hits_from_log();
+pub fn compare_hits(running: &Mutex<Running>, run_dir: &Path, before: Option<LogCounts>) {
+    let before = before.unwrap_or_default();
+    let counts = log_counts(running).map(|c| LogCounts {
+        hits: c.hits.saturating_sub(before.hits),
+        requests: c.requests.saturating_sub(before.requests),
+    });
     let run = cacheoff_rundir::RunDir::open(run_dir);
     match (counts, run) {
         (Ok(c), Ok(run)) => {
@@ -223,6 +225,13 @@ pub fn compare_hits(running: &Mutex<Running>, run_dir: &Path) {
         }
         (_, Err(e)) => crate::console::print(&format!("cacheoff: cannot read the run back: {e}")),
     }
+}
+
+/// The product's access log so far, once its last lines are written.
+pub fn log_counts(running: &Mutex<Running>) -> Result<LogCounts, cacheoff_products::Error> {
+    let delay = lock(running).inner.log_delay();
+    std::thread::sleep(delay);
+    lock(running).inner.hits_from_log()
 }
 
 /// In a lineup's run directory: the product log's hits beside the robots'.

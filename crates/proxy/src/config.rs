@@ -90,6 +90,9 @@ pub struct ProxyConfig {
     /// Targeted cache-control fields obeyed over `Cache-Control` and
     /// removed downstream (RFC 9213): `CDN-Cache-Control` for a surrogate.
     pub targeted: Targeted,
+    /// Serve requests no faster than this many a second, from one queue
+    /// (`--capacity`): a proxy of known capacity for the peak finder.
+    pub capacity: Option<f64>,
 }
 
 impl ProxyConfig {
@@ -124,6 +127,7 @@ impl ProxyConfig {
             reply_framing: ReplyFraming::Length,
             faults: Faults::default(),
             targeted: Targeted::none(),
+            capacity: None,
         }
     }
 

@@ -193,6 +193,11 @@ pub(crate) async fn serve(
         };
         let t0 = Instant::now();
         buf.drain(..req.head_len);
+        if let Some(gate) = &sh.gate {
+            if !gate.admit_client(&s).await {
+                return;
+            }
+        }
         // Held until the request is answered: its body counts until then.
         let mut upload = sh.uploads.reserve();
         let ready = match admit(&mut req, &sh) {

@@ -14,10 +14,12 @@
 //! timing, `replay`); `relay` passes origin replies on and fills the
 //! store; `framing` writes what the proxy adds to a reply ([`ReplyFraming`]
 //! says how bodies are delimited); [`Fault`]s misbehave on purpose where
-//! each decision is made, `damage` holding those that only mangle bytes.
+//! each decision is made, `damage` holding those that only mangle bytes;
+//! `capacity` queues requests to serve no faster than a set rate.
 
 mod access_log;
 mod answer;
+mod capacity;
 mod config;
 mod conn;
 mod damage;
@@ -169,6 +171,8 @@ pub(crate) struct Shared {
     dest_rules: Option<Vec<DestRule>>,
     uploads: limits::UploadBudget,
     slots: Arc<limits::Slots>,
+    /// The queue of `cfg.capacity`.
+    gate: Option<capacity::Gate>,
 }
 
 /// A running proxy; dropping it stops it.
@@ -233,6 +237,7 @@ impl Proxy {
             dest_rules: cfg.dest_rules(),
             uploads: limits::UploadBudget::new(cfg.max_buffered_uploads),
             slots: limits::Slots::new(cfg.max_client_connections),
+            gate: cfg.capacity.map(capacity::Gate::new),
             cfg,
         });
         let (stop, stop_rx) = watch::channel(false);

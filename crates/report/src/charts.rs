@@ -328,6 +328,110 @@ impl BarChart {
     }
 }
 
+/// The load–response-time curve of a peak search (the "knee"): each
+/// step a point at its rate, filled when it kept the limit, hollow when
+/// not, the steps' line in rate order, the limit across and the peak
+/// found as a vertical line.
+#[derive(Debug, Clone)]
+pub struct KneeChart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    /// `(rate, response time, passed)` per step.
+    pub steps: Vec<(f64, f64, bool)>,
+    pub limit: f64,
+    pub peak: Option<f64>,
+}
+
+impl KneeChart {
+    pub fn svg(&self, size: (u32, u32)) -> Result<String, ReportError> {
+        let e = err(&self.title);
+        let finite = |v: &f64| v.is_finite();
+        let x_hi = self
+            .steps
+            .iter()
+            .map(|s| s.0)
+            .filter(finite)
+            .fold(1.0, f64::max)
+            * 1.08;
+        // Far-off failures would flatten the knee: the axis stops at four
+        // times the limit, and higher points sit on its top edge.
+        let y_cap = self.limit * 4.0;
+        let y_top = self
+            .steps
+            .iter()
+            .map(|s| s.1)
+            .filter(finite)
+            .fold(self.limit, f64::max)
+            .min(y_cap)
+            * 1.08;
+        let at =
+            |&(x, y, _): &(f64, f64, bool)| (x, if y.is_finite() { y.min(y_top) } else { y_top });
+        let mut line: Vec<(f64, f64, bool)> = self.steps.clone();
+        line.sort_by(|a, b| a.0.total_cmp(&b.0));
+        svg_of(size, &e, |root| {
+            let mut chart = ChartBuilder::on(root)
+                .margin(10)
+                .x_label_area_size(34)
+                .y_label_area_size(64)
+                .build_cartesian_2d(0f64..x_hi, 0f64..y_top)
+                .map_err(|x| e(x.to_string()))?;
+            chart
+                .configure_mesh()
+                .light_line_style(RGBColor(235, 235, 235))
+                .x_desc(self.x_label.as_str())
+                .y_desc(self.y_label.as_str())
+                .x_label_formatter(&|v| short_number(*v))
+                .y_label_formatter(&|v| short_number(*v))
+                .draw()
+                .map_err(|x| e(x.to_string()))?;
+            let limit_style = PALETTE[1].stroke_width(2);
+            chart
+                .draw_series(LineSeries::new(
+                    [(0.0, self.limit), (x_hi, self.limit)],
+                    limit_style,
+                ))
+                .map_err(|x| e(x.to_string()))?
+                .label(format!("limit {}", short_number(self.limit)))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], limit_style));
+            if let Some(p) = self.peak {
+                let style = PALETTE[2].stroke_width(2);
+                chart
+                    .draw_series(LineSeries::new([(p, 0.0), (p, y_top)], style))
+                    .map_err(|x| e(x.to_string()))?
+                    .label(format!("peak {}", short_number(p)))
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+            }
+            let colour = PALETTE[0];
+            chart
+                .draw_series(LineSeries::new(
+                    line.iter().map(at),
+                    colour.mix(0.5).stroke_width(1),
+                ))
+                .map_err(|x| e(x.to_string()))?;
+            chart
+                .draw_series(self.steps.iter().map(|s| {
+                    let style = if s.2 {
+                        colour.filled()
+                    } else {
+                        colour.stroke_width(2)
+                    };
+                    Circle::new(at(s), 5, style)
+                }))
+                .map_err(|x| e(x.to_string()))?
+                .label("steps (hollow: over the limit)")
+                .legend(move |(x, y)| Circle::new((x + 9, y), 4, colour.filled()));
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft)
+                .background_style(WHITE.mix(0.85))
+                .border_style(RGBColor(200, 200, 200))
+                .draw()
+                .map_err(|x| e(x.to_string()))
+        })
+    }
+}
+
 /// 1234567 -> "1.23M", 0.5 -> "0.5".
 pub fn short_number(v: f64) -> String {
     let a = v.abs();

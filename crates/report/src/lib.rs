@@ -4,13 +4,15 @@
 //! ([`compare`]: a [`compare::Row`] per run) and the lineup's
 //! `summary.json` built from those rows ([`lineup::LineupSummary`]), and
 //! the page of an SPE Multiplier run ([`spe::render`], from a
-//! `cacheoff_rundir::spe::SpeRun`).
+//! `cacheoff_rundir::spe::SpeRun`), and the page of a peak search with
+//! its knee chart ([`peak::render`], from `peak.json`).
 
 pub mod charts;
 pub mod compare;
 pub mod export;
 pub mod html;
 pub mod lineup;
+pub mod peak;
 pub mod spe;
 
 pub use cacheoff_rundir::{Manifest, Run, RunState};

@@ -14,6 +14,8 @@
 //!   with the run as [`Run::outage`].
 //! - `trace.json` ([`Replayed`], written by [`RunDir::replaying`]): the
 //!   trace a replay replayed and its ceilings, which the summary repeats.
+//! - `peak.json` ([`peak::Peak`]): what `cacheoff peak` found, in a
+//!   directory of step runs ([`peak::is_peak`]).
 //! - Rules decided once: which phase is measured ([`measured_phase`]), and
 //!   records built from the run-time's [`IntervalStats`] and [`RunStats`]
 //!   (every derived figure comes from `cacheoff_stats::Entry`).
@@ -24,6 +26,7 @@
 mod files;
 mod manifest;
 mod outage;
+pub mod peak;
 mod records;
 mod replayed;
 mod run;
