@@ -108,7 +108,9 @@ fn a_replayed_trace_compares_every_proxy_on_the_same_requests() {
         proxies,
         spe.clone(),
     );
-    cfg.queue = 512;
+    // Room for an honest proxy to fall seconds behind on a busy machine
+    // (a debug build), not for the stalled one to hold every copy.
+    cfg.queue = 2048;
     cfg.conns_per_proxy = 256;
     cfg.stop_grace = Duration::from_secs(3);
     let m = cacheoff_multiplier::start(cfg).unwrap();
@@ -167,8 +169,12 @@ fn a_replayed_trace_compares_every_proxy_on_the_same_requests() {
     );
     assert!(bad.examples.iter().any(|e| e.kind == "corrupt_body"));
     let stalled = p("stalled");
-    // It holds its 256 connections and 512 queued copies; the rest drop.
-    assert!(stalled.overloaded && stalled.span.counts.dropped > 1500);
+    // It holds its 256 connections and 2048 queued copies; the rest drop.
+    assert!(
+        stalled.overloaded && stalled.span.counts.dropped > 150,
+        "{:?}",
+        stalled.span.counts
+    );
     let ranked: Vec<&str> = summary
         .ranking
         .iter()
