@@ -8,29 +8,12 @@
 mod support;
 
 use cacheoff_multiplier::{Config, ProxyUnderTest};
-use cacheoff_products::{Mode, ProductSpec, Settings};
 use cacheoff_proxy::{Fault, Faults, Proxy};
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::time::Duration;
 use support::process::{cacheoff, stderr, stdout};
-
-fn squid(parent: SocketAddr, dir: &Path) -> cacheoff_products::Running {
-    let spec = ProductSpec::builtin("squid").unwrap();
-    let settings = Settings {
-        listen: SocketAddr::from(([127, 0, 0, 1], support::free_port())),
-        mem: 64 << 20,
-        disk: None,
-        addrmap: None,
-        parent: Some(parent),
-        dir: dir.join("squid"),
-        exe: env!("CARGO_BIN_EXE_cacheoff").into(),
-    };
-    let mut r = spec.start(Mode::Forward, &settings).unwrap();
-    r.wait_ready(Duration::from_secs(60)).unwrap();
-    r
-}
 
 fn child(parent: SocketAddr, fault: Option<Fault>) -> Proxy {
     support::proxy::start(|c| {
@@ -80,7 +63,7 @@ fn a_replayed_trace_compares_every_proxy_on_the_same_requests() {
     });
     let reference = child(collector.addr(), None);
     let corrupt = child(collector.addr(), Some(Fault::FlipByte));
-    let mut squid = squid(collector.addr(), dir.path());
+    let mut squid = support::proxy::squid_under(collector.addr(), dir.path());
     // Accepts connections and never answers: its copies pile up.
     let stalled = TcpListener::bind("127.0.0.1:0").unwrap();
     let proxies = vec![

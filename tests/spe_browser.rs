@@ -23,7 +23,6 @@
 mod support;
 
 use cacheoff_multiplier::{Config, ProxyUnderTest};
-use cacheoff_products::{Mode, ProductSpec, Settings};
 use cacheoff_proxy::{DestRule, Proxy};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -346,22 +345,6 @@ fn under_test(parent: SocketAddr, log: &Path) -> Proxy {
     })
 }
 
-fn squid(parent: SocketAddr, dir: &Path) -> cacheoff_products::Running {
-    let spec = ProductSpec::builtin("squid").unwrap();
-    let settings = Settings {
-        listen: SocketAddr::from(([127, 0, 0, 1], support::free_port())),
-        mem: 64 << 20,
-        disk: None,
-        addrmap: None,
-        parent: Some(parent),
-        dir: dir.join("squid"),
-        exe: env!("CARGO_BIN_EXE_cacheoff").into(),
-    };
-    let mut r = spec.start(Mode::Forward, &settings).unwrap();
-    r.wait_ready(Duration::from_secs(60)).unwrap();
-    r
-}
-
 #[test]
 #[ignore = "needs Debian's chromium and squid; .ci/run installs them and runs this"]
 fn two_chromium_users_get_the_collectors_bytes_and_every_proxy_a_copy() {
@@ -391,7 +374,7 @@ fn two_chromium_users_get_the_collectors_bytes_and_every_proxy_a_copy() {
         .iter()
         .map(|l| under_test(collector.addr(), l))
         .collect();
-    let mut squid = squid(collector.addr(), dir.path());
+    let mut squid = support::proxy::squid_under(collector.addr(), dir.path());
     let proxies = vec![
         ("alpha", reference[0].addr(), logs[0].clone()),
         ("beta", reference[1].addr(), logs[1].clone()),

@@ -46,3 +46,25 @@ pub fn misses(p: &Proxy) -> u64 {
 pub fn revalidated(p: &Proxy) -> u64 {
     ProxyStats::get(&p.stats().revalidated)
 }
+
+/// Debian's Squid (64 MB memory) in forward mode under `parent` (SPE's
+/// Collector), in `dir/squid`, answering.
+pub fn squid_under(
+    parent: std::net::SocketAddr,
+    dir: &std::path::Path,
+) -> cacheoff_products::Running {
+    use cacheoff_products::{Mode, ProductSpec, Settings};
+    let spec = ProductSpec::builtin("squid").unwrap();
+    let settings = Settings {
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], super::free_port())),
+        mem: 64 << 20,
+        disk: None,
+        addrmap: None,
+        parent: Some(parent),
+        dir: dir.join("squid"),
+        exe: env!("CARGO_BIN_EXE_cacheoff").into(),
+    };
+    let mut r = spec.start(Mode::Forward, &settings).unwrap();
+    r.wait_ready(std::time::Duration::from_secs(60)).unwrap();
+    r
+}
