@@ -1,36 +1,68 @@
 #!/usr/bin/env bash
-# Memory stays flat over a long steady run: no per-request records are
-# kept. Runs `simple` at a steady rate and samples the process's resident
-# set size (VmRSS) every 10 s.
+# Endurance: a long steady run through the reference proxy, with the load
+# generator's and the proxy's resident memory sampled every 10 s, and each
+# 10-minute window's RSS growth, send lag and errors. Goal: RSS flat (growth
+# < 1% per 10 minutes after warm-up), no errors, send lag not drifting.
 #
-# Usage: bench/memory.sh [minutes] [rate]   (defaults: 10, 10000/s)
+# The proxy runs as its own process (`cacheoff proxy`), so the generator's
+# memory is measured apart from the cache's.
+#
+# Usage: bench/memory.sh [minutes] [rate] [cache]   (defaults: 60, 10000/s, 256MB)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-minutes=${1:-10}
+minutes=${1:-60}
 rate=${2:-10000/s}
+cache=${3:-256MB}
+command -v jq >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null; }
 cargo build --release -q
+bin=$PWD/target/release/cacheoff
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-target/release/cacheoff run simple --direct --rate "$rate" --warmup 10s --duration "${minutes}min" -q -o "$out/run" >"$out/console.txt" &
-pid=$!
-samples=()
-printf '%8s %12s\n' "time_s" "rss_kib"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$bin" proxy --listen "127.0.0.1:$port" --mem "$cache" >"$out/proxy.log" 2>&1 &
+proxy=$!
+trap 'kill $proxy 2>/dev/null || true; rm -rf "$out"' EXIT
+for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+
+"$bin" run simple --proxy "127.0.0.1:$port" --rate "$rate" --warmup 60s --duration "${minutes}min" \
+  -q -o "$out/run" >"$out/console.txt" &
+run=$!
+rss() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || true; }
+printf '%8s %14s %14s\n' time_s run_rss_kib proxy_rss_kib
 t=0
-while kill -0 "$pid" 2>/dev/null; do
-  rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
-  if [ -n "$rss" ]; then
-    printf '%8d %12d\n' "$t" "$rss"
-    samples+=("$rss")
+: >"$out/rss.txt"
+while kill -0 "$run" 2>/dev/null; do
+  r=$(rss "$run"); p=$(rss "$proxy")
+  if [ -n "$r" ]; then
+    printf '%8d %14d %14d\n' "$t" "$r" "${p:-0}" | tee -a "$out/rss.txt"
   fi
   sleep 10
   t=$((t + 10))
 done
-wait "$pid"
-n=${#samples[@]}
-first_min=${samples[6]:-${samples[0]}}   # after the first minute (warm-up, connections opened)
-last=${samples[$((n - 1))]}
-max=$(printf '%s\n' "${samples[@]}" | sort -n | tail -1)
+status=0
+wait "$run" || status=$?
+
 echo
-echo "machine: $(nproc) cores, $(uname -r); $(target/release/cacheoff --version)"
-echo "run: simple at $rate for ${minutes}min: $(jq -r '.total | "\(.xacts) transactions, \(.errors.total) errors"' "$out/run/summary.json")"
-echo "RSS after 1 min: ${first_min} KiB; at the end: ${last} KiB; max: ${max} KiB; growth after minute 1: $(( last - first_min )) KiB"
+echo "machine: $(nproc) cores, $(uname -r); $("$bin" --version); commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "run: simple through cacheoff proxy (--mem $cache) at $rate for ${minutes}min after a 60 s warm-up (exit $status)"
+jq -r '.total | "total: \(.xacts) transactions, \(.errors.total) errors"' "$out/run/summary.json"
+echo
+# Windows of 10 minutes (1 minute for runs shorter than 20).
+win_s=$(( minutes < 20 ? 60 : 600 ))
+echo "per $((win_s / 60))-minute window after warm-up (RSS at the window's end; growth against the window's start):"
+printf '%10s %12s %9s %14s %9s %16s %16s %8s\n' window run_rss_kib growth% proxy_rss_kib growth% send_lag_p99_ms send_lag_max_ms errors
+# Intervals are 5 s of schedule time; warm-up is the first 60 s.
+jq -s -r --argjson win_s "$win_s" --slurpfile rss <(awk '{print "[" $1 "," $2 "," $3 "]"}' "$out/rss.txt" | jq -s .) '
+  def at(t): ($rss[0] | map(select(.[0] <= t)) | last // [t,0,0]);
+  [ .[] | select(.start_s >= 60) ] as $iv
+  | ($iv | map(.end_s) | max) as $last
+  | [range(60; $last; $win_s)] | .[] as $w
+  | ($iv | map(select(.start_s >= $w and .start_s < $w + $win_s))) as $win
+  | at($w) as $a | at($w + $win_s) as $b
+  | [ "\(($w - 60) / 60 | floor)-\(($w - 60 + $win_s) / 60 | floor)min",
+      $b[1], (if $a[1] > 0 then (($b[1] - $a[1]) * 100 / $a[1]) else 0 end),
+      $b[2], (if $a[2] > 0 then (($b[2] - $a[2]) * 100 / $a[2]) else 0 end),
+      ($win | map(.send_lag_ms.p99) | max), ($win | map(.send_lag_ms.max) | max),
+      ($win | map(.errors.total) | add) ]
+  | @tsv' "$out/run/intervals.jsonl" |
+  awk -F'\t' '{printf "%10s %12d %9.2f %14d %9.2f %16.3f %16.3f %8d\n", $1, $2, $3, $4, $5, $6, $7, $8}'
+exit $status
