@@ -60,16 +60,21 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
         .enumerate()
         .map(|(i, &r)| Rc::new(Robot::new(&clients, i, r)))
         .collect();
-    // A replayed trace instead of the plan's arrivals.
-    let mut robots_task = match shared.trace.clone() {
-        Some(feed) => {
-            let clients = clients.clone();
-            tokio::task::spawn_local(
-                async move { robot::replay::replay(clients, robots, &feed).await },
-            )
+    // The pacer runs inside this task rather than as a task of its own:
+    // the worker's task set polls it between every batch of the others,
+    // so a request is due no later than one batch after its time even
+    // when the queue of woken connections is long.
+    let robots_clients = clients.clone();
+    let feed = shared.trace.clone();
+    let robots = async move {
+        match feed {
+            // A replayed trace instead of the plan's arrivals.
+            Some(feed) => robot::replay::replay(robots_clients, robots, &feed).await,
+            None => robot::start(robots_clients, robots).await,
         }
-        None => tokio::task::spawn_local(robot::start(clients.clone(), robots)),
     };
+    let mut robots = std::pin::pin!(robots);
+    let mut robots_done = false;
 
     // Interval ticks: hand over the stats at each boundary.
     let timeline = &shared.timeline;
@@ -80,9 +85,13 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
         let end_real = timeline.real_s(iv.end_s);
         let due = tokio::time::Instant::from_std(shared.start + Duration::from_secs_f64(end_real));
         let mut interrupted = false;
-        tokio::select! {
-            _ = tokio::time::sleep_until(due) => {}
-            Ok(_) = stop.wait_for(|s| *s) => { interrupted = true; }
+        let mut tick = false;
+        while !tick && !interrupted {
+            tokio::select! {
+                _ = tokio::time::sleep_until(due) => { tick = true; }
+                Ok(_) = stop.wait_for(|s| *s) => { interrupted = true; }
+                _ = &mut robots, if !robots_done => { robots_done = true; }
+            }
         }
         if interrupted || k + 1 == count {
             let end_s = timeline.schedule_s(shared.secs_at(Instant::now()).min(end_real));
@@ -90,11 +99,10 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
             let open = clients.open_conns.get();
             if interrupted {
                 clients.stopping.set(true);
-                robots_task.abort();
-            } else {
+            } else if !robots_done {
                 // The pacer ends by itself after the plan's last arrival;
                 // none is cut off by this tick firing a moment early.
-                let _ = (&mut robots_task).await;
+                (&mut robots).await;
             }
             drain(&clients).await;
             send(&clients, &to_coord, iv.index, end_s, open, true);
@@ -110,7 +118,6 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
         );
         k = timeline.next_interval(k);
     }
-    robots_task.abort();
     // Keep serving other workers' robots until everyone is done.
     let _ = shutdown.wait_for(|s| *s).await;
     Ok(())

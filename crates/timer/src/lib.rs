@@ -7,6 +7,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::task::Poll;
 use std::time::Instant;
 use tokio::io::unix::AsyncFd;
 
@@ -15,6 +16,8 @@ pub struct PreciseTimer {
     /// A reading of the monotonic clock and the `Instant` taken with it.
     base_ts: libc::timespec,
     base: Instant,
+    /// The deadline the timerfd is set to, until it fires or is reset.
+    armed: Option<Instant>,
 }
 
 fn monotonic_now() -> libc::timespec {
@@ -45,17 +48,17 @@ impl PreciseTimer {
         let base_ts = monotonic_now();
         // SAFETY: the timer owns `fd` and keeps it open while registered.
         let fd = unsafe { AsyncFd::register(fd) }.map_err(io::Error::from)?;
-        Ok(PreciseTimer { fd, base_ts, base })
+        Ok(PreciseTimer {
+            fd,
+            base_ts,
+            base,
+            armed: None,
+        })
     }
 
-    /// Sleeps until `deadline` (returns at once if it has passed).
-    pub async fn sleep_until(&mut self, deadline: Instant) -> io::Result<()> {
-        let Some(ahead) = deadline.checked_duration_since(self.base) else {
-            return Ok(());
-        };
-        if deadline <= Instant::now() {
-            return Ok(());
-        }
+    /// Sets the timerfd to fire at `deadline` (absolute monotonic time).
+    fn arm(&mut self, deadline: Instant) -> io::Result<()> {
+        let ahead = deadline.saturating_duration_since(self.base);
         let nanos = self.base_ts.tv_nsec as u128 + ahead.as_nanos() % 1_000_000_000;
         let spec = libc::itimerspec {
             it_interval: libc::timespec {
@@ -81,8 +84,31 @@ impl PreciseTimer {
         if rc < 0 {
             return Err(io::Error::last_os_error());
         }
-        loop {
-            let mut guard = self.fd.readable().await?;
+        self.armed = Some(deadline);
+        Ok(())
+    }
+
+    /// Sleeps until `deadline` (returns at once if it has passed).
+    ///
+    /// Every poll reads the clock first, so a caller polled often (a busy
+    /// thread) returns on time without waiting for the timer's wake-up,
+    /// and the timerfd is set again only for a new deadline.
+    pub async fn sleep_until(&mut self, deadline: Instant) -> io::Result<()> {
+        if deadline <= Instant::now() {
+            return Ok(());
+        }
+        if self.armed != Some(deadline) {
+            self.arm(deadline)?;
+        }
+        std::future::poll_fn(|cx| loop {
+            if Instant::now() >= deadline {
+                return Poll::Ready(Ok(()));
+            }
+            let mut guard = match self.fd.poll_read_ready(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Ready(Ok(g)) => g,
+            };
             let mut expirations = [0u8; 8];
             // SAFETY: reading 8 bytes into an 8-byte buffer.
             let n = unsafe {
@@ -92,14 +118,19 @@ impl PreciseTimer {
                     8,
                 )
             };
-            if n == 8 {
-                return Ok(());
-            }
             guard.clear_ready();
-            if Instant::now() >= deadline {
-                return Ok(());
+            if n == 8 {
+                // Fired: for this deadline (then the clock says so above) or
+                // for an earlier one, in which case it is set again.
+                self.armed = None;
+                if Instant::now() < deadline {
+                    if let Err(e) = self.arm(deadline) {
+                        return Poll::Ready(Err(e));
+                    }
+                }
             }
-        }
+        })
+        .await
     }
 }
 

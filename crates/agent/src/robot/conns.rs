@@ -43,6 +43,16 @@ impl Wire {
         self.stream.write_all(request).await
     }
 
+    /// Writes what the socket takes at once (nothing over an emulated
+    /// link, whose travel time comes first, or on any error: the async
+    /// send that follows meets it again); returns the bytes written.
+    pub fn try_send(&mut self, request: &[u8]) -> usize {
+        if self.link.is_some() {
+            return 0;
+        }
+        self.stream.try_write(request).unwrap_or(0)
+    }
+
     /// Reads into `buf`'s spare capacity, as `read_buf` does.
     pub async fn read_buf(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
         let Some(end) = &mut self.link else {

@@ -65,6 +65,15 @@ fn io_kind(e: &io::Error) -> ErrorKind {
     }
 }
 
+/// A request built and (as far as the socket took it at once) written:
+/// what the rest of its exchange needs.
+pub struct Begun {
+    ask: Ask,
+    sent: Instant,
+    /// Request bytes already written.
+    written: usize,
+}
+
 /// Sends the request and reads and judges the reply, within the
 /// transaction timeout.
 pub async fn exchange(
@@ -72,6 +81,14 @@ pub async fn exchange(
     conn: &mut Conn,
     due: &Due,
 ) -> Result<Reply, Unsuccessful> {
+    let begun = begin(clients, conn, due);
+    complete(clients, conn, due, begun).await
+}
+
+/// Builds the request and writes what the socket takes without waiting:
+/// called by the pacer itself for a request that has an idle connection,
+/// so its send time does not depend on how many other tasks are queued.
+pub fn begin(clients: &Clients, conn: &mut Conn, due: &Due) -> Begun {
     let shared = clients.shared();
     let w = &shared.workload;
     let p = &due.plan;
@@ -130,19 +147,39 @@ pub async fn exchange(
         .stats
         .borrow_mut()
         .record_send(us_since(due.intended, sent));
+    let written = conn.wire.try_send(&conn.buf);
+    Begun {
+        ask: Ask {
+            xact,
+            object: p.info,
+            rtype,
+            ims_lmt,
+            lm_at_send,
+            sent_unix: unix_now(),
+        },
+        sent,
+        written,
+    }
+}
+
+/// Writes the rest of a begun request, then reads and judges the reply
+/// within the transaction timeout (counted from the send).
+pub async fn complete(
+    clients: &Clients,
+    conn: &mut Conn,
+    due: &Due,
+    begun: Begun,
+) -> Result<Reply, Unsuccessful> {
+    let shared = clients.shared();
+    let w = &shared.workload;
+    let p = &due.plan;
+    let Begun { ask, sent, written } = begun;
+    let (xact, rtype) = (ask.xact, ask.rtype);
     let deadline = tokio::time::Instant::from_std(sent + w.timeouts.xact.0);
-    let ask = Ask {
-        xact,
-        object: p.info,
-        rtype,
-        ims_lmt,
-        lm_at_send,
-        sent_unix: unix_now(),
-    };
     let robot_abort = w.aborts.robot_aborts(shared.abort_key, xact.get());
     let result = tokio::time::timeout_at(
         deadline,
-        read_reply(clients, conn, &ask, sent, robot_abort, due),
+        read_reply(clients, conn, &ask, sent, written, robot_abort, due),
     )
     .await;
     // A transaction the server was to abort fails one way or another (a
@@ -178,13 +215,16 @@ async fn read_reply(
     conn: &mut Conn,
     ask: &Ask,
     sent: Instant,
+    written: usize,
     robot_abort: bool,
     due: &Due,
 ) -> Result<(Outcome, u16, u64, bool), Unsuccessful> {
-    conn.wire
-        .send(&conn.buf)
-        .await
-        .map_err(|e| Unsuccessful::Error(io_kind(&e)))?;
+    if written < conn.buf.len() {
+        conn.wire
+            .send(&conn.buf[written..])
+            .await
+            .map_err(|e| Unsuccessful::Error(io_kind(&e)))?;
+    }
     conn.buf.clear();
     let shared = clients.shared();
     let head = read_head(conn, clients, ask).await?;

@@ -20,7 +20,7 @@ use cacheoff_base::RequestType;
 use cacheoff_stats::{ErrorKind, Outcome, XactRecord};
 use cacheoff_workload::Planned;
 use conns::{Conn, Pool, Target};
-use exchange::{us_since, Due, Reply, Unsuccessful};
+use exchange::{us_since, Begun, Due, Reply, Unsuccessful};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -111,7 +111,7 @@ async fn closed_loop(clients: Rc<Clients>, robot: Rc<Robot>) {
     while !clients.stopping.get() && shared.schedule_s_at(Instant::now()) < total_s {
         let due = plan(&clients, &robot, Instant::now());
         clients.xact_begun();
-        conn = run_one(&clients, &robot, conn, due).await;
+        conn = run_one(&clients, &robot, conn, due, None).await;
         clients.xact_done();
     }
     robot.conns.drivers.set(robot.conns.drivers.get() - 1);
@@ -140,7 +140,11 @@ fn dispatch(clients: &Rc<Clients>, robot: &Rc<Robot>, due: Due) {
         // Counted now, not when the task first runs: requests due in the
         // same tick must see this slot taken.
         robot.conns.drivers.set(robot.conns.drivers.get() + 1);
-        tokio::task::spawn_local(drive(clients.clone(), robot.clone(), conn, due));
+        // On an idle connection the request goes out now, not when the
+        // task first runs behind every other woken one.
+        let mut conn = conn;
+        let begun = conn.as_mut().map(|c| exchange::begin(clients, c, &due));
+        tokio::task::spawn_local(drive(clients.clone(), robot.clone(), conn, due, begun));
     } else if robot.backlog.borrow().len() < w.robots.backlog as usize {
         robot.backlog.borrow_mut().push_back(due);
     } else {
@@ -149,12 +153,20 @@ fn dispatch(clients: &Rc<Clients>, robot: &Rc<Robot>, due: Due) {
 }
 
 /// Runs transactions on one connection slot until the robot's backlog is
-/// empty. The caller has already counted the slot in `robot.drivers`.
-async fn drive(clients: Rc<Clients>, robot: Rc<Robot>, conn: Option<Conn>, first: Due) {
+/// empty, the first one perhaps already begun on `conn`. The caller has
+/// already counted the slot in `robot.drivers`.
+async fn drive(
+    clients: Rc<Clients>,
+    robot: Rc<Robot>,
+    conn: Option<Conn>,
+    first: Due,
+    begun: Option<Begun>,
+) {
     let mut conn = conn;
     let mut next = Some(first);
+    let mut begun = begun;
     while let Some(due) = next.take() {
-        conn = run_one(&clients, &robot, conn, due).await;
+        conn = run_one(&clients, &robot, conn, due, begun.take()).await;
         // Waiting requests are planned ones: they are sent while the run
         // drains too (the same plan gives the same transactions), unless
         // it was interrupted.
@@ -194,25 +206,35 @@ fn conn_for(clients: &Clients, robot: &Robot, conn: Option<Conn>, target: Target
 }
 
 /// One transaction on `conn` (or a new connection); returns the connection
-/// if it may be reused.
+/// if it may be reused. With `begun`, the request is already on `conn`.
 async fn run_one(
     clients: &Rc<Clients>,
     robot: &Rc<Robot>,
     conn: Option<Conn>,
     due: Due,
+    begun: Option<Begun>,
 ) -> Option<Conn> {
     let target = target_of(clients, &due);
-    let (reused, mut conn) = match conn_for(clients, robot, conn, target) {
-        Some(c) => (true, c),
-        None => match robot.conns.connect(clients, target).await {
-            Ok(c) => (false, c),
-            Err(kind) => {
-                clients.error(kind);
-                return None;
-            }
-        },
+    let (reused, mut conn, mut result) = match (conn, begun) {
+        (Some(mut c), Some(b)) => {
+            let r = exchange::complete(clients, &mut c, &due, b).await;
+            (true, c, r)
+        }
+        (conn, _) => {
+            let (reused, mut c) = match conn_for(clients, robot, conn, target) {
+                Some(c) => (true, c),
+                None => match robot.conns.connect(clients, target).await {
+                    Ok(c) => (false, c),
+                    Err(kind) => {
+                        clients.error(kind);
+                        return None;
+                    }
+                },
+            };
+            let r = exchange::exchange(clients, &mut c, &due).await;
+            (reused, c, r)
+        }
     };
-    let mut result = exchange::exchange(clients, &mut conn, &due).await;
     if reused && matches!(result, Err(Unsuccessful::StaleConn)) {
         // A reused connection the peer had already closed: retry once on a
         // fresh one, as browsers do for idempotent requests. The Polygraph

@@ -31,10 +31,6 @@ impl Arrivals for ArrivalTimes {
     }
 }
 
-/// Arrivals due sooner than this are waited for by yielding to other tasks
-/// rather than by sleeping.
-const SPIN_WINDOW: Duration = Duration::from_micros(50);
-
 /// Calls `issue(item, intended)` for every accepted arrival, in time
 /// order, at or after its intended time, until the schedule ends or
 /// `stopping()`. Run time zero is `start`.
@@ -58,14 +54,10 @@ pub async fn pace<A: Arrivals>(
             break;
         }
         let due = start + Duration::from_nanos(t);
-        let now = Instant::now();
-        if due > now && due - now <= SPIN_WINDOW {
-            // Imminent: let other tasks run and look again, instead of a
-            // sleep/wake-up cycle of the whole thread.
-            tokio::task::yield_now().await;
-            continue;
-        }
-        if due > now {
+        if due > Instant::now() {
+            // The worker polls its pacer between its other tasks, so on a
+            // busy thread this returns on time by the clock alone; the
+            // timer wakes an idle one.
             match timer.as_mut() {
                 Some(t) => {
                     if t.sleep_until(due).await.is_err() {
