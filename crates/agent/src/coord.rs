@@ -224,7 +224,22 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let mut per_worker: Vec<Vec<(u32, std::net::TcpListener)>> =
         (0..workers).map(|_| Vec::new()).collect();
+    // With fewer servers than workers, every worker accepts on every
+    // server (as nginx's workers share one listening socket): whichever
+    // is free takes the next connection, so no core only sends.
+    let shared_servers = listeners.len() < workers;
     for (i, l) in listeners.into_iter().enumerate() {
+        if shared_servers {
+            for (w, list) in per_worker.iter_mut().enumerate() {
+                if w != i % workers {
+                    let copy = l.try_clone().map_err(|source| AgentError::Bind {
+                        addr: servers[i],
+                        source,
+                    })?;
+                    list.push((i as u32, copy));
+                }
+            }
+        }
         per_worker[i % workers].push((i as u32, l));
     }
     let mut handles = Vec::new();

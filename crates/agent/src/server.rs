@@ -25,9 +25,19 @@ use tokio::net::{TcpListener, TcpStream};
 const ONE_WRITE: u64 = 16 * 1024;
 
 pub async fn serve(ctx: Rc<Local>, idx: u32, listener: TcpListener) {
+    // A server shared by every worker draws from one stream per worker.
+    let own = idx % ctx.shared.workers as u32 == ctx.id;
+    let id = if own {
+        Stream::Server(idx)
+    } else {
+        Stream::ServerShare {
+            server: idx,
+            worker: ctx.id,
+        }
+    };
     let rng = Rc::new(std::cell::RefCell::new(stream(
         ctx.shared.workload.seed,
-        Stream::Server(idx),
+        id,
     )));
     loop {
         match listener.accept().await {

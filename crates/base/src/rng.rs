@@ -48,6 +48,9 @@ pub enum Stream {
     Aborts,
     /// A galaxy's order of visiting servers during the warm-up.
     Galaxy(u32),
+    /// Draws of a server by a worker other than its own, when workers
+    /// share servers.
+    ServerShare { server: u32, worker: u32 },
 }
 
 impl Stream {
@@ -60,6 +63,9 @@ impl Stream {
             Stream::Choices(i) => (5 << 40) | u64::from(i),
             Stream::Conns(i) => (6 << 40) | u64::from(i),
             Stream::Galaxy(i) => (7 << 40) | u64::from(i),
+            Stream::ServerShare { server, worker } => {
+                (8 << 40) | (u64::from(worker) << 32) | u64::from(server)
+            }
         }
     }
 }
