@@ -1,26 +1,41 @@
 #!/usr/bin/env bash
 # Highest request rates cacheoff sustains on this machine, with no proxy,
 # zero think time, keep-alive and 1 KB bodies, beside wrk -> nginx serving a
-# 1 KB file, measured in the same script on the same cores.
+# 1 KB file and oha's open-loop mode against the same nginx, measured in
+# the same script on the same cores.
 #
-#   (a) open-loop: the highest planned rate at which every request is sent
-#       within 10 ms of its intended time and no transaction fails;
-#   (b) closed-loop: as fast as possible (--rate max).
+#   (a) open-loop: the highest planned Poisson rate at which every request
+#       is sent within 10 ms of its intended time, the 99th percentile
+#       within 1 ms, no transaction fails and every body verifies;
+#   (b) closed-loop: as fast as possible (--rate max), with two origin
+#       servers (each core's robots use that core's server) and with one
+#       server for both cores (every worker accepts on it, as nginx's
+#       workers share one socket), as wrk -> nginx;
+#   (c) oha -q RATE --latency-correction against the same nginx: the
+#       highest rate it keeps up with (sends at least 99% of the planned
+#       requests, no errors).
+#
+# Every planned rate is a share of wrk's rate measured first, so the
+# script measures on a slow day as on a fast one: steps of 10% of it from
+# 30%, then halving the gap between the last pass and the first fail to
+# 2.5% of wrk's rate.
 #
 # Usage: bench/max-rate.sh [seconds-per-step]   (default 10)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
+export PATH=$PATH:$HOME/.cargo/bin:/usr/sbin
 
 need=()
-command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx)
+command -v nginx >/dev/null || need+=(nginx)
 command -v wrk >/dev/null || need+=(wrk)
 command -v jq >/dev/null || need+=(jq)
+command -v curl >/dev/null || need+=(curl)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+command -v oha >/dev/null || cargo install --locked -q oha
 
 cargo build --release -q
 bin=target/release/cacheoff
@@ -28,24 +43,88 @@ work=$(mktemp -d)
 trap 'kill $(cat "$work/nginx.pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # --- peer: wrk -> nginx -------------------------------------------------
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 18080)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 mkdir -p "$work/www" "$work/tmp"
 head -c 1024 /dev/urandom > "$work/www/1k.bin"
 sed -e "s|@PORT@|$port|g" -e "s|@DIR@|$work|g" bench/nginx.conf > "$work/nginx.conf"
-"$nginx_bin" -c "$work/nginx.conf" &
+nginx -c "$work/nginx.conf" &
 for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/1k.bin" 2>/dev/null && break; sleep 0.1; done
-wrk_out=$(wrk -t2 -c100 -d"${secs}s" "http://127.0.0.1:$port/1k.bin")
+url="http://127.0.0.1:$port/1k.bin"
+wrk_out=$(wrk -t2 -c100 -d"${secs}s" "$url")
 wrk_rate=$(awk '/^Requests\/sec:/ {print $2}' <<<"$wrk_out")
-kill "$(cat "$work/nginx.pid")"; sleep 0.5
+echo "wrk -> nginx: $wrk_rate req/s"
+share_rate() { jq -n "$wrk_rate * $1 / 100 | floor"; }
 
-# --- cacheoff ---------------------------------------------------------
+# --- oha -> the same nginx, open-loop -----------------------------------
+# A step passes if oha sent at least 99% of the planned requests with no
+# error (its latency is corrected from each request's intended time).
+oha_pass() {
+  local rate=$1 out
+  out=$(oha -q "$rate" -z "${secs}s" -c 100 --latency-correction --no-tui --output-format json "$url" 2>/dev/null) || return 1
+  local got err p99
+  got=$(jq '.summary.requestsPerSec' <<<"$out")
+  err=$(jq '[.errorDistribution // {} | .[]] | add // 0' <<<"$out")
+  p99=$(jq '.latencyPercentiles.p99 * 1000' <<<"$out")
+  local ok
+  ok=$(jq -n --argjson got "$got" --argjson rate "$rate" --argjson err "$err" '$got >= 0.99 * $rate and $err == 0')
+  printf 'oha      %7s/s planned (%3s%% of wrk): %9.1f/s achieved, latency p99 %8.3f ms, errors %s -> %s\n' \
+    "$rate" "$share" "$got" "$p99" "$err" "$([ "$ok" = true ] && echo pass || echo fail)"
+  [ "$ok" = true ]
+}
+
+# --- cacheoff, open-loop ------------------------------------------------
 # Two origin servers: one per worker, so in a direct run each core's robots
-# talk to that core's server (the default placement). The "cross-core" run
-# uses one server for both workers, so every transaction crosses cores as
-# wrk -> nginx does.
+# talk to that core's server (the default placement).
 common=(--size 1KB --warmup 3s --duration "${secs}s" -q)
 meas() { jq -r ".phases[] | select(.name==\"meas\") | $1" "$2/summary.json"; }
 
+# A step passes if one of up to three attempts sends every request within
+# 10 ms (99% within 1 ms) with no errors (a single scheduler hiccup of the
+# VM fails a whole attempt); every attempt is printed.
+last_lag=""
+cacheoff_pass() {
+  local rate=$1 attempt dir got err lag p99 ok
+  for attempt in 1 2 3; do
+    dir="$work/open-$rate-$attempt"
+    "$bin" run simple --direct --rate "$rate/s" --robots 200 --max-conns 4 --servers 2 "${common[@]}" -o "$dir" >/dev/null || true
+    got=$(meas .rate_xps "$dir"); err=$(meas .errors.total "$dir"); lag=$(meas .send_lag_ms.max "$dir")
+    p99=$(meas .send_lag_ms.p99 "$dir")
+    ok=$(jq -n --argjson lag "$lag" --argjson p99 "$p99" --argjson err "$err" '$lag <= 10 and $p99 <= 1 and $err == 0')
+    printf 'cacheoff %7s/s planned (%3s%% of wrk, attempt %d): %9.1f/s achieved, send lag p99 %7.3f ms max %8.3f ms, errors %s -> %s\n' \
+      "$rate" "$share" "$attempt" "$got" "$p99" "$lag" "$err" "$([ "$ok" = true ] && echo pass || echo fail)"
+    if [ "$ok" = true ]; then last_lag=$lag; return 0; fi
+  done
+  return 1
+}
+
+# search TOOL: the highest passing share of wrk's rate, in percent; steps
+# of 10 from 30, then bisection to 2.5.
+search() {
+  local tool=$1 lo=0 hi="" best_lag=""
+  for share in 30 40 50 60 70 80 90 100 110 120 130 140 150 160 170 180 190 200; do
+    if "${tool}_pass" "$(share_rate "$share")"; then lo=$share; best_lag=$last_lag; else hi=$share; break; fi
+  done
+  if [ -n "$hi" ]; then
+    local gap
+    while gap=$(jq -n "$hi - $lo") && jq -e -n "$gap > 2.5" >/dev/null; do
+      share=$(jq -n "($lo + $hi) / 2")
+      if "${tool}_pass" "$(share_rate "$share")"; then lo=$share; best_lag=$last_lag; else hi=$share; fi
+    done
+  fi
+  last_lag=$best_lag
+  found_share=$lo
+}
+
+search cacheoff
+open_share=$found_share
+open_rate=$(share_rate "$open_share")
+open_lag=$last_lag
+search oha
+oha_share=$found_share
+oha_rate=$(share_rate "$oha_share")
+kill "$(cat "$work/nginx.pid")"; sleep 0.5
+
+# --- cacheoff, closed-loop ----------------------------------------------
 "$bin" run simple --direct --rate max --robots 50 --max-conns 2 --servers 2 "${common[@]}" -o "$work/closed" >/dev/null
 closed_rate=$(meas .rate_xps "$work/closed")
 closed_err=$(meas .errors.total "$work/closed")
@@ -53,32 +132,15 @@ closed_err=$(meas .errors.total "$work/closed")
 cross_rate=$(meas .rate_xps "$work/closed1")
 cross_err=$(meas .errors.total "$work/closed1")
 
-# A step passes if one of up to three attempts sends every request within
-# 10 ms with no errors (a single scheduler hiccup of the VM fails a whole
-# attempt); every attempt is printed.
-best_open=0
-best_lag=""
-for rate in 50000 75000 100000 110000 120000 130000 140000 160000 180000 200000; do
-  ok=false
-  for attempt in 1 2 3; do
-    dir="$work/open-$rate-$attempt"
-    "$bin" run simple --direct --rate "$rate/s" --robots 200 --max-conns 4 --servers 2 "${common[@]}" -o "$dir" >/dev/null
-    got=$(meas .rate_xps "$dir"); err=$(meas .errors.total "$dir"); lag=$(meas .send_lag_ms.max "$dir")
-    p99=$(meas .send_lag_ms.p99 "$dir")
-    ok=$(jq -n --argjson lag "$lag" --argjson err "$err" '$lag <= 10 and $err == 0')
-    printf 'open-loop %7s/s planned (attempt %d): %9.1f/s achieved, send lag p99 %7.3f ms max %8.3f ms, errors %s -> %s\n' \
-      "$rate" "$attempt" "$got" "$p99" "$lag" "$err" "$([ "$ok" = true ] && echo pass || echo fail)"
-    [ "$ok" = true ] && break
-  done
-  if [ "$ok" = true ]; then best_open=$rate; best_lag=$lag; else break; fi
-done
-
+pct() { jq -n "$1 * 100 / $wrk_rate | round"; }
 echo
-echo "machine: $(nproc) cores, $(uname -r); $("$bin" --version); $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2); nginx $("$nginx_bin" -v 2>&1 | cut -d/ -f2)"
+echo "machine: $(nproc) cores, $(uname -r); $("$bin" --version) ($(git rev-parse --short HEAD 2>/dev/null || echo '?')); $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2); nginx $(nginx -v 2>&1 | cut -d/ -f2); $(oha --version)"
 printf 'wrk -> nginx (1 KB, keep-alive, 100 conns):  %10.1f req/s\n' "$wrk_rate"
-printf 'cacheoff closed-loop (--rate max):          %10.1f req/s  (%.0f%% of wrk->nginx; errors %s)\n' \
-  "$closed_rate" "$(jq -n "$closed_rate * 100 / $wrk_rate")" "$closed_err"
-printf 'cacheoff closed-loop, cross-core (1 server): %10.1f req/s  (%.0f%% of wrk->nginx; errors %s)\n' \
-  "$cross_rate" "$(jq -n "$cross_rate * 100 / $wrk_rate")" "$cross_err"
-printf 'cacheoff open-loop, all sent within 10 ms:  %10s req/s  (%.0f%% of wrk->nginx; max lag %s ms)\n' \
-  "$best_open" "$(jq -n "$best_open * 100 / $wrk_rate")" "${best_lag:-n/a}"
+printf 'oha open-loop -> nginx, keeps up:           %10s req/s  (%s%% of wrk->nginx; -q RATE --latency-correction, 100 conns)\n' \
+  "$oha_rate" "$(pct "$oha_rate")"
+printf 'cacheoff closed-loop (--rate max):          %10.1f req/s  (%s%% of wrk->nginx; errors %s)\n' \
+  "$closed_rate" "$(pct "$closed_rate")" "$closed_err"
+printf 'cacheoff closed-loop, cross-core (1 server): %10.1f req/s  (%s%% of wrk->nginx; errors %s)\n' \
+  "$cross_rate" "$(pct "$cross_rate")" "$cross_err"
+printf 'cacheoff open-loop, all sent within 10 ms:  %10s req/s  (%s%% of wrk->nginx; %s%% of oha; max lag %s ms)\n' \
+  "$open_rate" "$(pct "$open_rate")" "$(jq -n "if $oha_rate > 0 then $open_rate * 100 / $oha_rate | round else \"n/a\" end")" "${open_lag:-n/a}"

@@ -26,9 +26,11 @@ pub const REPORT_FILE: &str = "report.html";
 pub(crate) fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
     let tmp: PathBuf = path.with_extension("json.tmp");
     {
+        // One write, not one per token.
+        let mut text = serde_json::to_vec_pretty(value)?;
+        text.push(b'\n');
         let mut f = File::create(&tmp)?;
-        serde_json::to_writer_pretty(&mut f, value)?;
-        f.write_all(b"\n")?;
+        f.write_all(&text)?;
         f.sync_all()?;
     }
     std::fs::rename(&tmp, path)
