@@ -108,7 +108,8 @@ async fn connection(
         served += 1;
         let keep_alive = head.keep_alive && served < limit;
         let times = ctx.shared.times_now(&info);
-        let last_modified = times.last_modified.map(date::format);
+        let last_modified = times.last_modified.map(date::DateText::new);
+        let expires = date::DateText::new(times.expires);
         // 304 only when the object has not changed since the IMS date; an
         // object without Last-Modified is always sent whole.
         let not_modified =
@@ -125,8 +126,8 @@ async fn connection(
                     content_length: info.size,
                     cachable: info.cachable,
                     date,
-                    last_modified: last_modified.as_deref(),
-                    expires: Some(&date::format(times.expires)),
+                    last_modified: last_modified.as_ref().map(date::DateText::as_str),
+                    expires: Some(expires.as_str()),
                     echo: head.xact.map(echo_of),
                     keep_alive,
                     content_type: ctx.shared.objects.mime(&info),

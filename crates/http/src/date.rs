@@ -9,6 +9,45 @@ pub fn format(unix_secs: i64) -> String {
     httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs))
 }
 
+/// An IMF-fixdate on the stack (always 29 bytes): [`format`] without an
+/// allocation, for the servers' per-response dates.
+pub struct DateText {
+    buf: [u8; 29],
+    len: usize,
+}
+
+impl DateText {
+    pub fn new(unix_secs: i64) -> DateText {
+        use std::fmt::Write;
+        let secs = u64::try_from(unix_secs).unwrap_or(0);
+        let mut t = DateText {
+            buf: [0; 29],
+            len: 0,
+        };
+        let _ = write!(
+            t,
+            "{}",
+            httpdate::HttpDate::from(UNIX_EPOCH + Duration::from_secs(secs))
+        );
+        t
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Only whole `str`s are ever copied in.
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+impl std::fmt::Write for DateText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let dst = self.buf.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        dst.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
 /// Unix seconds of an HTTP date in any of the three forms; `None` if it is
 /// not one (or lies before 1970).
 pub fn parse(v: &[u8]) -> Option<u64> {
@@ -23,6 +62,13 @@ pub fn parse(v: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn date_text_is_the_same_date() {
+        for t in [0, 784_111_777, 1_700_000_000, 4_102_444_799] {
+            assert_eq!(DateText::new(t).as_str(), format(t));
+        }
+    }
 
     #[test]
     fn formats_and_parses_back() {

@@ -42,7 +42,7 @@ pub fn write_response_head(out: &mut Vec<u8>, r: &ResponseSpec<'_>) {
     out.extend_from_slice(r.date.as_bytes());
     if r.status != 304 {
         out.extend_from_slice(b"\r\nContent-Length: ");
-        out.extend_from_slice(r.content_length.to_string().as_bytes());
+        out.extend_from_slice(itoa::Buffer::new().format(r.content_length).as_bytes());
     }
     if r.cachable {
         out.extend_from_slice(b"\r\nCache-Control: public");

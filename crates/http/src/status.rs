@@ -63,7 +63,7 @@ pub fn write_status_line(out: &mut Vec<u8>, status: u16) {
 /// Appends a status line of HTTP/1.0 (`http10`) or HTTP/1.1.
 pub fn write_status_line_as(out: &mut Vec<u8>, http10: bool, status: u16) {
     out.extend_from_slice(if http10 { b"HTTP/1.0 " } else { b"HTTP/1.1 " });
-    out.extend_from_slice(status.to_string().as_bytes());
+    out.extend_from_slice(itoa::Buffer::new().format(status).as_bytes());
     out.push(b' ');
     out.extend_from_slice(reason(status).as_bytes());
     out.extend_from_slice(b"\r\n");

@@ -280,9 +280,14 @@ impl ObjectSpace {
             return None;
         }
         let info = self.get(oid);
-        let mut canonical = String::with_capacity(path.len());
-        self.write_path(&mut canonical, &info);
-        (canonical == path).then_some(info)
+        // The object's own path, built in a reused buffer (this is every
+        // origin response's path).
+        thread_local!(static CANONICAL: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) });
+        CANONICAL.with_borrow_mut(|canonical| {
+            canonical.clear();
+            self.write_path(canonical, &info);
+            (canonical == path).then_some(info)
+        })
     }
 }
 

@@ -98,6 +98,8 @@ pub struct Conn {
     pub held_since: Instant,
     /// Request, then response head (and the body bytes read with it).
     pub buf: Vec<u8>,
+    /// The request's URL path, kept to be reused.
+    pub path: String,
     clients: Rc<Clients>,
 }
 
@@ -224,6 +226,7 @@ impl Pool {
             idle_since: Instant::now(),
             held_since: began,
             buf: Vec::with_capacity(HEAD_CHUNK),
+            path: String::new(),
             clients: clients.clone(),
         })
     }

@@ -111,7 +111,8 @@ pub fn begin(clients: &Clients, conn: &mut Conn, due: &Due) -> Begun {
         })
     });
     conn.buf.clear();
-    let mut path = String::with_capacity(40);
+    let mut path = std::mem::take(&mut conn.path);
+    path.clear();
     shared.objects.write_path(&mut path, &p.info);
     let method = match rtype {
         RequestType::Post => "POST",
@@ -134,6 +135,7 @@ pub fn begin(clients: &Clients, conn: &mut Conn, due: &Due) -> Begun {
             ttfb_us: p.ttfb_us,
         },
     );
+    conn.path = path;
     cacheoff_http::body::append(&mut conn.buf, xact.get(), 0, p.post_len);
     let sent = Instant::now();
     if rtype == RequestType::Post {
