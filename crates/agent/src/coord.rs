@@ -156,15 +156,11 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
     let needed = fds_needed(&wl);
     let limits = match raise_fd_limits(needed) {
         Ok(l) => l,
-        // Robots seldom keep all their connections open at once, so the
-        // run may fit; if it does not, it stops at the first descriptor
-        // it cannot get (`OutOfFds`).
-        Err(e @ AgentError::FdLimit { soft, hard, .. }) => {
-            sink.warn(&format!(
-                "{e}; the run goes on as it may open fewer, and stops at the first connection that finds no descriptor"
-            ));
-            FdLimits { soft, hard }
-        }
+        // `needed` is the most the run could hold; robots seldom keep
+        // every connection open at once, so it may well fit. No warning:
+        // if it does not, it stops at the first descriptor it cannot get
+        // (`OutOfFds`), naming the limit.
+        Err(AgentError::FdLimit { soft, hard, .. }) => FdLimits { soft, hard },
         Err(e) => return Err(e),
     };
     let fd_guard = FdGuard {
