@@ -1,29 +1,42 @@
 #!/usr/bin/env bash
 # Scale: PolyMix-4 with 10,000 robots (0.4/s each, 4,000 req/s at peak)
-# through the reference proxy, time-compressed to a few minutes, with
-# robots keeping their keep-alive connections open between requests, so
-# that some 20,000 robot connections are open at once. Samples the run's
-# and the proxy's resident memory and open robot connections (the kernel's
-# count, `ss`) every 2 s, and prints the run's send lag and errors.
+# through the reference proxy, time-compressed to a few minutes, robots
+# keeping their keep-alive connections open between requests (at most 4
+# each, PolyMix-4's own limit), so that 20,000 or more robot connections
+# can be open at once. Samples the run's and the proxy's resident memory,
+# open robot and upstream connections (the kernel's count, `ss`) and both
+# processes' descriptors every 2 s, and prints the run's send lag and
+# errors.
+#
+# Each process needs a descriptor per connection end: the run holds the
+# robots' ends, the origin servers' ends of the proxy's upstream
+# connections and a listener per server; the proxy holds the other two.
+# So that the robots get most of them, the defaults use 100 origin
+# servers (PolyMix: 1,500), a 250 ms server think time (PolyMix: 2.5 s,
+# which keeps ~10x more upstream connections busy) and at most 2 idle
+# upstream connections per origin in the proxy's pool.
 #
 # The proxy is its own process (`cacheoff proxy`) with the client
 # connection limit it needs and its descriptor limit at what it needs or
 # the hard limit; `cacheoff run` raises its own descriptor limit (the hard
-# one too where it may) and fails clearly if it runs out.
+# one too where it may) and stops with an error naming the limit if it
+# runs out.
 #
 # Usage: bench/scale.sh [robots] [max_conns] [plateau] [extra run args...]
-#   (defaults: 10000, 2, 1min; e.g. --servers 100 --think-time 250ms);
-#   PROXY_ARGS="--pool-per-origin 2" adds arguments to `cacheoff proxy`.
+#   (defaults: 10000, 4, 1min, --servers 100 --think-time 'norm(250ms,100ms)');
+#   PROXY_ARGS (default "--pool-per-origin 2") replaces the proxy's.
 # Ends with: robots N, connections N, rss_mb N, errors N
 # where connections is the most robot connections to the proxy the
 # kernel held established at once (`ss`, sampled every 2 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 robots=${1:-10000}
-max_conns=${2:-2}
+max_conns=${2:-4}
 plateau=${3:-1min}
 shift $(($# < 3 ? $# : 3))
 extra=("$@")
+[ ${#extra[@]} -gt 0 ] || extra=(--servers 100 --think-time 'norm(250ms,100ms)')
+proxy_args=${PROXY_ARGS---pool-per-origin 2}
 command -v jq >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null; }
 command -v ss >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null; }
 cargo build --release -q
@@ -45,7 +58,7 @@ port=$(free_port)
 # can be told from other runs' on this machine.
 server_port=$(free_port)
 prlimit --nofile="$proxy_fds:$proxy_fds" -- "$bin" proxy --listen "127.0.0.1:$port" \
-  --max-client-connections "$proxy_conns" ${PROXY_ARGS:-} >"$out/proxy.log" 2>&1 &
+  --max-client-connections "$proxy_conns" $proxy_args >"$out/proxy.log" 2>&1 &
 proxy=$!
 for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 
@@ -77,8 +90,15 @@ cat "$out/console.txt" | grep -v '^$' | tail -n 5
 echo
 echo "machine: $(nproc) cores, $(uname -r), $(free -g | awk '/^Mem:/ {print $2}') GB; $("$bin" --version); commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "limits: fs.file-max $(cat /proc/sys/fs/file-max), fs.nr_open $(cat /proc/sys/fs/nr_open), somaxconn $(cat /proc/sys/net/core/somaxconn), ports $(tr '\t' - </proc/sys/net/ipv4/ip_local_port_range); shell nofile $(ulimit -Sn)/$(ulimit -Hn)"
-echo "run: polymix-4 --robots $robots --rate $rate/s --max-conns $max_conns --cache-size 64MB --plateau $plateau ${extra[*]} through cacheoff proxy --max-client-connections $proxy_conns ${PROXY_ARGS:-} (nofile $proxy_fds); exit $status (1 also for the cache-off's DHR rule)"
-[ -f "$out/run/summary.json" ] || { echo "no summary: the run failed"; exit 1; }
+echo "run: polymix-4 --robots $robots --rate $rate/s --max-conns $max_conns --cache-size 64MB --plateau $plateau ${extra[*]} through cacheoff proxy --max-client-connections $proxy_conns $proxy_args (nofile $proxy_fds); exit $status (1 also for the cache-off's DHR rule)"
+if [ ! -f "$out/run/summary.json" ]; then
+  # Stopped (e.g. out of descriptors): the intervals it wrote still count.
+  echo "no summary: the run failed: $(grep 'run failed' "$out/console.txt" || tail -n 1 "$out/console.txt")"
+  errors=$(jq -s 'map(.errors.total) | add // 0' "$out/run/intervals.jsonl" 2>/dev/null || echo 0)
+  awk -v r="$robots" -v e="$errors" 'NR > 1 && $2 > k {k = $2} NR > 1 && $4 > c {c = $4}
+    END {printf "robots %d, connections %d, rss_mb %d, errors %d\n", r, c, k / 1024, e}' "$out/samples.txt"
+  exit 1
+fi
 max() { awk -v c="$1" 'NR > 1 && $c > m {m = $c} END {print m + 0}' "$out/samples.txt"; }
 run_kib=$(max 2)
 proxy_kib=$(max 3)
