@@ -2,6 +2,7 @@
 //! their interval snapshots in order ([`Merger`]), decides goal phases on
 //! the [`Timeline`], and accumulates phases and the total.
 
+use crate::fds::{self, raise_fd_limits, FdLimits};
 use crate::merge::{Merger, WorkerMsg};
 use crate::shared::Shared;
 use crate::shared::Via;
@@ -140,33 +141,6 @@ impl BoundServers {
     }
 }
 
-/// Raises the soft descriptor limit to what the run may need (up to the
-/// hard limit); fails clearly instead of letting connects fail mid-run.
-pub fn raise_fd_limit(needed: u64) -> Result<(), AgentError> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: valid pointer to an rlimit.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return Ok(());
-    }
-    if lim.rlim_cur >= needed {
-        return Ok(());
-    }
-    let want = needed.min(lim.rlim_max);
-    lim.rlim_cur = want;
-    // SAFETY: valid pointer to an rlimit.
-    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
-    if want < needed {
-        return Err(AgentError::FdLimit {
-            needed,
-            limit: want,
-        });
-    }
-    Ok(())
-}
-
 /// Runs the workload to its end (or until `stop`), feeding `sink`.
 pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<RunStats, AgentError> {
     let wl = cfg.workload;
@@ -179,19 +153,29 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
             max: cacheoff_workload::MAX_GALAXIES,
         });
     }
-    // Robot and server ends of every connection, listeners, and slack.
-    let fds = 2 * u64::from(wl.robots.count) * u64::from(wl.robots.max_conns)
-        + u64::from(wl.servers.count)
-        + 256;
-    if let Err(e) = raise_fd_limit(fds) {
-        // Not every robot keeps all its connections open at once, so the
-        // run may still fit; running out shows as connect_failed errors.
-        sink.warn(&e.to_string());
-    }
-    let listeners = match &cfg.bound {
-        Some(b) => b.try_clone()?,
-        None => bind_servers(&wl)?,
+    let needed = fds_needed(&wl);
+    let limits = match raise_fd_limits(needed) {
+        Ok(l) => l,
+        // `needed` is the most the run could hold; robots seldom keep
+        // every connection open at once, so it may well fit. No warning:
+        // if it does not, it stops at the first descriptor it cannot get
+        // (`OutOfFds`), naming the limit.
+        Err(AgentError::FdLimit { soft, hard, .. }) => FdLimits { soft, hard },
+        Err(e) => return Err(e),
     };
+    let fd_guard = FdGuard {
+        seen: fds::times_out_of_fds(),
+        needed,
+        limits,
+    };
+    let listeners = match &cfg.bound {
+        Some(b) => b.try_clone(),
+        None => bind_servers(&wl),
+    }
+    .map_err(|e| match e {
+        AgentError::Bind { source, .. } if fds::is_out_of_fds(&source) => fd_guard.error(),
+        e => e,
+    })?;
     let servers: Vec<SocketAddr> = listeners
         .iter()
         .map(|l| l.local_addr().expect("bound listener has an address"))
@@ -265,7 +249,7 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
     }
     drop(to_coord);
 
-    let result = collect(&shared, &handles, &from_workers, sink, stop);
+    let result = collect(&shared, &handles, &from_workers, sink, stop, &fd_guard);
     shutdown_tx.send_replace(true);
     for h in handles {
         let _ = h.join();
@@ -280,8 +264,10 @@ fn collect(
     rx: &mpsc::Receiver<WorkerMsg>,
     sink: &mut dyn Sink,
     stop: &StopHandle,
+    fd_guard: &FdGuard,
 ) -> Result<RunStats, AgentError> {
     let timeline = &shared.timeline;
+    let mut out_of_fds = false;
     let workers = threads.len();
     let mut merger = Merger::new(workers);
     let mut digests = vec![PlanDigest::default(); workers];
@@ -291,6 +277,11 @@ fn collect(
     };
     let mut last_end = 0.0f64;
     while !merger.is_done() {
+        if !out_of_fds && fd_guard.tripped() {
+            // Robots stop and drain; the run ends with the error below.
+            out_of_fds = true;
+            stop.stop();
+        }
         let msg = match rx.recv_timeout(Duration::from_millis(500)) {
             Ok(m) => m,
             Err(mpsc::RecvTimeoutError::Timeout) => {
@@ -348,7 +339,42 @@ fn collect(
         || (last_end + 1e-6) < timeline.schedule().total_s()
         || (merger.next_index(timeline) as usize) < timeline.intervals().len();
     run.plan_digest = PlanDigest::combine(&digests).get();
+    if out_of_fds || fd_guard.tripped() {
+        return Err(fd_guard.error());
+    }
     Ok(run)
+}
+
+/// Descriptors a run may hold at once: both ends of every connection its
+/// robots may open (through a proxy, the far end counts for the proxy's
+/// connections to our origin servers, usually fewer), the listeners, and
+/// slack for the runtime, files and stdio.
+fn fds_needed(wl: &Workload) -> u64 {
+    2 * u64::from(wl.robots.count) * u64::from(wl.robots.max_conns)
+        + u64::from(wl.servers.count)
+        + 256
+}
+
+/// Watches for the process running out of descriptors during a run.
+struct FdGuard {
+    /// [`fds::times_out_of_fds`] when the run started.
+    seen: u64,
+    needed: u64,
+    limits: FdLimits,
+}
+
+impl FdGuard {
+    fn tripped(&self) -> bool {
+        fds::times_out_of_fds() > self.seen
+    }
+
+    fn error(&self) -> AgentError {
+        AgentError::OutOfFds {
+            needed: self.needed,
+            soft: self.limits.soft,
+            hard: self.limits.hard,
+        }
+    }
 }
 
 /// A number that differs between runs (the seed does not have to), for

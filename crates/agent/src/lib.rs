@@ -6,7 +6,9 @@
 //! boundary; the coordinator merges them in order, hands each merged
 //! interval to the caller's [`Sink`], and returns the run's
 //! [`RunStats`](cacheoff_stats::RunStats). It knows no file formats: the
-//! run directory is the caller's.
+//! run directory is the caller's. Before it starts, `fds` raises the
+//! process's descriptor limit for the run ([`raise_fd_limits`]); a run
+//! that still runs out stops with [`AgentError::OutOfFds`].
 //!
 //! Control flows one way: `coord` starts `worker`s and reads their
 //! messages (`merge`); a worker runs its `server`s and its `robot`s, which
@@ -18,6 +20,7 @@
 //! `exchange` talks on the wire, and `verdict` judges each reply.
 
 mod coord;
+mod fds;
 mod ledger;
 mod link;
 mod local;
@@ -28,12 +31,16 @@ mod shared;
 mod timeline;
 mod worker;
 
-pub use coord::{
-    raise_fd_limit, run, BoundServers, RunConfig, Sink, StopHandle, TraceFeed, TraceFn,
-};
+pub use coord::{run, BoundServers, RunConfig, Sink, StopHandle, TraceFeed, TraceFn};
+pub use fds::{note_io_error, raise_fd_limit, raise_fd_limits, FdLimits};
 pub use shared::Via;
 
 use std::net::SocketAddr;
+
+/// How to give a process `n` descriptors, for the errors that need it.
+fn fd_howto(n: u64) -> String {
+    format!("raise it before starting: `ulimit -n {n}` in the shell (as root `ulimit -Hn {n}` first), LimitNOFILE={n} in a systemd unit, /proc/sys/fs/nr_open at least that")
+}
 
 /// Why a run could not start or continue.
 #[derive(Debug, thiserror::Error)]
@@ -48,8 +55,15 @@ pub enum AgentError {
         worker: usize,
         source: std::io::Error,
     },
-    #[error("the run may need up to {needed} open files but the limit is {limit}; if connections fail, raise it (ulimit -n) or use fewer robots or --max-conns")]
-    FdLimit { needed: u64, limit: u64 },
+    #[error("{needed} file descriptors needed but the limit is {soft} (hard limit {hard}, which only root or CAP_SYS_RESOURCE may raise, up to fs.nr_open = {nr_open}); {}", fd_howto(*needed))]
+    FdLimit {
+        needed: u64,
+        soft: u64,
+        hard: u64,
+        nr_open: u64,
+    },
+    #[error("ran out of file descriptors at the limit of {soft} (hard limit {hard}) and stopped; the run may hold up to {needed} (both ends of robots x max_conns connections, and the listeners): {}, or run fewer robots or a lower --max-conns", fd_howto(*needed))]
+    OutOfFds { needed: u64, soft: u64, hard: u64 },
     #[error("{hosts} client hosts x {workers} workers need {} working sets, more than the {max} object ids can tell apart; use fewer workers or a larger robots.per_host", hosts * workers)]
     TooManyWorlds {
         hosts: usize,
