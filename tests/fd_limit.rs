@@ -98,7 +98,6 @@ fn a_run_that_fits_under_a_lower_limit_runs_without_a_warning() {
 /// Robots that need more connections at once than the limit allows: the
 /// run stops at the first one it cannot open.
 #[test]
-#[ignore = "needs robot::conns and server to pass socket errors to cacheoff_agent::note_io_error"]
 fn running_out_mid_run_stops_the_run_naming_the_limit() {
     let args = [
         "--robots",

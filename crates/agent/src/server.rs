@@ -46,7 +46,10 @@ pub async fn serve(ctx: Rc<Local>, idx: u32, listener: TcpListener) {
                 tokio::task::spawn_local(connection(ctx.clone(), idx, s, rng.clone()));
             }
             // Out of descriptors or similar: back off instead of spinning.
-            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Err(e) => {
+                crate::fds::note_io_error(&e);
+                tokio::time::sleep(Duration::from_millis(10)).await
+            }
         }
     }
 }

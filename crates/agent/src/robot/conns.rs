@@ -187,7 +187,10 @@ impl Pool {
             SocketAddr::V4(_) => TcpSocket::new_v4(),
             SocketAddr::V6(_) => TcpSocket::new_v6(),
         }
-        .map_err(|_| ErrorKind::ConnectFailed)?;
+        .map_err(|e| {
+            crate::fds::note_io_error(&e);
+            ErrorKind::ConnectFailed
+        })?;
         if addr.is_ipv4() {
             // Each robot sends from its own address; the port is chosen at
             // connect time, per destination, instead of reserving one per
@@ -200,7 +203,10 @@ impl Pool {
         let timeouts = &shared.workload.timeouts;
         let stream = match tokio::time::timeout(timeouts.connect.0, socket.connect(addr)).await {
             Ok(Ok(s)) => s,
-            Ok(Err(_)) => return Err(ErrorKind::ConnectFailed),
+            Ok(Err(e)) => {
+                crate::fds::note_io_error(&e);
+                return Err(ErrorKind::ConnectFailed);
+            }
             Err(_) => return Err(ErrorKind::ConnectTimeout),
         };
         let _ = stream.set_nodelay(true);
