@@ -121,6 +121,16 @@ pub fn replay_line(p: &Proxy) -> String {
 
 pub fn run(a: &ProxyArgs) -> Result<(), Failure> {
     let cfg = config(a)?;
+    // Each client connection may need one upstream too, plus the store's
+    // files and listeners. Past the limit the proxy answers 503 rather
+    // than failing, so a limit too low for the setting is said, not fatal.
+    let needed = 2 * cfg.max_client_connections as u64 + 1024;
+    if let Err(e) = cacheoff_agent::raise_fd_limit(needed) {
+        eprintln!(
+            "cacheoff proxy: --max-client-connections {}: {e}",
+            cfg.max_client_connections
+        );
+    }
     let proxy = Proxy::start(cfg)
         .context("cannot start the proxy")
         .map_err(Failure::usage)?;
