@@ -4,13 +4,17 @@
 # driving the same nginx on loopback with 100 keep-alive connections, so a
 # reader sees where each one's curve bends (its knee).
 #
-# nginx answers every request with a 1 KB cached hit: cacheoff checks every
-# reply (an echo of its transaction id, the object's body), so nginx cannot
-# serve it a file of its own; instead nginx caches (proxy_cache) the one
-# 1 KB object of each of cacheoff's two origin servers, fetched once, and
-# serves every later request from its cache, to cacheoff and oha alike.
-# The ceiling is wrk -t2 -c100 on the same cached URL; the steps are shares
-# of it.
+# nginx serves a static 1 KB file to all three, as bench/max-rate.sh's
+# peer does. cacheoff checks every reply (its body, and an echo of a
+# transaction id that says whether the origin or a cache answered), so the
+# files are the objects of cacheoff's own origin servers, as a cache would
+# replay them: a short cacheoff run fills an nginx proxy_cache (a second
+# server block) with the one 1 KB object of each of its two origin servers;
+# their bodies become the static files, one per origin name (Host), served
+# for any path (URLs name a per-run nonce; the object and its body do not
+# change), and their echo header is added to every reply, so each request
+# of a later run is a hit to cacheoff. The ceiling is wrk -t2 -c100 on one
+# of these files; the steps are shares of it.
 #
 # Usage: bench/latency-curve.sh [seconds-per-step]   (default 10: ~6 min)
 # Environment: CURVE_SHARES (default "10 20 ... 110"), CURVE_OUT (default
@@ -83,9 +87,13 @@ duration = "10s"
 measured = true
 EOF
 
-# As bench/nginx.conf, plus the cache. Workers run as this user (the
-# default, nobody, cannot enter the mktemp directory: every reply a 403).
-mkdir -p "$work/tmp" "$work/cache"
+# As bench/nginx.conf: the static server on $port (a file per Host, and
+# the echo of the reply it was copied from), the priming cache on
+# $pport. Workers run as this user (the default, nobody, cannot enter the
+# mktemp directory: every reply would be a 403).
+pport=$(free_port)
+mkdir -p "$work/tmp" "$work/cache" "$work/www"
+echo "map \$host \$curve_echo { default \"\"; }" >"$work/echo.conf"
 cat >"$work/nginx.conf" <<EOF
 worker_processes 2;
 user $(id -un) $(id -gn);
@@ -106,6 +114,15 @@ http {
     fastcgi_temp_path $work/tmp;
     uwsgi_temp_path $work/tmp;
     scgi_temp_path $work/tmp;
+    include $work/echo.conf;
+    server {
+        listen 127.0.0.1:$port backlog=4096;
+        root $work/www;
+        add_header X-Cacheoff-Echo \$curve_echo;
+        location / {
+            rewrite ^ /\$host break;
+        }
+    }
     proxy_cache_path $work/cache levels=1:2 keys_zone=curve:8m max_size=64m inactive=1d use_temp_path=off;
     map \$host \$curve_origin {
         default 127.0.0.1:9;
@@ -113,7 +130,7 @@ http {
         s2.bench.tst 127.2.0.2:$oport;
     }
     server {
-        listen 127.0.0.1:$port backlog=4096;
+        listen 127.0.0.1:$pport;
         location / {
             proxy_pass http://\$curve_origin;
             proxy_http_version 1.1;
@@ -131,25 +148,37 @@ for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; 
 
 # meas FIELD DIR: a figure of a cacheoff run's measured phase.
 meas() { jq -r ".phases[] | select(.name==\"meas\") | $1" "$2/summary.json"; }
-# run_cacheoff RATE DIR [DURATION]
+# run_cacheoff RATE DIR [DURATION [PORT]]
 run_cacheoff() {
-  "$bin" run "$work/curve.toml" --reverse "127.0.0.1:$port" --server-port "$oport" --servers 2 \
+  "$bin" run "$work/curve.toml" --reverse "127.0.0.1:${4:-$port}" --server-port "$oport" --servers 2 \
     --robots "$robots" --max-conns "$per_robot" --rate "$1/s" --warmup 2s --duration "${3:-${secs}s}" \
     -q -o "$2" >"$2.out" 2>&1 || true # exit 1 = a cache-off rule broken; the figures say what
   [ -f "$2/summary.json" ] || { echo "cacheoff run failed: $(tail -5 "$2.out")" >&2; exit 1; }
 }
 
-# Prime the cache, then find what it holds: the key line of a cache file
-# is "KEY: host/path".
-run_cacheoff 200 "$work/prime" 2s
+# Prime the cache, then copy what it holds into the static tree: the key
+# line of a cache file is "KEY: host/path".
+run_cacheoff 200 "$work/prime" 2s "$pport"
 [ "$(meas .errors.total "$work/prime")" = 0 ] || { echo "priming run had errors: $(meas .errors.by_kind "$work/prime")" >&2; exit 1; }
-key=$(grep -rah '^KEY: ' "$work/cache" | head -1 | cut -c6-)
-host=${key%%/*}
-url="http://127.0.0.1:$port/${key#*/}"
-echo "nginx 127.0.0.1:$port caches $(grep -ral '^KEY: ' "$work/cache" | wc -l) object(s); wrk and oha ask for $url with Host: $host"
-code=$(curl -s -o "$work/body" -w '%{http_code}' -H "Host: $host" "$url")
+echo "map \$host \$curve_echo {" >"$work/echo.conf"
+for key in $(grep -rah '^KEY: ' "$work/cache" | cut -c6- | sort); do
+  host=${key%%/*} path=/${key#*/}
+  curl -s -D "$work/head" -o "$work/www/$host" -H "Host: $host" "http://127.0.0.1:$pport$path"
+  echo "    $host $(tr -d '\r' <"$work/head" | awk -F': ' 'tolower($1) == "x-cacheoff-echo" {print $2}');" >>"$work/echo.conf"
+done
+echo "}" >>"$work/echo.conf"
+kill -HUP "$(cat "$work/nginx.pid")" # reload: the echo map
+url="http://127.0.0.1:$port$path"
+echo "nginx 127.0.0.1:$port serves $(grep -c bench.tst "$work/echo.conf") static 1 KB object(s); wrk and oha ask for $url with Host: $host"
+for _ in $(seq 50); do
+  curl -s -D "$work/head" -o "$work/body" -H "Host: $host" "$url"
+  grep -qi '^x-cacheoff-echo: [0-9a-f]' "$work/head" && break
+  sleep 0.1
+done
+code=$(head -1 "$work/head" | cut -d' ' -f2)
 size=$(stat -c %s "$work/body")
-[ "$code" = 200 ] && [ "$size" = 1024 ] || { echo "nginx answered $code with $size bytes, not a 1 KB hit" >&2; exit 1; }
+grep -qi '^x-cacheoff-echo: [0-9a-f]' "$work/head" && [ "$code" = 200 ] && [ "$size" = 1024 ] \
+  || { echo "nginx answered $code with $size bytes, not a 1 KB file with an echo: $(cat "$work/head")" >&2; exit 1; }
 
 # --- ceiling: wrk -> nginx ----------------------------------------------
 if [ -n "${CURVE_CEILING:-}" ]; then
@@ -159,7 +188,7 @@ else
   wrk_out=$(wrk -t2 -c"$conns" -d"${secs}s" -H "Host: $host" "$url")
   wrk_rate=$(awk '/^Requests\/sec:/ {print $2}' <<<"$wrk_out")
   if grep -q 'Non-2xx' <<<"$wrk_out"; then echo "wrk got errors: $wrk_out" >&2; exit 1; fi
-  echo "wrk -t2 -c$conns -> nginx (1 KB hit): $wrk_rate req/s"
+  echo "wrk -t2 -c$conns -> nginx (static 1 KB): $wrk_rate req/s"
 fi
 
 # --- the steps: cacheoff, then oha, at each share of the ceiling --------
@@ -178,7 +207,7 @@ for share in $shares; do
 
   j=$work/oha-$share.json
   "$oha" -q "$rate" --latency-correction -z "${secs}s" -c "$conns" --no-tui "${oha_json[@]}" "${oha_wait[@]}" \
-    -H "Host: $host" "$url" >"$j" 2>"$work/oha-$share.err" || true
+    --host "$host" "$url" >"$j" 2>"$work/oha-$share.err" || true
   # oha's latencies are in seconds; errors are failed requests plus
   # replies other than 200.
   jq -r --arg share "$share" --arg rate "$rate" '
@@ -205,7 +234,7 @@ jq -R -s --argjson wrk "$wrk_rate" --arg machine "$machine" --arg versions "$ver
   | {
       title: "Response time against offered load: cacheoff and oha -> nginx",
       subtitle: [
-        "nginx serving 1 KB cached hits on loopback, keep-alive, \($conns) connections per generator (cacheoff: \($robots) robots x \($per)); \($secs) s per step",
+        "nginx serving a static 1 KB file (a cacheoff object) on loopback, keep-alive, \($conns) connections per generator (cacheoff: \($robots) robots x \($per)); \($secs) s per step",
         "\($machine); \($versions); \($when)"
       ],
       notes: ["cacheoff: Poisson arrivals;", "oha -q: evenly spaced;", "both time each request", "from its intended send."],
@@ -216,5 +245,5 @@ jq -R -s --argjson wrk "$wrk_rate" --arg machine "$machine" --arg versions "$ver
 python3 bench/plot-curve.py "$out/latency-load.json" "$out/latency-load.svg"
 echo
 echo "machine: $machine; $versions; $when"
-printf 'wrk -t2 -c%s -> nginx (1 KB hit): %.1f req/s\n' "$conns" "$wrk_rate"
+printf 'wrk -t2 -c%s -> nginx (static 1 KB): %.1f req/s\n' "$conns" "$wrk_rate"
 echo "figures: $out/latency-load.tsv, $out/latency-load.json; drawing: $out/latency-load.svg"
