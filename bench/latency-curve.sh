@@ -16,7 +16,7 @@
 # of a later run is a hit to cacheoff. The ceiling is wrk -t2 -c100 on one
 # of these files; the steps are shares of it.
 #
-# Usage: bench/latency-curve.sh [seconds-per-step]   (default 10: ~6 min)
+# Usage: bench/latency-curve.sh [seconds-per-step]   (default 10: 8-9 min)
 # Environment: CURVE_SHARES (default "10 20 ... 110"), CURVE_OUT (default
 # bench/curves), CURVE_CEILING (skip wrk and use this rate: for trying the
 # script out, never for recorded figures), CACHEOFF_BIN (below).
@@ -216,7 +216,7 @@ for share in $shares; do
       (([.errorDistribution[]] | add // 0)
         + ([.statusCodeDistribution | to_entries[] | select(.key != "200") | .value] | add // 0)),
       (([.statusCodeDistribution[]] | add // 0) + ([.errorDistribution[]] | add // 0)) ] | @tsv' "$j" >>"$tsv"
-  echo "cacheoff step $share%: $(meas .dhr.measured "$dir")% hits, send lag p99 $(meas .send_lag_ms.p99 "$dir") ms"
+  echo "cacheoff step $share%: $(meas .dhr.measured "$dir")% hits, send lag p99 $(meas .send_lag_ms.p99 "$dir") ms, errors by kind $(meas '.errors.by_kind | tojson' "$dir")"
   tail -2 "$tsv" | awk -F'\t' '{printf "%-8s %4s%% %8d/s offered %10.1f/s achieved  p50 %8.3f p90 %8.3f p99 %8.3f p99.9 %8.3f ms  errors %s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9}'
 done
 

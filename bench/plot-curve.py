@@ -26,26 +26,36 @@ W, H = 1000, 660
 L, R, T, B = 80, 250, 96, 70  # margins: room for the legend on the right
 
 
+def past(r, base):
+    """Why a step is past the knee, or None: any error, fewer than 95% of
+    the offered requests answered, or p99 above KNEE_FACTOR x `base`."""
+    if r["errors"] > 0:
+        return f"{r['errors']} errors"
+    if r["achieved_rps"] < 0.95 * r["offered_rps"]:
+        return f"only {r['achieved_rps'] / r['offered_rps']:.0%} of the offer answered"
+    if r["p99"] > KNEE_FACTOR * base:
+        return f"p99 {r['p99']:.3g} ms > {KNEE_FACTOR}x {base:.3g} ms"
+    return None
+
+
 def knee(rows):
-    """The highest offered rate before the first step that is past the
-    knee: p99 above KNEE_FACTOR x the lowest step's p99, fewer than 95% of
-    the offered requests answered, or any error. (rate, reason of the step
-    after it) or (None, reason) when even the first step is past it."""
+    """The knee: the highest step within limits above which every step is
+    past them (a step past them with good ones above is a disturbance of
+    the shared machine, listed apart). (rate or None, explanation)."""
     rows = sorted(rows, key=lambda r: r["offered_rps"])
     base = rows[0]["p99"]
-    last = None
-    for r in rows:
-        why = None
-        if r["errors"] > 0:
-            why = f"{r['errors']} errors"
-        elif r["achieved_rps"] < 0.95 * r["offered_rps"]:
-            why = f"only {r['achieved_rps'] / r['offered_rps']:.0%} of the offer answered"
-        elif r["p99"] > KNEE_FACTOR * base:
-            why = f"p99 {r['p99']:.3g} ms > {KNEE_FACTOR}x {base:.3g} ms"
-        if why:
-            return last, f"next step {r['offered_rps']:.0f}/s: {why}"
-        last = r["offered_rps"]
-    return last, "no step past it"
+    why = [(r, past(r, base)) for r in rows]
+    k = None
+    for i, (r, w) in enumerate(why):
+        if w is None and all(w2 for _, w2 in why[i + 1:]):
+            k = r["offered_rps"]
+            break
+    blips = [f"{r['offered_rps']:.0f}/s ({w})" for r, w in why if w and (k is None or r["offered_rps"] < k)]
+    text = "within limits up to the last step" if why[-1][1] is None else \
+        "past it: " + "; ".join(f"{r['offered_rps']:.0f}/s ({w})" for r, w in why if k and r["offered_rps"] > k)
+    if blips:
+        text += "; steps past the limits below it: " + "; ".join(blips)
+    return k, text
 
 
 def nice_step(span, ticks=8):
@@ -64,7 +74,7 @@ def fmt_ms(v):
 
 
 def fmt_rate(v):
-    return f"{v / 1000:g}k" if v >= 1000 else f"{v:g}"
+    return f"{v / 1000:.3g}k" if v >= 1000 else f"{v:g}"
 
 
 def svg(fig):
@@ -177,11 +187,11 @@ def svg(fig):
     out.append(f'<text x="{lx + 44}" y="{ly + 4}">step with errors</text>')
     ly += 24
     out.append(f'<line x1="{lx + 18}" x2="{lx + 18}" y1="{ly + 6}" y2="{ly - 8}" stroke="black" stroke-width="2"/>')
-    out.append(f'<text x="{lx + 44}" y="{ly + 4}">knee: last step before</text>')
-    for j, line in enumerate([f"p99 &gt; {KNEE_FACTOR}x its 1st step's,",
-                              "&lt;95% answered, or errors"]):
+    out.append(f'<text x="{lx + 44}" y="{ly + 4}">knee: highest step with</text>')
+    for j, line in enumerate([f"p99 &lt;= {KNEE_FACTOR}x its 1st step's,",
+                              "&gt;=95% answered, no errors,", "and every step above not"]):
         out.append(f'<text x="{lx + 44}" y="{ly + 20 + 15 * j}">{line}</text>')
-    ly += 60
+    ly += 75
     for j, line in enumerate(fig.get("notes", [])):
         out.append(f'<text x="{lx}" y="{ly + 15 * j}" font-size="11" fill="#444">{escape(line)}</text>')
     out.append("</svg>")
