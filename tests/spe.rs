@@ -207,7 +207,7 @@ fn the_multiplier_command_writes_its_summary_on_sigterm() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    support::wait::wait_until("the Multiplier listens", Duration::from_secs(20), || {
+    support::wait::wait_until("the Multiplier listens", Duration::from_secs(60), || {
         support::wait::accepting(listen.parse().unwrap())
     });
     let trace = dir.path().join("t.clf");
