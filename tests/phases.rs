@@ -180,10 +180,10 @@ fn datacomm_1_offers_55_percent_and_an_ideal_cache_achieves_it() {
         m.dhr.offered
     );
     assert_eq!(m.dhr.measured, 0.0);
-    // Misses pay the 3 s think time, once.
+    // Misses pay the think time (3 s on average), once.
     let miss = &m.rt_polygraph_ms.miss;
     assert!(
-        miss.mean >= 3000.0 && miss.mean < 4000.0,
+        miss.mean > 2800.0 && miss.mean < 4000.0,
         "miss {}",
         miss.mean
     );

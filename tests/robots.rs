@@ -60,15 +60,20 @@ fn a_stopped_run_keeps_its_intervals_and_is_marked_interrupted() {
 
 #[test]
 fn thousands_of_robots_and_connections_in_one_process() {
-    // 2,000 robots, each keeping up to 4 connections to 500 servers.
+    // 2,000 robots, each keeping up to 4 connections to 500 servers,
+    // which hold every reply a second: each request keeps its connection
+    // busy that long, so the 4,000 requested in any second are open at
+    // once at its end, on a busy machine too (slower replies only keep
+    // more open).
     let mut w = simple(4000.0, 2000, 500, 1.0, 2.0);
     w.robots.max_conns = 4;
+    w.servers.think_time = Dist::constant(Quantity::Time, 1.0);
     w.interval = Dur::secs(1.0);
+    let plan = planned(&w);
     let (_dir, r) = run(w, None);
     let t = &r.summary.total;
     assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
-    // Up to 8,000 can be open; a loaded 2-core machine reaches a few
-    // short of 4,000 in two seconds.
+    assert_every_planned_request_ended(&plan, t);
     assert!(
         t.conns.open_max >= 3500,
         "open connections peaked at {}",
@@ -156,9 +161,23 @@ fn deliberate_aborts_are_counted_as_aborts_not_errors() {
         let plan = planned(&w);
         let (_dir, r) = run(w, proxy.as_ref().map(|p| p.addr()));
         let t = &r.summary.total;
-        assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
-        // Each planned request was answered or aborted.
+        // Each planned request was answered or aborted...
         assert_every_planned_request_ended(&plan, t);
+        match &proxy {
+            None => assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind),
+            // ... except, through a cache, requests that waited for a fetch
+            // the server aborted: the proxy answers them its gateway error
+            // (requests in flight together, more of them on a busy
+            // machine). Those are the only errors, each one the proxy
+            // counted, and far fewer than the aborts.
+            Some(p) => {
+                let status = t.errors.by_kind.get("http_status").copied().unwrap_or(0);
+                assert_eq!(t.errors.total, status, "{:?}", t.errors.by_kind);
+                let gateway = cacheoff_proxy::ProxyStats::get(&p.stats().origin_errors);
+                assert!(status <= gateway, "{status} vs {gateway}");
+                assert!(status < t.aborts.server, "{status} vs {:?}", t.aborts);
+            }
+        }
         let share = |n: u64| n as f64 / t.sent as f64;
         assert!(
             (share(t.aborts.robot) - 0.05).abs() < 0.012,
