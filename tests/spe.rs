@@ -97,7 +97,9 @@ fn a_replayed_trace_compares_every_proxy_on_the_same_requests() {
     cfg.conns_per_proxy = 256;
     cfg.stop_grace = Duration::from_secs(3);
     // The stalled proxy holds what it took for the whole (slow) replay:
-    // no copy of it times out and frees its place for another.
+    // no copy of it times out (nor a connect its full backlog keeps
+    // waiting) and frees its place for another.
+    cfg.connect_timeout = Duration::from_secs(300);
     cfg.first_byte_timeout = Duration::from_secs(300);
     cfg.idle_timeout = Duration::from_secs(300);
     let m = cacheoff_multiplier::start(cfg).unwrap();
