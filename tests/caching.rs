@@ -10,7 +10,10 @@ use cacheoff_proxy::{Fault, Faults, ReplyFraming};
 use cacheoff_stats::Entry;
 use cacheoff_workload::{Dist, Quantity};
 use support::proxy;
-use support::run::{changing, polymix_content, polymix_requests, run, simple};
+use support::run::{
+    assert_every_planned_request_ended, changing, planned, polymix_content, polymix_requests, run,
+    simple,
+};
 
 /// Asserts that the measured document hit ratio is within `gap` points of
 /// what an ideal cache makes of the offered hits.
@@ -26,8 +29,11 @@ fn assert_achieves_ideal(t: &Entry, gap: f64) {
 #[test]
 fn caching_proxy_hits_are_counted_and_uncachable_objects_never_hit() {
     let proxy = proxy::caching();
-    let (_dir, r) = run(simple(1500.0, 100, 20, 1.0, 5.0), Some(proxy.addr()));
+    let w = simple(1000.0, 100, 20, 1.0, 5.0);
+    let plan = planned(&w);
+    let (_dir, r) = run(w, Some(proxy.addr()));
     let t = &r.summary.total;
+    assert_every_planned_request_ended(&plan, t);
     assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
     let robot_hits = t.rt_ms.hit.count;
     assert!(robot_hits > 1000, "hits {robot_hits}");
@@ -44,10 +50,13 @@ fn caching_proxy_hits_are_counted_and_uncachable_objects_never_hit() {
 fn chunked_and_close_delimited_replies_are_read_and_verified() {
     for framing in [ReplyFraming::Chunked, ReplyFraming::Close] {
         let proxy = proxy::start(|c| c.reply_framing = framing);
-        let (_dir, r) = run(simple(300.0, 20, 5, 1.0, 2.0), Some(proxy.addr()));
+        let w = simple(300.0, 20, 5, 1.0, 2.0);
+        let plan = planned(&w);
+        let (_dir, r) = run(w, Some(proxy.addr()));
         let t = &r.summary.total;
         assert_eq!(t.errors.total, 0, "{framing:?}: {:?}", t.errors.by_kind);
-        assert!(t.xacts > 600, "{framing:?}: {}", t.xacts);
+        // Every planned reply was read whole, in this framing.
+        assert_every_planned_request_ended(&plan, t);
         assert_eq!(t.rt_ms.hit.count, proxy::hits(&proxy), "{framing:?}");
         if framing == ReplyFraming::Close {
             // Every reply ends its connection.
@@ -71,8 +80,10 @@ fn a_corrupted_chunked_body_is_caught() {
     });
     let mut w = simple(200.0, 10, 5, 1.0, 1.0);
     w.content[0].size = Dist::constant(Quantity::Size, 5000.0);
+    let plan = planned(&w);
     let (_dir, r) = run(w, Some(proxy.addr()));
     let t = &r.summary.total;
+    assert_every_planned_request_ended(&plan, t);
     let bad = t.errors.by_kind.get("body_mismatch").copied().unwrap_or(0);
     assert!(bad > 100, "body_mismatch {bad}");
     assert_eq!(t.errors.total, bad, "{:?}", t.errors.by_kind);
@@ -84,10 +95,12 @@ fn a_corrupted_chunked_body_is_caught() {
 #[test]
 fn forwarding_proxy_without_cache_gives_no_hits() {
     let proxy = proxy::start(|c| c.memory = 0);
-    let (_dir, r) = run(simple(500.0, 50, 10, 1.0, 2.0), Some(proxy.addr()));
+    let w = simple(500.0, 50, 10, 1.0, 2.0);
+    let plan = planned(&w);
+    let (_dir, r) = run(w, Some(proxy.addr()));
     let t = &r.summary.total;
     assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
-    assert!(t.xacts > 1000);
+    assert_every_planned_request_ended(&plan, t);
     assert_eq!(t.dhr.measured, 0.0);
     assert_eq!(proxy::misses(&proxy), t.xacts);
 }
@@ -117,10 +130,12 @@ fn post_and_head_requests_reach_the_origin_and_are_checked() {
         w.requests.head = 0.05;
         w
     };
+    let plan = planned(&with_methods());
     for proxy in [None, Some(proxy::caching())] {
         let (_dir, r) = run(with_methods(), proxy.as_ref().map(|p| p.addr()));
         let t = &r.summary.total;
         assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+        assert_every_planned_request_ended(&plan, t);
         for k in ["post", "head"] {
             let share = t.request_types[k] as f64 / t.xacts as f64;
             assert!((share - 0.05).abs() < 0.012, "{k}: {share}");
@@ -192,10 +207,12 @@ fn the_reference_proxy_revalidates_objects_that_change_during_the_run() {
     let mut w = simple(1000.0, 50, 10, 1.0, 8.0);
     polymix_requests(&mut w);
     changing(&mut w, 4.0, 1.0);
+    let plan = planned(&w);
     let proxy = proxy::reference(256 << 20);
     let (_dir, r) = run(w, Some(proxy.addr()));
     let t = &r.summary.total;
     assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    assert_every_planned_request_ended(&plan, t);
     let s = proxy.stats();
     let g = cacheoff_proxy::ProxyStats::get;
     // Expires is the next modification, so a stale copy has nearly
@@ -229,12 +246,14 @@ fn a_cache_kept_from_an_earlier_run_serves_no_hit_to_the_next() {
         .map(|_| {
             let mut w = simple(800.0, 40, 8, 0.5, 2.0);
             w.servers.port = port;
-            run(w, Some(proxy.addr())).1
+            let plan = planned(&w);
+            (plan, run(w, Some(proxy.addr())).1)
         })
         .collect();
-    for r in &runs {
+    for (plan, r) in &runs {
         let t = &r.summary.total;
         assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+        assert_every_planned_request_ended(plan, t);
         assert_achieves_ideal(t, 1.0);
     }
 }

@@ -154,7 +154,13 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
         serde_json::from_slice(&std::fs::read(dir.path().join("int/summary.json")).unwrap())
             .unwrap();
     assert_eq!(s["interrupted"], true);
-    assert!(s["total"]["xacts"].as_u64().unwrap() > 400);
+    // The warm-up interval on disk, and the total counting it.
+    let kept = cacheoff_rundir::RunDir::open(&dir.path().join("int"))
+        .unwrap()
+        .intervals;
+    assert!(kept[0].stats.xacts > 0, "{:?}", kept[0].stats);
+    let sum: u64 = kept.iter().map(|i| i.stats.xacts).sum();
+    assert_eq!(s["total"]["xacts"].as_u64(), Some(sum));
 
     let mut child = spawn("kill");
     wait::wait_for_intervals(&dir.path().join("kill"), 1);
@@ -164,15 +170,21 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
     assert!(!run.join("summary.json").exists());
     let intervals = cacheoff_rundir::RunDir::open(&run).unwrap().intervals;
     assert_eq!(intervals.len(), 1, "the 5 s warm-up interval was kept");
-    assert!(intervals[0].stats.xacts > 400);
+    assert!(intervals[0].stats.xacts > 0, "{:?}", intervals[0].stats);
+    assert!(
+        (intervals[0].end_s - 5.0).abs() < 1e-6,
+        "{}",
+        intervals[0].end_s
+    );
 
-    // Servers that take 5 s per reply: the graceful stop waits up to
-    // timeouts.drain for them, a second signal does not.
+    // Servers that take 20 s per reply: the graceful stop waits up to
+    // timeouts.drain for them (their first-byte timeout ends them first),
+    // a second signal does not.
     let slow = dir.path().join("slow.toml");
     std::fs::write(
         &slow,
         "peak_rate = \"50/s\"\ninterval = \"1s\"\n[robots]\ncount = 10\n[servers]\ncount = 2\n\
-         think_time = \"const(5s)\"\n[[phases]]\nname = \"a\"\nduration = \"1min\"\n",
+         think_time = \"const(20s)\"\n[[phases]]\nname = \"a\"\nduration = \"1min\"\n",
     )
     .unwrap();
     let mut child = command()
@@ -182,18 +194,19 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // A second in, requests wait for their 5 s replies.
+    // A second in, requests wait for their 20 s replies.
     wait::wait_for_intervals(&dir.path().join("twice"), 1);
     signal(child.id(), "-INT");
     // The test itself, not a wait for something: 300 ms after the first
-    // signal the run is still draining (its replies take 5 s).
+    // signal the run is still draining (its replies take 20 s).
     std::thread::sleep(Duration::from_millis(300));
     assert!(child.try_wait().unwrap().is_none(), "still draining");
     signal(child.id(), "-TERM");
     let t = std::time::Instant::now();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
-    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    // At once: a wait for the replies would take most of 20 s.
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
 
     // Both render their report cards, marked as what they are.
     for (name, mark) in [
@@ -344,9 +357,12 @@ measured = true
     assert_eq!(s["measured_phase"], "top");
     let ramp = &s["phases"][0];
     let top = &s["phases"][1];
-    // The ramp averages 60% of the peak rate, the top phase 100%.
-    let ramp_rate = ramp["rate_xps"].as_f64().unwrap();
-    let top_rate = top["rate_xps"].as_f64().unwrap();
+    // The ramp averages 60% of the peak rate, the top phase 100%, as the
+    // pacer issued them (a busy machine's late replies move between
+    // phases).
+    let issued_rate =
+        |p: &serde_json::Value| p["issued"].as_f64().unwrap() / p["duration_s"].as_f64().unwrap();
+    let (ramp_rate, top_rate) = (issued_rate(ramp), issued_rate(top));
     assert!(ramp_rate > 120.0 && ramp_rate < 240.0, "ramp {ramp_rate}");
     assert!(top_rate > 250.0 && top_rate < 350.0, "top {top_rate}");
     // Every object cachable: offered DHR = recurrence.

@@ -11,13 +11,20 @@ use cacheoff_rundir::RunDir;
 use cacheoff_workload::{Arrivals, Dist, Quantity};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use support::run::{changing, phase_names, polymix_content, polymix_requests, run, simple};
+use support::run::{
+    assert_every_planned_request_ended, changing, phase_names, planned, polymix_content,
+    polymix_requests, run, simple,
+};
 
 #[test]
 fn direct_run_has_no_hits_and_offers_the_configured_hit_ratio() {
-    let (dir, r) = run(simple(4000.0, 200, 40, 1.0, 5.0), None);
+    let w = simple(2000.0, 200, 40, 1.0, 5.0);
+    let plan = planned(&w);
+    assert!(plan.total > 10_000, "{plan:?}");
+    let (dir, r) = run(w, None);
     let t = &r.summary.total;
-    assert!(t.xacts >= 20_000, "xacts {}", t.xacts);
+    // Every planned request was answered, however long it took.
+    assert_every_planned_request_ended(&plan, t);
     assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
     assert_eq!(t.dhr.measured, 0.0);
     assert_eq!(t.rt_ms.hit.count, 0);
@@ -98,15 +105,17 @@ fn latency_is_measured_from_the_intended_start_and_from_the_connection() {
     let mut w = simple(30.0, 2, 2, 1.0, 3.0);
     w.robots.max_conns = 1;
     w.servers.think_time = Dist::constant(Quantity::Time, 0.1);
+    let plan = planned(&w);
     let (_dir, r) = run(w, None);
     let t = &r.summary.total;
-    assert!(t.xacts > 30);
+    assert_every_planned_request_ended(&plan, t);
     assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
     // Polygraph's clock starts once the connection is had: the think time
-    // and little more. The intended start adds the wait for it.
+    // and a little more (on a busy machine, more), never the wait for the
+    // connection, which grows to seconds here. The intended start adds it.
     let pg = &t.rt_polygraph_ms.all;
     assert!(
-        pg.mean >= 100.0 && pg.mean < 150.0,
+        pg.mean >= 100.0 && pg.mean < 300.0,
         "Polygraph clock {pg:?}"
     );
     assert!(pg.p50 >= 100.0, "Polygraph clock {pg:?}");
@@ -183,6 +192,9 @@ fn the_polygraph_clock_counts_the_connect_but_not_the_wait_for_a_connection() {
     w.robots.arrivals = Arrivals::Constant;
     w.robots.conn_reuse = Dist::constant(Quantity::Count, 1.0);
     w.servers.port = support::free_port();
+    let plan = planned(&w);
+    // 2.5 s at 2/s.
+    assert!((4..=6).contains(&plan.total), "{plan:?}");
     let origin = SocketAddr::new(w.servers.first_ip.into(), w.servers.port);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -201,15 +213,16 @@ fn the_polygraph_clock_counts_the_connect_but_not_the_wait_for_a_connection() {
     relay.join().unwrap();
 
     let t = &r.summary.total;
+    assert_every_planned_request_ended(&plan, t);
     assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
-    // 2.5 s at 2/s, one connection each.
-    assert!((4..=6).contains(&t.xacts), "xacts {}", t.xacts);
+    // One connection each.
     assert_eq!(t.conns.opened, t.xacts);
     let pg = &t.rt_polygraph_ms.all;
     // From the send, every transaction is quick: the relay answers at
-    // once (mean send time = mean intended start + mean send lag).
+    // once (mean send time = mean intended start + mean send lag), far
+    // below the 1 s connects even on a busy machine.
     let from_send = t.rt_ms.all.mean - t.send_lag_ms.mean;
-    assert!(from_send < 100.0, "from the send {from_send} ms");
+    assert!(from_send < 500.0, "from the send {from_send} ms");
     // Polygraph's clock includes the 1 s connects of all but the first.
     assert!(pg.max >= 1000.0 && pg.p50 >= 1000.0, "{pg:?}");
     assert!(pg.mean >= 700.0, "{pg:?}");
@@ -224,8 +237,10 @@ fn origin_answers_if_modified_since_and_the_request_mix_is_kept() {
     polymix_requests(&mut w);
     // Objects that change every few minutes, so dates really move.
     changing(&mut w, 300.0, 1.0);
+    let plan = planned(&w);
     let (_dir, r) = run(w, None);
     let t = &r.summary.total;
+    assert_every_planned_request_ended(&plan, t);
     assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
     assert_eq!(t.dhr.measured, 0.0);
     let share = |k: &str| t.request_types[k] as f64 * 100.0 / t.xacts as f64;
@@ -253,9 +268,14 @@ fn origin_answers_if_modified_since_and_the_request_mix_is_kept() {
 #[test]
 fn content_types_pages_and_embedded_images_follow_the_mix() {
     let w = polymix_content();
+    let plan = planned(&w);
     let (_dir, r) = run(w, None);
     let t = &r.summary.total;
     assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    // Every planned request was sent, and with no error every one and its
+    // images were answered: the total counts them all over the schedule's
+    // 9 s (however late the last came), so its rate is the plan's.
+    assert_eq!(t.issued, plan.total);
     // The total rate includes the embedded images. Pages are revisited at
     // random, so in a run this short the images per planned request vary
     // by a few percent.
@@ -296,70 +316,86 @@ fn content_types_pages_and_embedded_images_follow_the_mix() {
 fn constant_arrivals_keep_the_rate() {
     let mut w = simple(500.0, 50, 5, 1.0, 4.0);
     w.robots.arrivals = cacheoff_workload::Arrivals::Constant;
+    let plan = planned(&w);
+    // Equal gaps: 4 s at 500/s is 2,000 requests give or take one per
+    // robot (where in its first gap each starts), where Poisson arrivals
+    // would vary by about 45.
+    let meas = plan.by_phase[1] as f64;
+    assert!((meas / 2000.0 - 1.0).abs() <= 0.01, "{plan:?}");
     let (_dir, r) = run(w, None);
+    // The run sent that plan, whole, and the measured phase had its
+    // share (up to what a late pacer moves across the phase's start).
+    assert_every_planned_request_ended(&plan, &r.summary.total);
+    assert_eq!(r.summary.total.errors.total, 0);
     let m = &r.summary.phases[1];
     assert!(
-        (m.rate_xps / 500.0 - 1.0).abs() < 0.03,
-        "rate {}",
-        m.rate_xps
+        (m.issued as f64 / meas - 1.0).abs() < 0.05,
+        "issued {} of {meas}",
+        m.issued
     );
+}
+
+/// One-way delay of the emulated links. Each case below is a whole
+/// number of them; a tenth of a second leaves a busy machine most of a
+/// delay of room before a case would look like one with a delay more.
+const DELAY_MS: f64 = 100.0;
+
+/// Asserts that the median `p50` took `delays` one-way delays: never
+/// less, and less than one delay more.
+fn assert_delays(p50: f64, delays: f64, what: &str) {
+    let want = delays * DELAY_MS;
+    assert!(
+        p50 >= want - 1.0 && p50 < want + 0.9 * DELAY_MS,
+        "{what}: {p50} ms for {delays} delays of {DELAY_MS} ms"
+    );
+}
+
+fn link() -> cacheoff_workload::LinkConfig {
+    cacheoff_workload::LinkConfig {
+        delay: Dur::secs(DELAY_MS / 1000.0),
+        loss: 0.0,
+    }
 }
 
 #[test]
 fn wan_emulation_adds_the_expected_round_trips() {
     let case = |reuse: f64, size: f64| {
-        let mut w = simple(3.0, 1, 1, 0.5, 4.0);
+        let mut w = simple(1.5, 1, 1, 0.5, 4.0);
         w.robots.max_conns = 1;
         w.robots.conn_reuse = Dist::constant(Quantity::Count, reuse);
         w.content[0].size = Dist::constant(Quantity::Size, size);
-        w.servers.link = Some(cacheoff_workload::LinkConfig {
-            delay: Dur::secs(0.040),
-            loss: 0.0,
-        });
+        w.servers.link = Some(link());
         let (_dir, r) = run(w, None);
         assert_eq!(r.summary.total.errors.total, 0);
         r.summary.total.rt_polygraph_ms.all.p50
     };
     // From the connection, as Polygraph (the emulated handshake is in it).
-    // New connection each time: SYN, SYN-ACK, request, response = 4 x 40 ms.
-    let fresh = case(1.0, 1024.0);
-    assert!((fresh - 160.0).abs() < 12.0, "new connection {fresh} ms");
-    // Persistent connection: request and response = 2 x 40 ms.
-    let reused = case(1000.0, 1024.0);
-    assert!(
-        (reused - 80.0).abs() < 12.0,
-        "reused connection {reused} ms"
-    );
+    // New connection each time: SYN, SYN-ACK, request, response.
+    assert_delays(case(1.0, 1024.0), 4.0, "new connection");
+    // Persistent connection: request and response.
+    assert_delays(case(1000.0, 1024.0), 2.0, "reused connection");
     // 100 KB needs four slow-start rounds: 3 more round trips.
-    let big = case(1000.0, 100.0 * 1024.0);
-    assert!((big - 320.0).abs() < 15.0, "100 KB {big} ms");
+    assert_delays(case(1000.0, 100.0 * 1024.0), 8.0, "100 KB");
 }
 
 #[test]
 fn client_side_wan_emulation_adds_the_same_round_trips() {
-    let forty = cacheoff_workload::LinkConfig {
-        delay: Dur::secs(0.040),
-        loss: 0.0,
-    };
     let case = |reuse: f64, size: f64, servers_too: bool| {
-        let mut w = simple(3.0, 1, 1, 0.5, 4.0);
+        let mut w = simple(1.5, 1, 1, 0.5, 4.0);
         w.robots.max_conns = 1;
         w.robots.conn_reuse = Dist::constant(Quantity::Count, reuse);
         w.content[0].size = Dist::constant(Quantity::Size, size);
-        w.robots.link = Some(forty);
-        w.servers.link = servers_too.then_some(forty);
+        w.robots.link = Some(link());
+        w.servers.link = servers_too.then(link);
         let (_dir, r) = run(w, None);
         assert_eq!(r.summary.total.errors.total, 0);
         r.summary.total.rt_polygraph_ms.all.p50
     };
     // The robot's end: the handshake and the request before it writes,
-    // the response held as it arrives: 4 x 40 ms on a new connection.
-    let fresh = case(1.0, 1024.0, false);
-    assert!((fresh - 160.0).abs() < 12.0, "new connection {fresh} ms");
+    // the response held as it arrives: 4 delays on a new connection.
+    assert_delays(case(1.0, 1024.0, false), 4.0, "new connection");
     // 100 KB read in four slow-start rounds: 2 + 3 x 2 delays.
-    let big = case(1000.0, 100.0 * 1024.0, false);
-    assert!((big - 320.0).abs() < 15.0, "100 KB {big} ms");
-    // Both sides emulated: both links crossed, 2 x 80 ms.
-    let both = case(1000.0, 1024.0, true);
-    assert!((both - 160.0).abs() < 15.0, "both sides {both} ms");
+    assert_delays(case(1000.0, 100.0 * 1024.0, false), 8.0, "100 KB");
+    // Both sides emulated: both links crossed, 2 x 2 delays.
+    assert_delays(case(1000.0, 1024.0, true), 4.0, "both sides");
 }

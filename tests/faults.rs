@@ -10,15 +10,18 @@ use cacheoff_base::Dur;
 use cacheoff_proxy::{Fault, Faults};
 use cacheoff_workload::{RequestMix, Workload};
 use support::proxy;
-use support::run::{changing, phase, run_into};
+use support::run::{assert_every_planned_request_ended, changing, phase, planned_on, run_into};
 
 fn simple() -> Workload {
     let mut w = support::run::simple(400.0, 40, 8, 1.0, 4.0);
     // Faults that stall a reply end in a timeout; keep them short, each
-    // below the whole transaction's so that the first to strike names it.
-    w.timeouts.first_byte = Dur::secs(0.5);
-    w.timeouts.idle = Dur::secs(0.3);
-    w.timeouts.xact = Dur::secs(1.0);
+    // below the whole transaction's so that the first to strike names it,
+    // yet seconds long: an honest reply on a busy machine is never late
+    // enough to be taken for a fault. (A dripping reply sends a byte every
+    // 50 ms, far inside the idle timeout.)
+    w.timeouts.first_byte = Dur::secs(2.5);
+    w.timeouts.idle = Dur::secs(1.5);
+    w.timeouts.xact = Dur::secs(5.0);
     w
 }
 
@@ -30,9 +33,12 @@ fn caught_as(fault: Fault, share: f64, w: Workload, kind: &str) {
         c.faults = Faults::new(vec![(fault, share)]);
     });
     let dir = tempfile::tempdir().unwrap();
+    let plan = planned_on(&w, 1);
     let r = run_into(dir.path(), w, Some(proxy.addr()), 1, &StopHandle::new());
     let t = &r.summary.total;
     let name = fault.name();
+    // Every planned request was sent and ended, as a reply or an error.
+    assert_every_planned_request_ended(&plan, t);
     assert!(
         t.errors.by_kind.get(kind).copied().unwrap_or(0) > 0,
         "{name}: no {kind} among {:?}",
@@ -45,15 +51,15 @@ fn caught_as(fault: Fault, share: f64, w: Workload, kind: &str) {
         t.errors.by_kind
     );
     // The robots kept their plan while the proxy misbehaved. A pacer stuck
-    // behind a bad reply would issue most requests late; two of these runs
-    // sharing CI's two cores make a percent or two late (1.7% seen).
+    // behind a bad reply (seconds of timeout, several a second) would issue
+    // nearly every request late; two of these runs sharing CI's two cores
+    // make a percent or two late (1.7% seen), a CPU hog beside them more.
     let meas = phase(&r.summary, "meas");
     assert!(
-        meas.issued_late_percent < 5.0,
+        meas.issued_late_percent < 50.0,
         "{name}: {}% issued late",
         meas.issued_late_percent
     );
-    assert!(meas.xacts > 1000, "{name}: {} xacts", meas.xacts);
     let report = cacheoff::report_cmd::html_report(dir.path()).unwrap();
     assert!(
         std::fs::read_to_string(report).unwrap().contains(kind),

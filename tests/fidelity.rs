@@ -63,7 +63,9 @@ fn polymix_3_offers_its_hit_ratio_and_mixes_and_an_ideal_cache_achieves_it() {
     );
     for name in ["top1", "top2"] {
         let p = phase(&direct, name);
-        assert!(p.xacts > 30_000, "{name}: {} xacts", p.xacts);
+        // A minute of 600/s, images included: the plan's 221 pages a
+        // second (its planned requests, counted as the pacer issues them).
+        assert!(p.issued > 12_000, "{name}: {} issued", p.issued);
         assert!(
             (p.dhr.offered - want).abs() <= 1.5,
             "{name}: offered DHR {}",

@@ -5,7 +5,11 @@
 //!
 //! One robot with equal gaps makes the load a steady stream, so the
 //! proxy's queue stays empty below its capacity and grows at once above
-//! it: the knee is the capacity, not this machine's speed.
+//! it: the knee is the capacity, not this machine's speed. The response
+//! time limit leaves a busy machine's jitter room (a steady stream at the
+//! capacity itself queues a little on it) and is still passed well short
+//! of 1.1 times the capacity: above it the queue grows by the excess every
+//! second of a 4 s plateau (at 106/s, 24 requests: 240 ms).
 
 mod support;
 
@@ -22,7 +26,7 @@ use std::sync::Mutex;
 use support::run::run_into;
 
 const CAPACITY: f64 = 100.0;
-const LIMIT: &str = "p99<=50ms";
+const LIMIT: &str = "p99<=250ms";
 
 /// `simple`'s objects from one robot with equal gaps: 1 s of warm-up,
 /// 4 s plateaus.
@@ -126,7 +130,7 @@ fn the_peak_of_a_capped_proxy_holds_again_and_fails_at_1_3_times() {
         let dir = out.join(s["dir"].as_str().unwrap());
         assert!(dir.join("summary.json").is_file(), "{}", dir.display());
     }
-    assert_eq!(v["limit"]["rt_ms"], 50.0);
+    assert_eq!(v["limit"]["rt_ms"], 250.0);
     assert!(out.join("warmup/summary.json").is_file());
     assert!(out.join("report.html").is_file());
     // Within the band of the capacity: never above it (its queue grows
@@ -162,7 +166,9 @@ fn a_closed_loop_search_steps_robots() {
     std::fs::write(&workload, STEADY).unwrap();
     let out = tmp.path().join("peak");
     let addr = proxy.addr().to_string();
-    // Each robot keeps 4 requests in the queue: 40 ms of waiting each.
+    // Each robot keeps 4 requests in the queue: 40 ms of waiting each, so
+    // one robot and two keep the limit with room for a busy machine's
+    // jitter, and four (160 ms) do not.
     let a = peak_args(&[
         workload.to_str().unwrap(),
         "--proxy",
@@ -174,7 +180,7 @@ fn a_closed_loop_search_steps_robots() {
         "--plateau",
         "2s",
         "--rt-limit",
-        "p99<=100ms",
+        "p99<=150ms",
         "--max-load",
         "8",
         "--max-steps",

@@ -100,7 +100,7 @@ fn start_proxy(disk: &Path) -> ProxyProcess {
 /// Fetches object `n` through the proxy: (X-Cache, body).
 fn fetch(proxy: SocketAddr, origin: SocketAddr, n: u64) -> (String, Vec<u8>) {
     let mut s = TcpStream::connect(proxy).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     write!(
         s,
         "GET http://{origin}/obj/{n} HTTP/1.1\r\nHost: {origin}\r\nConnection: close\r\n\r\n"
@@ -151,10 +151,9 @@ fn the_disk_store_survives_kill_9_and_never_serves_a_damaged_object() {
         assert_eq!((x.as_str(), b.len()), ("MISS", body(n).len()));
     }
     // Disk writes follow the replies; wait until all 30 are on disk.
-    wait::within(Duration::from_secs(10), || {
+    wait::wait_until("30 objects on disk", Duration::from_secs(60), || {
         files_under(&disk.join("objects")) == 30
     });
-    assert_eq!(files_under(&disk.join("objects")), 30);
     // Kill it while large objects are being fetched and written: once the
     // origin has had all four requests.
     let addr = p.addr;
@@ -168,7 +167,7 @@ fn the_disk_store_survives_kill_9_and_never_serves_a_damaged_object() {
         .collect();
     wait::wait_until(
         "the large fetches at the origin",
-        Duration::from_secs(20),
+        Duration::from_secs(60),
         || served.load(Ordering::SeqCst) >= asked + 4,
     );
     p.child.kill().unwrap();

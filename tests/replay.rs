@@ -149,9 +149,11 @@ fn the_traced_time_to_first_byte_delays_misses_only() {
     assert_eq!(t["xacts"], 40);
     assert_eq!(t["counts"]["basic_hits"], 30, "{t}");
     let miss = t["rt_ms"]["miss"]["mean"].as_f64().unwrap();
-    let hit = t["rt_ms"]["hit"]["mean"].as_f64().unwrap();
+    let hit = t["rt_ms"]["hit"]["p50"].as_f64().unwrap();
     assert!(miss >= 150.0, "misses wait the traced 150 ms: {miss}");
-    assert!(hit < 50.0, "hits do not: {hit}");
+    // Were hits delayed too, every one would take 150 ms or more; a busy
+    // machine delays a few, not the median.
+    assert!(hit < 150.0, "hits do not: median {hit}");
 }
 
 /// Reverse mode (the reference proxy as the surrogate, routing the

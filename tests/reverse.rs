@@ -10,7 +10,7 @@ use cacheoff_proxy::Upstream;
 use cacheoff_workload::AddrMap;
 use std::sync::Arc;
 use support::proxy;
-use support::run::{run_reverse, simple};
+use support::run::{assert_every_planned_request_ended, planned, run_reverse, simple};
 
 fn by_host(map: &AddrMap) -> Upstream {
     let m = map
@@ -24,12 +24,14 @@ fn by_host(map: &AddrMap) -> Upstream {
 #[test]
 fn a_surrogate_run_counts_hits_as_the_surrogate_serves_them() {
     let w = simple(1000.0, 50, 10, 1.0, 4.0);
+    let plan = planned(&w);
     let bound = Arc::new(BoundServers::bind(&w).unwrap());
     let map = bound.addr_map();
     let surrogate = proxy::start(|c| c.upstream = by_host(&map));
     let (dir, r) = run_reverse(w, surrogate.addr(), bound);
     let t = &r.summary.total;
     assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    assert_every_planned_request_ended(&plan, t);
     assert!(t.rt_ms.hit.count > 1000, "hits {}", t.rt_ms.hit.count);
     assert_eq!(t.rt_ms.hit.count, proxy::hits(&surrogate));
     assert_eq!(t.rt_ms.miss.count, proxy::misses(&surrogate));

@@ -4,6 +4,12 @@
 //! Runs share this machine's 2 cores and one process's descriptors: the
 //! [`Gate`] lets at most two run at once, and a big one (thousands of
 //! robots) alone.
+//!
+//! The machine may be busy with something else (`ops/busy-ci.sh` runs the
+//! suite beside a CPU hog): workloads built here queue what a slow moment
+//! leaves due ([`ROOMY_BACKLOG`]), and [`planned`] says what a run must
+//! have issued, so tests assert the plan's counts, never this machine's
+//! throughput.
 
 use cacheoff::run_cmd::{run_in, RunResult};
 use cacheoff_agent::StopHandle;
@@ -11,7 +17,7 @@ use cacheoff_base::{Bytes, Dur, Rate};
 use cacheoff_rundir::Summary;
 use cacheoff_stats::Entry;
 use cacheoff_workload::{
-    load, load_text, Dist, LifeCycle, Overrides, Quantity, RequestMix, Workload,
+    load, load_text, Dist, LifeCycle, ObjectSpace, Overrides, Plan, Quantity, RequestMix, Workload,
 };
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -25,39 +31,61 @@ pub const WORKERS: usize = 2;
 /// `robots` robots to `servers` servers, `warmup_s` seconds of warm-up,
 /// then `measured_s` measured.
 pub fn simple(rate: f64, robots: u32, servers: u32, warmup_s: f64, measured_s: f64) -> Workload {
-    load(
-        "simple",
-        &Overrides {
-            rate: Some(Rate(rate).into()),
-            robots: Some(robots),
-            servers: Some(servers),
-            warmup: Some(Dur::secs(warmup_s)),
-            duration: Some(Dur::secs(measured_s)),
-            ..Default::default()
-        },
+    roomy(
+        load(
+            "simple",
+            &Overrides {
+                rate: Some(Rate(rate).into()),
+                robots: Some(robots),
+                servers: Some(servers),
+                warmup: Some(Dur::secs(warmup_s)),
+                duration: Some(Dur::secs(measured_s)),
+                ..Default::default()
+            },
+        )
+        .unwrap(),
     )
-    .unwrap()
+}
+
+/// Due requests a robot of a test workload may queue: more than any test
+/// plans for one robot. A machine busy with something else can leave a
+/// run seconds behind its plan; the robots then queue what came due and
+/// send it late (the drain at the end waits for it) instead of dropping
+/// it as `backlog_overflow`, so a test's counts are its plan's however
+/// fast the machine is.
+pub const ROOMY_BACKLOG: u32 = 1_000_000;
+
+/// `w` with [`ROOMY_BACKLOG`], and a connect timeout that thousands of
+/// connects at once on a busy machine (SYNs sent again after 1 s and 3 s)
+/// do not reach.
+pub fn roomy(mut w: Workload) -> Workload {
+    w.robots.backlog = ROOMY_BACKLOG;
+    w.timeouts.connect = Dur::secs(30.0);
+    w
 }
 
 /// A built-in workload at `rate` requests per second, its phases
 /// compressed so that the plateau lasts `plateau_s` seconds, with a cache
 /// of `cache_size` bytes (for fill goals) where given.
 pub fn compressed(name: &str, rate: f64, plateau_s: f64, cache_size: Option<u64>) -> Workload {
-    load(
-        name,
-        &Overrides {
-            rate: Some(Rate(rate).into()),
-            cache_size: cache_size.map(Bytes),
-            plateau: Some(Dur::secs(plateau_s)),
-            ..Default::default()
-        },
+    roomy(
+        load(
+            name,
+            &Overrides {
+                rate: Some(Rate(rate).into()),
+                cache_size: cache_size.map(Bytes),
+                plateau: Some(Dur::secs(plateau_s)),
+                ..Default::default()
+            },
+        )
+        .unwrap(),
     )
-    .unwrap()
 }
 
-/// A workload from the `text` of a workload file named `file`.
+/// A workload from the `text` of a workload file named `file`, with
+/// [`ROOMY_BACKLOG`].
 pub fn from_text(file: &str, text: &str) -> Workload {
-    load_text(file, text, &Overrides::default()).unwrap()
+    roomy(load_text(file, text, &Overrides::default()).unwrap())
 }
 
 /// PolyMix-3's content types (workloads.md) in a short workload.
@@ -199,6 +227,73 @@ pub fn stop_after(dir: &Path, intervals: usize, stop: &StopHandle) -> JoinHandle
         super::wait::wait_for_intervals(&dir, intervals);
         stop.stop();
     })
+}
+
+/// What `w`'s plan asks for on `workers` workers: the open-loop arrivals
+/// its schedule accepts, as the pacer issues them, in all and per phase.
+/// A run issues exactly these however late the machine lets it be (the
+/// pacer catches up), so tests hold the run's `issued` to them instead of
+/// to what this machine managed in the time. Not for schedules with goal
+/// phases, whose time line follows the run.
+pub fn planned_on(w: &Workload, workers: usize) -> Planned {
+    assert!(
+        w.phases.iter().all(|p| p.goal.is_none()),
+        "a goal phase's length follows the run"
+    );
+    let objects = ObjectSpace::new(w.seed, &w.content);
+    let mut out = Planned {
+        total: 0,
+        by_phase: vec![0; w.phases.len()],
+    };
+    for worker in 0..workers as u32 {
+        let plan = Plan::new(w, &objects, worker, workers as u32);
+        let schedule = plan.schedule();
+        let mut arrivals = plan.arrivals().expect("an open-loop workload");
+        while let Some(t) = arrivals.peek_ns() {
+            let s = t as f64 / 1e9;
+            let Some(phase) = schedule.phase_at(s) else {
+                break;
+            };
+            if arrivals.pop(schedule.factors_at(s)).is_some() {
+                out.total += 1;
+                out.by_phase[phase] += 1;
+            }
+        }
+    }
+    out
+}
+
+/// [`planned_on`] with [`WORKERS`] workers, as [`run`] runs.
+pub fn planned(w: &Workload) -> Planned {
+    planned_on(w, WORKERS)
+}
+
+/// Requests a plan asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    pub total: u64,
+    /// In the order of the workload's phases.
+    pub by_phase: Vec<u64>,
+}
+
+/// Transactions of `e` that ended one way or another: a verified reply,
+/// an abort on purpose, or an error.
+pub fn ended(e: &Entry) -> u64 {
+    e.xacts + e.aborts.robot + e.aborts.server + e.errors.total
+}
+
+/// Asserts that a run of a workload without embedded objects issued
+/// every request `plan` asks for and that each one ended (answered,
+/// aborted or counted as an error): nothing was lost or made up, however
+/// slow the machine was.
+pub fn assert_every_planned_request_ended(plan: &Planned, t: &Entry) {
+    assert_eq!(t.issued, plan.total, "issued vs planned");
+    assert_eq!(
+        ended(t),
+        t.issued,
+        "ended vs issued: {:?}",
+        t.errors.by_kind
+    );
 }
 
 /// The phase `name` of a run's summary.

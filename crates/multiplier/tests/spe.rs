@@ -250,7 +250,7 @@ fn config(collector: SocketAddr, proxies: &[(&str, SocketAddr)], out: &std::path
 fn until(what: &str, f: impl Fn() -> bool) {
     let t = Instant::now();
     while !f() {
-        assert!(t.elapsed() < Duration::from_secs(20), "timed out: {what}");
+        assert!(t.elapsed() < Duration::from_secs(60), "timed out: {what}");
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -393,11 +393,12 @@ fn a_stalled_proxy_drops_copies_and_clients_do_not_wait_for_it() {
     }
     // 20 replies while the stalled proxy holds its one connection for 60 s:
     // only the Collector's time counts (a bound no busy machine misses).
-    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
     let t = Instant::now();
     let summary = m.stop().unwrap();
+    // Its 0.3 s grace, not the stalled copy's minute.
     assert!(
-        t.elapsed() < Duration::from_secs(5),
+        t.elapsed() < Duration::from_secs(20),
         "stop took {:?}",
         t.elapsed()
     );

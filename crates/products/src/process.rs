@@ -287,7 +287,8 @@ mod tests {
             .collect();
         let mut child = spawn(&argv, d.path(), &d.path().join("out"), &tag, None).unwrap();
         let pgid = child.id() as i32;
-        let deadline = Instant::now() + Duration::from_secs(5);
+        // Generous: shells start slowly on a busy machine.
+        let deadline = Instant::now() + Duration::from_secs(60);
         while members(Some(pgid), &tag).len() < 3 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }

@@ -10,7 +10,7 @@ use cacheoff_proxy::{Proxy, ProxyConfig, ProxyStats, Upstream};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -21,10 +21,15 @@ fn date(t: u64) -> String {
     cacheoff_http::date::format(t as i64)
 }
 
+/// `/timed`'s wait before its first byte, and before the rest.
+const TIMED_FIRST_BYTE: Duration = Duration::from_millis(400);
+const TIMED_REST: Duration = Duration::from_millis(300);
+
 /// An origin whose replies the path chooses:
 /// `/max-age/N`, `/expires/N`, `/lm` (Last-Modified only), `/no-store`,
-/// `/private`, `/slow` (300 ms, max-age 60), `/chunked`, `/timed`
-/// (uncachable; first byte after 150 ms, the rest 100 ms later),
+/// `/private`, `/slow` (max-age 60, answered once the test calls
+/// [`Origin::release_slow`]), `/chunked`, `/timed` (uncachable; first
+/// byte after 400 ms, the rest 300 ms later),
 /// `/garbage`. Every object's Last-Modified is `T0 - 1000` until the test
 /// moves it; `If-Modified-Since` gets a 304 when not older than that.
 struct Origin {
@@ -35,6 +40,8 @@ struct Origin {
     /// The If-Modified-Since of the last request per path.
     last_ims: Arc<Mutex<HashMap<String, Option<u64>>>>,
     connections: Arc<AtomicU64>,
+    /// Set when `/slow` may answer.
+    slow_released: Arc<AtomicBool>,
 }
 
 impl Origin {
@@ -47,12 +54,14 @@ impl Origin {
             modified: Arc::default(),
             last_ims: Arc::default(),
             connections: Arc::default(),
+            slow_released: Arc::default(),
         };
-        let (f, m, ims, c) = (
+        let (f, m, ims, c, slow) = (
             o.fetches.clone(),
             o.modified.clone(),
             o.last_ims.clone(),
             o.connections.clone(),
+            o.slow_released.clone(),
         );
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -65,8 +74,9 @@ impl Origin {
                     let (s, _) = l.accept().await.unwrap();
                     c.fetch_add(1, Ordering::SeqCst);
                     let (f, m, ims, clock) = (f.clone(), m.clone(), ims.clone(), clock.clone());
+                    let slow = slow.clone();
                     tokio::spawn(async move {
-                        let _ = origin_conn(s, f, m, ims, clock).await;
+                        let _ = origin_conn(s, f, m, ims, clock, slow).await;
                     });
                 }
             });
@@ -85,6 +95,11 @@ impl Origin {
     fn last_ims(&self, path: &str) -> Option<u64> {
         self.last_ims.lock().unwrap().get(path).copied().flatten()
     }
+
+    /// Lets `/slow` answer.
+    fn release_slow(&self) {
+        self.slow_released.store(true, Ordering::SeqCst);
+    }
 }
 
 async fn origin_conn(
@@ -93,6 +108,7 @@ async fn origin_conn(
     modified: Arc<Mutex<HashMap<String, u64>>>,
     last_ims: Arc<Mutex<HashMap<String, Option<u64>>>>,
     clock: Arc<ManualClock>,
+    slow_released: Arc<AtomicBool>,
 ) -> std::io::Result<()> {
     let mut buf = Vec::new();
     loop {
@@ -135,7 +151,13 @@ async fn origin_conn(
         } else if path == "/private" || path == "/timed" {
             cc = "Cache-Control: private, no-cache\r\nPragma: no-cache\r\n".into();
         } else if path == "/slow" {
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            // Held (for a minute at most) while the test gathers requests.
+            for _ in 0..6000 {
+                if slow_released.load(Ordering::SeqCst) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
             cc = "Cache-Control: public, max-age=60\r\n".into();
         } else if path == "/garbage" {
             s.write_all(b"NOT HTTP AT ALL\r\n\r\n").await?;
@@ -176,10 +198,10 @@ async fn origin_conn(
             body.len()
         );
         if path == "/timed" {
-            tokio::time::sleep(Duration::from_millis(150)).await;
+            tokio::time::sleep(TIMED_FIRST_BYTE).await;
             let (a, b) = body.as_bytes().split_at(body.len() / 2);
             s.write_all(&[out.as_bytes(), a].concat()).await?;
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::time::sleep(TIMED_REST).await;
             s.write_all(b).await?;
             continue;
         }
@@ -429,6 +451,13 @@ fn concurrent_misses_collapse_into_one_origin_fetch() {
                 })
             })
             .collect();
+        // The origin answers once all ten reached the proxy, however slowly
+        // this machine started them.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while ProxyStats::get(&t.proxy.stats().requests) < 10 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        t.origin.release_slow();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     assert_eq!(t.origin.fetches("/slow"), 1);
@@ -696,13 +725,15 @@ fn the_collector_stores_uncachable_replies_and_replays_their_timing() {
     );
     assert_eq!(hit.body, miss.body);
     assert_eq!(t.origin.fetches("/timed"), 1);
-    // The miss took the origin's 250 ms; the hit takes as long, not the
-    // fraction of a millisecond a plain hit would (tolerance for a busy
-    // CI machine: bench/collector.sh measures the precision).
-    assert!(miss_time >= Duration::from_millis(250), "{miss_time:?}");
+    // The miss took the origin's 700 ms; the hit takes as long (never
+    // less), not the fraction of a millisecond a plain hit would, nor the
+    // time twice. The origin's times are long enough that a busy machine
+    // cannot blur them: bench/collector.sh measures the precision.
+    let whole = TIMED_FIRST_BYTE + TIMED_REST;
+    let ms = Duration::from_millis;
+    assert!(miss_time >= whole, "{miss_time:?}");
     assert!(
-        hit_time + Duration::from_millis(10) >= miss_time
-            && hit_time < miss_time + Duration::from_millis(60),
+        hit_time + ms(10) >= whole && hit_time < miss_time + TIMED_REST,
         "miss {miss_time:?} hit {hit_time:?}"
     );
     // An IMS request answered 304 waits only the first-byte time.
@@ -711,7 +742,7 @@ fn the_collector_stores_uncachable_replies_and_replays_their_timing() {
     let ims_time = start.elapsed();
     assert_eq!(r.status, 304);
     assert!(
-        ims_time >= Duration::from_millis(140) && ims_time < Duration::from_millis(245),
+        ims_time + ms(10) >= TIMED_FIRST_BYTE && ims_time < whole - ms(50),
         "{ims_time:?}"
     );
     // Every origin fetch used a new connection: three misses, three connections.

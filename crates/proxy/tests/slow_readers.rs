@@ -60,8 +60,16 @@ fn many_slow_readers_of_one_large_hit_share_its_bytes() {
             s
         })
         .collect();
-    // Every reader's hit is under way (its socket buffers full).
-    std::thread::sleep(Duration::from_millis(1500));
+    // Every reader's hit is under way: its first bytes have arrived (then
+    // its small window fills at once).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for s in &readers {
+        s.set_nonblocking(true).unwrap();
+        while !matches!(s.peek(&mut [0u8; 1]), Ok(n) if n > 0) {
+            assert!(Instant::now() < deadline, "a reader got nothing");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
     let grown = resident_bytes().saturating_sub(before);
     // A copy per reader would be 800 MB, less what the kernel buffers.
     assert!(
@@ -74,18 +82,26 @@ fn many_slow_readers_of_one_large_hit_share_its_bytes() {
 
 #[test]
 fn a_reader_that_takes_nothing_is_closed_after_the_write_timeout() {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let path = log.path().to_path_buf();
     let b = big_origin(|c| {
         c.memory = 256 << 20;
         c.client_write_timeout = Duration::from_millis(300);
+        c.access_log = Some(path);
     });
     assert_eq!(b.get("/huge", "").status, 200);
     let mut s = TcpStream::connect(b.proxy.addr()).unwrap();
     s.write_all(b"GET /huge HTTP/1.1\r\nHost: o\r\n\r\n")
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    // The proxy gave up: what it wrote is less than the reply, then the
-    // connection ends.
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    // The proxy gave up: it logs the transaction when it ends (its log is
+    // written out every second), before it closes the connection.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(log.path()).unwrap().lines().count() < 2 {
+        assert!(Instant::now() < deadline, "the reply never ended");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // What it wrote is less than the reply, then the connection ends.
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let started = Instant::now();
     let mut got = 0usize;
     let mut buf = vec![0u8; 1 << 16];
@@ -95,7 +111,7 @@ fn a_reader_that_takes_nothing_is_closed_after_the_write_timeout() {
             Ok(n) => got += n,
         }
     }
-    assert!(started.elapsed() < Duration::from_secs(4), "never closed");
+    assert!(started.elapsed() < Duration::from_secs(20), "never closed");
     assert!(got < 8 * BIG, "got {got} bytes: the whole reply");
     // Others are served as before.
     assert_eq!(b.get("/big", "").body.len(), BIG);

@@ -147,28 +147,76 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    fn ns(ts: &libc::timespec) -> i128 {
+        i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec)
+    }
+
     #[test]
-    fn wakes_close_to_the_deadline() {
+    fn never_wakes_early() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         rt.block_on(async {
             let mut t = PreciseTimer::new().unwrap();
-            let mut worst = Duration::ZERO;
             for i in 0..20u64 {
                 let due = Instant::now() + Duration::from_micros(300 + 137 * i);
                 t.sleep_until(due).await.unwrap();
-                let now = Instant::now();
-                assert!(now >= due, "woke early");
-                worst = worst.max(now - due);
+                assert!(Instant::now() >= due, "woke early");
             }
-            // Tokio's own timer would be up to 1 ms late on every call; allow
-            // for a loaded CI machine but far less than that on average.
-            assert!(
-                worst < Duration::from_millis(20),
-                "worst lateness {worst:?}"
-            );
+        });
+    }
+
+    /// Tokio's wheel rounds a deadline up to its next 1 ms tick; this
+    /// timer asks the kernel for the deadline itself, to the nanosecond,
+    /// so how late a wake-up comes is the scheduler's alone (a busy
+    /// machine's; `bench/` measures it on a quiet one). Read back from
+    /// the kernel before it fires, whatever the machine's speed.
+    #[test]
+    fn the_kernel_timer_is_armed_at_the_deadline_to_the_nanosecond() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut t = PreciseTimer::new().unwrap();
+            let (fd, base, base_ts) = (t.fd.as_raw_fd(), t.base, t.base_ts);
+            for extra_ns in [0u64, 123_457, 999_999_999] {
+                let due = Instant::now() + Duration::from_secs(30) + Duration::from_nanos(extra_ns);
+                let expiry = ns(&base_ts) + (due - base).as_nanos() as i128;
+                let mut sleep = std::pin::pin!(t.sleep_until(due));
+                // One poll arms the timer; the sleep itself is 30 s away.
+                tokio::select! {
+                    biased;
+                    _ = &mut sleep => panic!("woke 30 s early"),
+                    _ = std::future::ready(()) => {}
+                }
+                let mut cur = libc::itimerspec {
+                    it_interval: libc::timespec {
+                        tv_sec: 0,
+                        tv_nsec: 0,
+                    },
+                    it_value: libc::timespec {
+                        tv_sec: 0,
+                        tv_nsec: 0,
+                    },
+                };
+                let before = ns(&monotonic_now());
+                // SAFETY: the timer's own open descriptor and a valid
+                // itimerspec to fill.
+                let rc = unsafe { libc::timerfd_gettime(fd, &mut cur) };
+                let after = ns(&monotonic_now());
+                assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+                // Time left until the expiry, read between `before` and
+                // `after`.
+                let left = ns(&cur.it_value);
+                assert!(
+                    left >= expiry - after && left <= expiry - before,
+                    "armed {left} ns ahead, the deadline is {}..={} ns ahead",
+                    expiry - after,
+                    expiry - before
+                );
+            }
         });
     }
 }

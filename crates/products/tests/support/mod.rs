@@ -172,7 +172,7 @@ pub fn run_dir() -> RunDir {
 
 /// Waits for the log to show at least `hits` hits (products write it late).
 pub fn log_counts(r: &Running, hits: u64) -> cacheoff_products::LogCounts {
-    let deadline = Instant::now() + Duration::from_secs(15);
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let c = r.hits_from_log().unwrap();
         if c.hits >= hits || Instant::now() >= deadline {

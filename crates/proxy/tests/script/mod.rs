@@ -26,6 +26,8 @@ pub fn date(t: u64) -> String {
 pub struct Seen {
     pub head: RequestHead,
     pub body: Vec<u8>,
+    /// The connection it came on, numbered from 0 in the order accepted.
+    pub conn: usize,
 }
 
 impl Seen {
@@ -56,6 +58,8 @@ type Script = dyn Fn(&Seen) -> Answer + Send + Sync;
 pub struct Origin {
     pub addr: SocketAddr,
     seen: Arc<Mutex<Vec<Seen>>>,
+    /// Connections the proxy has closed (or that failed), by number.
+    closed: Arc<Mutex<Vec<usize>>>,
 }
 
 impl Origin {
@@ -63,16 +67,25 @@ impl Origin {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+        let closed: Arc<Mutex<Vec<usize>>> = Arc::default();
         let script: Arc<Script> = Arc::new(script);
-        let log = seen.clone();
+        let (log, ended) = (seen.clone(), closed.clone());
         std::thread::spawn(move || {
-            for s in l.incoming() {
+            for (conn, s) in l.incoming().enumerate() {
                 let Ok(s) = s else { return };
-                let (log, script) = (log.clone(), script.clone());
-                std::thread::spawn(move || serve(s, &log, &*script));
+                let (log, ended, script) = (log.clone(), ended.clone(), script.clone());
+                std::thread::spawn(move || {
+                    serve(s, conn, &log, &*script);
+                    ended.lock().unwrap().push(conn);
+                });
             }
         });
-        Origin { addr, seen }
+        Origin { addr, seen, closed }
+    }
+
+    /// Whether connection `conn` has ended.
+    pub fn closed(&self, conn: usize) -> bool {
+        self.closed.lock().unwrap().contains(&conn)
     }
 
     /// Every request so far.
@@ -89,7 +102,7 @@ impl Origin {
     }
 }
 
-fn serve(mut s: TcpStream, log: &Mutex<Vec<Seen>>, script: &Script) {
+fn serve(mut s: TcpStream, conn: usize, log: &Mutex<Vec<Seen>>, script: &Script) {
     let _ = s.set_read_timeout(Some(Duration::from_secs(20)));
     let mut buf = Vec::new();
     let mut chunk = [0u8; 16384];
@@ -132,7 +145,7 @@ fn serve(mut s: TcpStream, log: &Mutex<Vec<Seen>>, script: &Script) {
             }
             body = buf.drain(..want).collect();
         }
-        let seen = Seen { head, body };
+        let seen = Seen { head, body, conn };
         log.lock().unwrap().push(seen.clone());
         let answer = script(&seen);
         for (i, piece) in answer.iter().enumerate() {
