@@ -93,6 +93,8 @@ pub struct Clients {
     xact_seq: Cell<u64>,
     /// Transactions started and not yet finished (for draining).
     in_flight: Cell<u64>,
+    /// Issued requests waiting in robots' backlogs for a connection.
+    pub waiting: Cell<u64>,
     drained: Notify,
     /// Robot-side connections currently open.
     pub open_conns: Cell<u64>,
@@ -109,6 +111,7 @@ impl Clients {
             ledger: RefCell::new(Ledger::default()),
             xact_seq: Cell::new(0),
             in_flight: Cell::new(0),
+            waiting: Cell::new(0),
             drained: Notify::new(),
             open_conns: Cell::new(0),
             stopping: Cell::new(false),

@@ -124,11 +124,12 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
 }
 
 /// Waits up to `timeouts.drain` for transactions in flight; those still
-/// unfinished then are counted as such (and abandoned).
+/// unfinished then, and requests still waiting for a connection, are
+/// counted as such (and abandoned), so every issued request ends somewhere.
 async fn drain(clients: &Clients) {
     let deadline = tokio::time::Instant::now() + clients.shared().workload.timeouts.drain.0;
     clients.drained_by(deadline).await;
-    for _ in 0..clients.in_flight() {
+    for _ in 0..clients.in_flight() + clients.waiting.get() {
         clients.error(ErrorKind::Unfinished);
     }
 }

@@ -147,6 +147,7 @@ fn dispatch(clients: &Rc<Clients>, robot: &Rc<Robot>, due: Due) {
         tokio::task::spawn_local(drive(clients.clone(), robot.clone(), conn, due, begun));
     } else if robot.backlog.borrow().len() < w.robots.backlog as usize {
         robot.backlog.borrow_mut().push_back(due);
+        clients.waiting.set(clients.waiting.get() + 1);
     } else {
         clients.error(ErrorKind::BacklogOverflow);
     }
@@ -176,6 +177,7 @@ async fn drive(
             robot.backlog.borrow_mut().pop_front()
         };
         if queued.is_some() {
+            clients.waiting.set(clients.waiting.get() - 1);
             // Count the next one before releasing this one, so a drain
             // never sees zero while work remains.
             clients.xact_begun();
