@@ -62,6 +62,8 @@ chmod 755 "$work"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  # $PROXIES_RAW: a directory to keep the raw lines of every round in.
+  if [ -n "${PROXIES_RAW:-}" ]; then cp "$work"/{ceiling,open,miss} "$PROXIES_RAW"/ 2>/dev/null || true; fi
   sleep 0.5
   rm -rf "$work"
 }
@@ -286,8 +288,8 @@ for p in $only; do
       END { m = int((NR + 1) / 2); gsub("~", " ", name[m]);
             percore = cpu[m] > 0 ? 1e6 / cpu[m] : 0
             printf "%-26s %4s %10.0f %7s %8.2f %10.0f %7s %8.3f %8.3f %7d  %s%s\n", name[m], "'"$obj"'", rate[m],
-              nr > 0 ? sprintf("%.2f", rate[m] / nr) : "-", cpu[m], percore,
-              nc > 0 && cpu[m] > 0 ? sprintf("%.2f", nc / cpu[m]) : "-", p50[m], p99[m], org, all, errs }'
+              (nr > 0 ? sprintf("%.2f", rate[m] / nr) : "-"), cpu[m], percore,
+              (nc > 0 && cpu[m] > 0 ? sprintf("%.2f", nc / cpu[m]) : "-"), p50[m], p99[m], org, all, errs }'
   done
 done
 echo "(p50/p99: closed loop at the ceiling, of the median round; origin: requests that reached the origin while measuring, all rounds: 0 means all hits)"
@@ -315,6 +317,6 @@ for obj in 1k 11k; do
     cnt=$(median "$p" "$obj" 4 "$work/miss")
     awk -v name="$name" -v obj="$obj" -v m="$m" -v o="$o" -v n="${n:-0}" -v c="$cnt" 'BEGIN {
       cost = m - o; nc = n - o
-      printf "%-26s %4s %10.3f %10.3f %9d %7s\n", name, obj, m, cost, c, (nc > 0 && name !~ /^origin/) ? sprintf("%.2f", cost / nc) : "-" }'
+      printf "%-26s %4s %10.3f %10.3f %9d %7s\n", name, obj, m, cost, c, ((nc > 0 && name !~ /^origin/) ? sprintf("%.2f", cost / nc) : "-") }'
   done
 done
