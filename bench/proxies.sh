@@ -141,7 +141,7 @@ ceiling() { # name port pid
     after=$(wc -l <"$work/origin-access.log")
     rate=$(wrk_field Requests/sec: "$out")
     n=$(awk '/requests in/ {print $1}' <<<"$out")
-    echo "${name// /~} $obj $rate $(to_ms "$(wrk_field 50% "$out")") $(to_ms "$(wrk_field 99% "$out")") \
+    echo "${name// /\~} $obj $rate $(to_ms "$(wrk_field 50% "$out")") $(to_ms "$(wrk_field 99% "$out")") \
 $((after - before)) $(awk -v t=$((t1 - t0)) -v hz="$hz" -v n="$n" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}') \
 $(e=$(wrk_errors "$out"); echo "${e:--}")" >>"$work/ceiling"
   done
@@ -155,7 +155,7 @@ open_loop() { # name port pid
     local rate=${planned[$obj]} json
     json=$(oha --no-tui --output-format json -z "${secs}s" -c "$conns" -q "$rate" --latency-correction \
       "http://127.0.0.1:$port/$obj" 2>/dev/null || true)
-    jq -r --arg n "${name// /~}" --arg o "$obj" --arg r "$rate" \
+    jq -r --arg n "${name// /\~}" --arg o "$obj" --arg r "$rate" \
       '[$n, $o, $r, (.summary.requestsPerSec|floor), (.latencyPercentiles.p50*1000), (.latencyPercentiles.p99*1000),
         ((.statusCodeDistribution | to_entries | map(select(.key != "200") | .value) | add) // 0)
         + ((.errorDistribution | to_entries | map(.value) | add) // 0)] | @tsv' <<<"$json" |
@@ -169,7 +169,7 @@ misses() { # name port pid
   for obj in 1k 11k; do
     local out
     out=$(wrk -t1 -c1 -d"${secs}s" --latency -s bench/proxies/miss.lua "http://127.0.0.1:$port/$obj" || true)
-    echo "${name// /~} $obj $(to_ms "$(wrk_field 50% "$out")") $(awk '/requests in/ {print $1}' <<<"$out")" >>"$work/miss"
+    echo "${name// /\~} $obj $(to_ms "$(wrk_field 50% "$out")") $(awk '/requests in/ {print $1}' <<<"$out")" >>"$work/miss"
   done
 }
 
