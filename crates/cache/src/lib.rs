@@ -90,7 +90,15 @@ impl Cache {
     where
         R: IntoIterator<Item = (&'a str, &'a [u8])> + Clone,
     {
-        let key = key_of(url);
+        self.get_memory_keyed(key_of(url), url, request)
+    }
+
+    /// [`Cache::get_memory_for`] with the key the caller already has.
+    pub fn get_memory_keyed<'a, R>(&self, key: u64, url: &str, request: R) -> Option<Arc<Object>>
+    where
+        R: IntoIterator<Item = (&'a str, &'a [u8])> + Clone,
+    {
+        debug_assert_eq!(key, key_of(url));
         self.shard(key)
             .lock()
             .expect("shard lock")

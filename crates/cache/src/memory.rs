@@ -8,9 +8,8 @@
 //! any object without one. The policy sees one entry per URL, charged for
 //! all its variants, and evicts them together.
 
-use crate::object::Object;
+use crate::object::{KeyMap, Object};
 use crate::policy::{Eviction, Policy};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Variants kept per URL; storing one more drops the oldest.
@@ -34,7 +33,7 @@ impl Slot {
 
 pub struct MemStore {
     capacity: u64,
-    slots: HashMap<u64, Slot>,
+    slots: KeyMap<Slot>,
     objects: usize,
     policy: Box<dyn Eviction>,
 }
@@ -47,7 +46,7 @@ impl MemStore {
     pub fn new(capacity: u64, policy: Policy) -> MemStore {
         MemStore {
             capacity,
-            slots: HashMap::new(),
+            slots: KeyMap::default(),
             objects: 0,
             policy: policy.build(capacity),
         }

@@ -20,6 +20,31 @@ pub fn key_of(url: &str) -> u64 {
     h.finish()
 }
 
+/// Maps keyed by [`key_of`]: the key is already a hash, so the map only
+/// multiplies it (spreading small test keys too) instead of hashing it
+/// again with SipHash (a hit looks a key up in the store and the policy).
+pub(crate) type KeyMap<V> = std::collections::HashMap<u64, V, BuildKey>;
+
+pub(crate) type BuildKey = std::hash::BuildHasherDefault<KeyHasher>;
+
+/// Fibonacci hashing of a `u64` key; other keys fold their bytes in.
+#[derive(Default)]
+pub(crate) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(self.0.rotate_left(8) ^ u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, key: u64) {
+        self.0 = key.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
 /// How long the origin took, for the Collector to replay on hits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Timing {

@@ -3,7 +3,8 @@
 //! deletion: a removed or moved key leaves a stale queue slot that is
 //! skipped when it reaches the end, so every operation is O(1) amortized.
 
-use std::collections::{HashMap, VecDeque};
+use crate::object::KeyMap;
+use std::collections::VecDeque;
 
 /// Which keys to drop when the store is over its capacity.
 ///
@@ -110,7 +111,7 @@ struct Node {
 pub struct S3Fifo {
     capacity: u64,
     small_target: u64,
-    nodes: HashMap<u64, Node>,
+    nodes: KeyMap<Node>,
     small: VecDeque<(u64, u64)>,
     main: VecDeque<(u64, u64)>,
     /// New objects too large for probation, also in `small`; evicted first.
@@ -119,7 +120,7 @@ pub struct S3Fifo {
     main_bytes: u64,
     ghost: VecDeque<u64>,
     /// Remembered keys and the queue that evicted them.
-    ghost_set: HashMap<u64, Queue>,
+    ghost_set: KeyMap<Queue>,
     /// Remembered keys by the queue that evicted them.
     ghost_small: u64,
     ghost_main: u64,
@@ -133,14 +134,14 @@ impl S3Fifo {
         S3Fifo {
             capacity,
             small_target: capacity / 10,
-            nodes: HashMap::new(),
+            nodes: KeyMap::default(),
             small: VecDeque::new(),
             main: VecDeque::new(),
             large_new: VecDeque::new(),
             small_bytes: 0,
             main_bytes: 0,
             ghost: VecDeque::new(),
-            ghost_set: HashMap::new(),
+            ghost_set: KeyMap::default(),
             ghost_small: 0,
             ghost_main: 0,
             next_stamp: 0,
@@ -375,7 +376,7 @@ impl Eviction for S3Fifo {
 /// Least recently used: every hit moves a key to the fresh end.
 #[derive(Default)]
 pub struct Lru {
-    nodes: HashMap<u64, (u64, u64)>,
+    nodes: KeyMap<(u64, u64)>,
     order: VecDeque<(u64, u64)>,
     bytes: u64,
     next_stamp: u64,

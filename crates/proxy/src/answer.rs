@@ -61,7 +61,7 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
     }
     // The Collector serves a reply no cache may reuse only to the copies
     // of the client request that fetched it.
-    let found = lookup(sh, &t.url, req)
+    let found = lookup(sh, key, &t.url, req)
         .await
         .filter(|obj| collector_serves(sh, obj, req));
     if let Some(obj) = found {
@@ -156,8 +156,8 @@ pub(crate) fn request_fields(req: &RequestHead) -> impl Iterator<Item = (&str, &
 }
 
 /// The stored response (the variant, if it varies) for this request.
-async fn lookup(sh: &Arc<Shared>, url: &str, req: &RequestHead) -> Option<Arc<Object>> {
-    if let Some(o) = sh.cache.get_memory_for(url, request_fields(req)) {
+async fn lookup(sh: &Arc<Shared>, key: u64, url: &str, req: &RequestHead) -> Option<Arc<Object>> {
+    if let Some(o) = sh.cache.get_memory_keyed(key, url, request_fields(req)) {
         return Some(o);
     }
     if !sh.cache.has_disk() {
@@ -280,7 +280,7 @@ pub(crate) async fn head_update(
     reply: &ResponseHead,
     sent_at: u64,
 ) {
-    let Some(obj) = lookup(sh, url, req).await else {
+    let Some(obj) = lookup(sh, key_of(url), url, req).await else {
         return;
     };
     let fields = reply

@@ -7,7 +7,7 @@ use crate::answer::answer;
 use crate::config::Upstream;
 use crate::dest::{admitted, Dest};
 use crate::framing::error_reply;
-use crate::limits::{BodyClock, Reservation, Slot};
+use crate::limits::{BodyClock, IdleTimer, Reservation, Slot};
 use crate::upstream::Pool;
 use crate::Shared;
 use cacheoff_http::chunked::ChunkedDecoder;
@@ -44,7 +44,7 @@ fn target(req: &RequestHead, upstream: &Upstream) -> Result<Target, u16> {
             let origin = origins.get(&host).ok_or(421u16)?;
             // The key names the site, not the address it happens to be at.
             return Ok(Target {
-                url: format!("http://{host}{}", req.path()),
+                url: url_of(&host, req.path()),
                 authority: origin.clone(),
                 path: req.path().to_string(),
             });
@@ -57,7 +57,7 @@ fn target(req: &RequestHead, upstream: &Upstream) -> Result<Target, u16> {
                 // the Collector) names the origin in `Host`.
                 let authority = host_authority(req).ok_or(400u16)?;
                 return Ok(Target {
-                    url: format!("http://{authority}{t}"),
+                    url: url_of(&authority, t),
                     authority,
                     path: t.clone(),
                 });
@@ -79,10 +79,20 @@ fn target(req: &RequestHead, upstream: &Upstream) -> Result<Target, u16> {
         }
     };
     Ok(Target {
-        url: format!("http://{authority}{path}"),
+        url: url_of(&authority, &path),
         authority,
         path,
     })
+}
+
+/// `http://{authority}{path}`, without the formatting machinery (every
+/// request has one).
+fn url_of(authority: &str, path: &str) -> String {
+    let mut url = String::with_capacity(7 + authority.len() + path.len());
+    url.push_str("http://");
+    url.push_str(authority);
+    url.push_str(path);
+    url
 }
 
 /// The request's `Host` as an authority (`host[:port]`), lower case.
@@ -180,8 +190,9 @@ pub(crate) async fn serve(
         return;
     }
     let mut buf = Vec::with_capacity(4096);
+    let mut idle = IdleTimer::new(sh.cfg.client_idle_timeout);
     loop {
-        let mut req = match read_head(&mut s, &mut buf, &sh).await {
+        let mut req = match read_head(&mut s, &mut buf, &sh, &mut idle).await {
             Ok(Some(r)) => r,
             Ok(None) => return,
             Err(status) => {
@@ -303,6 +314,7 @@ async fn read_head(
     s: &mut TcpStream,
     buf: &mut Vec<u8>,
     sh: &Shared,
+    idle: &mut IdleTimer,
 ) -> Result<Option<RequestHead>, u16> {
     let cfg = &sh.cfg;
     let parse = |head: &[u8]| parse_request_strict(head, true, cfg.max_header);
@@ -311,17 +323,18 @@ async fn read_head(
     // scanned as it grows and parsed once complete, never once per read.
     let mut tried_whole = false;
     let mut scan = HeadScanner::new();
+    // Set once part of a head is here and more must be read.
     let mut deadline = None;
+    if buf.is_empty() {
+        idle.start();
+    }
     loop {
-        if !buf.is_empty() {
-            deadline.get_or_insert_with(|| Instant::now() + cfg.client_header_timeout);
-            if !tried_whole {
-                tried_whole = true;
-                match parse(buf) {
-                    Ok(Some(h)) => return Ok(Some(h)),
-                    Ok(None) => {}
-                    Err(e) => return Err(e.status()),
-                }
+        if !buf.is_empty() && !tried_whole {
+            tried_whole = true;
+            match parse(buf) {
+                Ok(Some(h)) => return Ok(Some(h)),
+                Ok(None) => {}
+                Err(e) => return Err(e.status()),
             }
         }
         match scan.scan_within(buf, cfg.max_header) {
@@ -336,17 +349,22 @@ async fn read_head(
             Err(e) => return Err(e.status()),
         }
         buf.reserve(4096);
-        let read = match deadline {
-            None => tokio::time::timeout(cfg.client_idle_timeout, s.read_buf(buf)).await,
-            Some(d) => tokio::time::timeout_at(d.into(), s.read_buf(buf)).await,
-        };
-        match read {
-            Ok(Ok(0)) | Ok(Err(_)) => return Ok(None),
-            Err(_) if deadline.is_none() => return Ok(None),
-            Err(_) => return Err(408),
-            Ok(Ok(_)) => {
-                deadline.get_or_insert_with(|| Instant::now() + cfg.client_header_timeout);
+        if buf.is_empty() {
+            let read = tokio::select! {
+                biased;
+                read = s.read_buf(buf) => read,
+                () = idle.expired() => return Ok(None),
+            };
+            match read {
+                Ok(0) | Err(_) => return Ok(None),
+                Ok(_) => continue,
             }
+        }
+        let d = *deadline.get_or_insert_with(|| Instant::now() + cfg.client_header_timeout);
+        match tokio::time::timeout_at(d.into(), s.read_buf(buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return Ok(None),
+            Err(_) => return Err(408),
+            Ok(Ok(_)) => {}
         }
     }
 }

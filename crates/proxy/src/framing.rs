@@ -87,7 +87,9 @@ pub(crate) fn end_head(
 ) {
     match framing {
         BodyFraming::Length(n) => {
-            out.extend_from_slice(format!("Content-Length: {n}\r\n").as_bytes())
+            out.extend_from_slice(b"Content-Length: ");
+            push_u64(out, n);
+            out.extend_from_slice(b"\r\n");
         }
         BodyFraming::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
         BodyFraming::None | BodyFraming::Close => {}
@@ -102,6 +104,55 @@ pub(crate) fn end_head(
     } else {
         b"\r\nConnection: close\r\n\r\n".as_slice()
     });
+}
+
+/// Appends `n` in decimal: reply heads are written on every hit, and
+/// `format!` would allocate and go through the formatting machinery.
+pub(crate) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// Appends an HTTP/1.1 status line (as `write_status_line`, which
+/// allocates the status's digits).
+pub(crate) fn push_status_line(out: &mut Vec<u8>, status: u16) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    push_u64(out, status.into());
+    out.push(b' ');
+    out.extend_from_slice(reason(status).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+thread_local! {
+    /// A buffer for reply heads, reused by the replies of a worker thread
+    /// that do not overlap (most: a reply the socket takes at once).
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// An empty buffer with room for `capacity` bytes, this thread's reused
+/// one when no other reply holds it.
+pub(crate) fn take_scratch(capacity: usize) -> Vec<u8> {
+    let mut v = SCRATCH.take();
+    v.clear();
+    v.reserve(capacity);
+    v
+}
+
+/// Gives a buffer from [`take_scratch`] back for the next reply, unless a
+/// large reply made it large.
+pub(crate) fn give_scratch(v: Vec<u8>) {
+    if v.capacity() <= 64 * 1024 {
+        SCRATCH.set(v);
+    }
 }
 
 /// The proxy's own reply to a request it cannot serve (a refusal or an

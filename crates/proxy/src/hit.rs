@@ -9,17 +9,16 @@ use crate::conn::{Done, Xact};
 use crate::damage::{deliver, on_hit, Damage, Delivery};
 use crate::fault::Fault;
 use crate::framing::{
-    content_type_of, end_head, push_collected_stamp, without_header, BodyFraming,
+    content_type_of, end_head, give_scratch, push_collected_stamp, push_status_line, push_u64,
+    take_scratch, without_header, BodyFraming,
 };
 use crate::range::{self, Ranged};
 use crate::replay;
 use crate::send::send_reply;
 use cacheoff_cache::{validators, Object, Timing};
 use cacheoff_http::echo::{COLLECTED_HEADER, ECHO_HEADER};
-use cacheoff_http::status::write_status_line;
 use cacheoff_http::{Framing, Method, RequestHead};
 use std::borrow::Cow;
-use std::io::Write as _;
 use tokio::net::TcpStream;
 
 /// How a stored object is being served.
@@ -149,8 +148,8 @@ pub(crate) async fn serve_stored(
     };
     let keep_alive = framing.keeps_alive(cfg.reply_framing, req.keep_alive);
 
-    let mut out = Vec::with_capacity(obj.head.len() + 192 + body.len().min(16 * 1024));
-    write_status_line(&mut out, status);
+    let mut out = take_scratch(obj.head.len() + 256);
+    push_status_line(&mut out, status);
     if faults.strikes(Fault::StripEcho) {
         out.extend_from_slice(&without_header(&obj.head, ECHO_HEADER));
     } else if status == 416 {
@@ -166,15 +165,15 @@ pub(crate) async fn serve_stored(
     }
     out.extend_from_slice(range_head.as_bytes());
     if how != Served::Miss {
-        let _ = write!(
-            out,
-            "Age: {}\r\n",
-            obj.fresh.age_header(cfg.clock.unix_now())
-        );
+        out.extend_from_slice(b"Age: ");
+        push_u64(&mut out, obj.fresh.age_header(cfg.clock.unix_now()));
+        out.extend_from_slice(b"\r\n");
     }
     if req.method == Method::Head && !not_modified {
         // A HEAD reply states the length its GET would have.
-        let _ = write!(out, "Content-Length: {}\r\n", obj.body.len());
+        out.extend_from_slice(b"Content-Length: ");
+        push_u64(&mut out, obj.body.len() as u64);
+        out.extend_from_slice(b"\r\n");
     }
     if let Some(h) = damage.extra_header {
         out.extend_from_slice(h);
@@ -207,7 +206,9 @@ pub(crate) async fn serve_stored(
         }
         (sent, head_len + framed.len())
     } else if faults.is_empty() {
-        let (written, sent) = send_reply(s, out, body, framing, cfg.client_write_timeout).await;
+        let (written, sent) =
+            send_reply(s, &mut out, body, framing, cfg.client_write_timeout).await;
+        give_scratch(out);
         (sent, written as usize)
     } else {
         framing.encode(&mut out, body);

@@ -240,6 +240,27 @@ fn a_keep_alive_connection_waits_the_idle_timeout_not_the_head_timeout() {
 }
 
 #[test]
+fn an_idle_connection_is_closed_once_a_wait_lasts_the_idle_timeout() {
+    let t = Setup::new(|c| c.client_idle_timeout = Duration::from_millis(1000));
+    let mut s = t.connect();
+    let req = format!("GET {} HTTP/1.1\r\nHost: x\r\n\r\n", t.url("/idle"));
+    // Each pause is over half the limit: the timer set in one wait fires
+    // in the next, which must go on until its own limit.
+    for _ in 0..3 {
+        s.write_all(req.as_bytes()).unwrap();
+        assert_eq!(read_reply(&mut s).0, 200);
+        std::thread::sleep(Duration::from_millis(600));
+    }
+    assert_eq!(t.origin.seen("/idle").len(), 3);
+    // Then no request: the proxy closes the connection.
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let start = Instant::now();
+    let mut byte = [0u8; 1];
+    assert_eq!(s.read(&mut byte).unwrap(), 0, "closed, nothing sent");
+    assert!(start.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
 fn a_body_slower_than_the_minimum_rate_gets_408_and_a_fast_one_passes() {
     let t = Setup::new(|c| {
         c.client_header_timeout = Duration::from_millis(200);
