@@ -117,9 +117,17 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
             forward(s, x, Some(leader), LogCode::Miss).await
         }
         Join::Wait(rx) => match inflight::wait(rx).await {
-            // The fetched variant answers this request too (Vary).
+            // The fetched variant answers this request too (Vary), if it
+            // is fresh for it: a fetch begun before this request came may
+            // bring a reply already past its lifetime.
             Outcome::Stored(obj)
-                if obj.matches(request_fields(req)) && collector_serves(sh, &obj, req) =>
+                if obj.matches(request_fields(req))
+                    && collector_serves(sh, &obj, req)
+                    && (sh.cfg.collector
+                        || matches!(
+                            reuse(&directives, &obj.fresh, sh.cfg.clock.unix_now()),
+                            Reuse::Fresh | Reuse::Stale
+                        )) =>
             {
                 sh.stats.hits.fetch_add(1, Ordering::Relaxed);
                 sh.stats.collapsed.fetch_add(1, Ordering::Relaxed);
