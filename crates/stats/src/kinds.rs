@@ -29,7 +29,7 @@ closed_set! {
         FirstByteTimeout = "first_byte_timeout": "no response byte arrived within the first-byte timeout after the request was sent",
         IdleTimeout = "idle_timeout": "the response stalled: no byte arrived for longer than the idle timeout",
         FalseHit = "false_hit": "a hit served from a copy no cache may hold: the reply to a request that had finished before a POST emptied caches of the URL, the POST's own reply, or the reply to a transaction never sent",
-        Unfinished = "unfinished": "the run ended (or was interrupted) with the transaction still in flight, and it did not finish within timeouts.drain",
+        Unfinished = "unfinished": "the run ended (or was interrupted) with the transaction still in flight, or still waiting in its robot's backlog for a connection, and it did not finish within timeouts.drain: every issued request ends as a transaction, an abort or an error",
     }
 }
 
