@@ -112,9 +112,11 @@ fn transactions_still_in_flight_after_the_drain_are_counted_unfinished() {
     let (_dir, r) = run(w, None);
     let t = &r.summary.total;
     // About 200 requests were due; every robot's connections (4 each)
-    // were busy to the end, the rest waited in backlogs and were not sent.
+    // were busy to the end, the rest waited in backlogs and were not
+    // sent: all of them end unfinished, so every issued request ends.
     let unfinished = t.errors.by_kind.get("unfinished").copied().unwrap_or(0);
-    assert_eq!(unfinished, 20 * 4, "{:?}", t.errors.by_kind);
+    assert!(t.issued > 20 * 4, "issued {}", t.issued);
+    assert_eq!(unfinished, t.issued, "{:?}", t.errors.by_kind);
     assert_eq!(t.errors.by_kind.len(), 1, "{:?}", t.errors.by_kind);
     assert_eq!(t.xacts, 0);
     // The run (2 s) ended within the drain (on a busy machine, a few
