@@ -21,24 +21,7 @@ pub(crate) const CHUNK: usize = 4096;
 /// Writes all of `bytes`; fails when the client takes nothing for `idle`.
 /// A write the socket takes at once (most replies) arms no timer.
 pub(crate) async fn send(s: &mut TcpStream, bytes: &[u8], idle: Duration) -> io::Result<()> {
-    let mut at = 0;
-    while at < bytes.len() {
-        match s.try_write(&bytes[at..]) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => {
-                at += n;
-                continue;
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-        // The socket is full: wait for room, as long as the client reads.
-        match tokio::time::timeout(idle, s.writable()).await {
-            Ok(ready) => ready?,
-            Err(_) => return Err(io::ErrorKind::TimedOut.into()),
-        }
-    }
-    Ok(())
+    send_pair(s, bytes, &[], idle).await
 }
 
 /// Writes `head` then `body` framed as `framing`; the bytes written, or
@@ -82,7 +65,8 @@ pub(crate) async fn send_reply(
     (written, Ok(()))
 }
 
-/// Writes `a` then `b` with vectored writes, as [`send`] does one buffer.
+/// Writes `a` then `b` with vectored writes; fails when the client takes
+/// nothing for `idle`. A write the socket takes at once arms no timer.
 async fn send_pair(s: &mut TcpStream, a: &[u8], b: &[u8], idle: Duration) -> io::Result<()> {
     let total = a.len() + b.len();
     let mut at = 0;
@@ -101,6 +85,7 @@ async fn send_pair(s: &mut TcpStream, a: &[u8], b: &[u8], idle: Duration) -> io:
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(e),
         }
+        // The socket is full: wait for room, as long as the client reads.
         match tokio::time::timeout(idle, s.writable()).await {
             Ok(ready) => ready?,
             Err(_) => return Err(io::ErrorKind::TimedOut.into()),
