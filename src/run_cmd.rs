@@ -479,6 +479,7 @@ pub fn run_setup(
         bound,
         workers,
         trace,
+        share: None,
     };
     let stats = cacheoff_agent::run(cfg, &mut recorder, stop)
         .context("run failed")

@@ -3,16 +3,17 @@
 //! the [`Timeline`], and accumulates phases and the total.
 
 use crate::fds::{self, raise_fd_limits, FdLimits};
-use crate::merge::{Merger, WorkerMsg};
+use crate::gather::Gather;
+use crate::merge::WorkerMsg;
+use crate::share::{bind_servers_at, Share};
 use crate::shared::Shared;
 use crate::shared::Via;
-use crate::timeline::Timeline;
+use crate::timeline::{Jump, Timeline};
 use crate::worker::{run_worker, WorkerSetup};
 use crate::AgentError;
-use cacheoff_stats::{Accum, IntervalStats, RunStats};
-use cacheoff_workload::{AddrMap, ObjectSpace, PlanDigest, TracedRequest, Workload};
-use socket2::{Domain, Socket, Type};
-use std::net::{Ipv4Addr, SocketAddr};
+use cacheoff_stats::{IntervalStats, RunStats};
+use cacheoff_workload::{AddrMap, ObjectSpace, TracedRequest, Workload};
+use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -29,10 +30,13 @@ pub struct RunConfig {
     /// when their addresses had to be known before the run (a surrogate's
     /// address map); else the run binds them.
     pub bound: Option<Arc<BoundServers>>,
-    /// Worker threads (one per core by default).
+    /// Worker threads (one per core by default). In a [`Share`] with
+    /// robots, one per worker of its range instead.
     pub workers: usize,
     /// Replay this trace instead of the workload's plan.
     pub trace: Option<TraceFeed>,
+    /// This host's part of a run many hosts run (`None`: all of it).
+    pub share: Option<Share>,
 }
 
 /// A replayed trace: called once on each worker's thread with `(worker,
@@ -60,6 +64,9 @@ pub trait Sink {
     fn warn(&mut self, _message: &str) {}
     /// One merged interval, in order.
     fn interval(&mut self, interval: &IntervalStats);
+    /// A goal phase ends early (decided here, after an interval): hosts
+    /// that follow this run's time line need to know.
+    fn jumped(&mut self, _jump: &Jump) {}
 }
 
 /// Stops a run early from another thread (e.g. a signal handler).
@@ -88,24 +95,6 @@ impl Default for StopHandle {
 /// every worker is ready.
 const START_DELAY: Duration = Duration::from_millis(200);
 
-fn bind_servers(wl: &Workload) -> Result<Vec<std::net::TcpListener>, AgentError> {
-    let first = u32::from(wl.servers.first_ip);
-    (0..wl.servers.count)
-        .map(|i| {
-            let addr = SocketAddr::new(Ipv4Addr::from(first + i).into(), wl.servers.port);
-            let bind = || -> std::io::Result<std::net::TcpListener> {
-                let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
-                s.set_reuse_address(true)?;
-                s.set_nonblocking(true)?;
-                s.bind(&addr.into())?;
-                s.listen(4096)?;
-                Ok(s.into())
-            };
-            bind().map_err(|source| AgentError::Bind { addr, source })
-        })
-        .collect()
-}
-
 /// The origin servers' listening sockets, bound before a run so their
 /// addresses (and the [`AddrMap`] naming them) are known in advance.
 #[derive(Debug)]
@@ -113,7 +102,17 @@ pub struct BoundServers(Vec<std::net::TcpListener>);
 
 impl BoundServers {
     pub fn bind(wl: &Workload) -> Result<BoundServers, AgentError> {
-        bind_servers(wl).map(BoundServers)
+        BoundServers::bind_range(wl, 0..wl.servers.count, None)
+    }
+
+    /// Servers `indices` only: each at its address of the workload's
+    /// range, or all on `ip` with a port each (a host of many).
+    pub fn bind_range(
+        wl: &Workload,
+        indices: std::ops::Range<u32>,
+        ip: Option<std::net::Ipv4Addr>,
+    ) -> Result<BoundServers, AgentError> {
+        bind_servers_at(wl, indices, ip).map(BoundServers)
     }
 
     pub fn addrs(&self) -> Vec<SocketAddr> {
@@ -144,16 +143,30 @@ impl BoundServers {
 /// Runs the workload to its end (or until `stop`), feeding `sink`.
 pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<RunStats, AgentError> {
     let wl = cfg.workload;
-    let workers = cfg.workers.max(1);
+    let share = cfg.share;
+    // The run's robot workers, this host's worker threads, and which of
+    // the run's workers the first of them is.
+    let (total, threads, first) = match &share {
+        Some(s) if !s.workers.is_empty() => {
+            (s.total_workers as usize, s.workers.len(), s.workers.start)
+        }
+        Some(s) => (
+            s.total_workers as usize,
+            cfg.workers.max(1),
+            s.total_workers,
+        ),
+        None => (cfg.workers.max(1), cfg.workers.max(1), 0),
+    };
+    let runs_robots = share.as_ref().is_none_or(|s| !s.workers.is_empty());
     let hosts = wl.robots.hosts() as usize;
-    if hosts * workers > cacheoff_workload::MAX_GALAXIES {
+    if hosts * total > cacheoff_workload::MAX_GALAXIES {
         return Err(AgentError::TooManyWorlds {
             hosts,
-            workers,
+            workers: total,
             max: cacheoff_workload::MAX_GALAXIES,
         });
     }
-    let needed = fds_needed(&wl);
+    let needed = fds_needed(&wl, if runs_robots { threads } else { 0 }, total);
     let limits = match raise_fd_limits(needed) {
         Ok(l) => l,
         // `needed` is the most the run could hold; robots seldom keep
@@ -168,22 +181,43 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
         needed,
         limits,
     };
-    let listeners = match &cfg.bound {
-        Some(b) => b.try_clone(),
-        None => bind_servers(&wl),
+    let listeners = match (&cfg.bound, &share) {
+        (Some(b), _) => b.try_clone(),
+        (None, Some(_)) => Ok(Vec::new()),
+        (None, None) => bind_servers_at(&wl, 0..wl.servers.count, None),
     }
     .map_err(|e| match e {
         AgentError::Bind { source, .. } if fds::is_out_of_fds(&source) => fd_guard.error(),
         e => e,
     })?;
-    let servers: Vec<SocketAddr> = listeners
+    let bound: Vec<SocketAddr> = listeners
         .iter()
         .map(|l| l.local_addr().expect("bound listener has an address"))
         .collect();
-    let start_wall = SystemTime::now() + START_DELAY;
+    let (servers, own): (Vec<SocketAddr>, Vec<u32>) = match &share {
+        Some(s) => (s.servers.clone(), s.own_servers.clone()),
+        None => (bound.clone(), (0..bound.len() as u32).collect()),
+    };
+    let (start, start_wall) = match &share {
+        Some(s) => {
+            let ahead = (s.start_unix - crate::shared::unix_now()).max(0.0);
+            (
+                Instant::now() + Duration::from_secs_f64(ahead),
+                s.start_unix,
+            )
+        }
+        None => (
+            Instant::now() + START_DELAY,
+            unix_secs(SystemTime::now() + START_DELAY),
+        ),
+    };
     let shared = Arc::new(Shared {
-        objects: ObjectSpace::new(wl.seed, &wl.content).for_run(run_nonce()),
-        timeline: Timeline::new(&wl),
+        objects: ObjectSpace::new(wl.seed, &wl.content)
+            .for_run(share.as_ref().map_or_else(run_nonce, |s| s.nonce)),
+        timeline: match &share {
+            Some(s) => Timeline::following(&wl, s.jump.clone()),
+            None => Timeline::new(&wl),
+        },
         server_hosts: match cfg.via {
             Via::Surrogate(_) => AddrMap::for_servers(&servers)
                 .names()
@@ -193,11 +227,10 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
         },
         servers: servers.clone(),
         via: cfg.via,
-        start: Instant::now() + START_DELAY,
-        epoch: start_wall
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64()),
-        workers,
+        start,
+        epoch: start_wall,
+        workers: total,
+        robot_ip: share.as_ref().and_then(|s| s.robot_ip),
         abort_key: cacheoff_base::rng::key(wl.seed, cacheoff_base::rng::Stream::Aborts),
         trace: cfg.trace,
         workload: wl,
@@ -206,30 +239,32 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
 
     let (to_coord, from_workers) = mpsc::channel();
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let mut per_worker: Vec<Vec<(u32, std::net::TcpListener)>> =
-        (0..workers).map(|_| Vec::new()).collect();
+    let mut per_worker: Vec<Vec<(u32, bool, std::net::TcpListener)>> =
+        (0..threads).map(|_| Vec::new()).collect();
     // With fewer servers than workers, every worker accepts on every
     // server (as nginx's workers share one listening socket): whichever
     // is free takes the next connection, so no core only sends.
-    let shared_servers = listeners.len() < workers;
-    for (i, l) in listeners.into_iter().enumerate() {
+    let shared_servers = listeners.len() < threads;
+    for (i, (l, &idx)) in listeners.into_iter().zip(&own).enumerate() {
         if shared_servers {
             for (w, list) in per_worker.iter_mut().enumerate() {
-                if w != i % workers {
+                if w != i % threads {
                     let copy = l.try_clone().map_err(|source| AgentError::Bind {
-                        addr: servers[i],
+                        addr: bound[i],
                         source,
                     })?;
-                    list.push((i as u32, copy));
+                    list.push((idx, false, copy));
                 }
             }
         }
-        per_worker[i % workers].push((i as u32, l));
+        per_worker[i % threads].push((idx, true, l));
     }
     let mut handles = Vec::new();
     for (w, listeners) in per_worker.into_iter().enumerate() {
         let setup = WorkerSetup {
-            id: w as u32,
+            id: first + w as u32,
+            slot: w as u32,
+            robots: runs_robots,
             shared: shared.clone(),
             listeners,
             to_coord: to_coord.clone(),
@@ -249,12 +284,27 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
     }
     drop(to_coord);
 
-    let result = collect(&shared, &handles, &from_workers, sink, stop, &fd_guard);
+    // Goal phases are decided where every worker's figures meet.
+    let goal_workers = share.is_none().then_some(total);
+    let result = collect(
+        &shared,
+        &handles,
+        &from_workers,
+        sink,
+        stop,
+        &fd_guard,
+        goal_workers,
+    );
     shutdown_tx.send_replace(true);
     for h in handles {
         let _ = h.join();
     }
     result
+}
+
+fn unix_secs(t: SystemTime) -> f64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Merges worker snapshots into intervals, phases and the total.
@@ -265,18 +315,17 @@ fn collect(
     sink: &mut dyn Sink,
     stop: &StopHandle,
     fd_guard: &FdGuard,
+    goal_workers: Option<usize>,
 ) -> Result<RunStats, AgentError> {
-    let timeline = &shared.timeline;
     let mut out_of_fds = false;
     let workers = threads.len();
-    let mut merger = Merger::new(workers);
-    let mut digests = vec![PlanDigest::default(); workers];
-    let mut run = RunStats {
-        phases: vec![None; timeline.phases().len()],
-        ..RunStats::default()
-    };
-    let mut last_end = 0.0f64;
-    while !merger.is_done() {
+    let mut gather = Gather::new(
+        &shared.timeline,
+        workers,
+        shared.workload.robots.count,
+        goal_workers,
+    );
+    while !gather.is_done() {
         if !out_of_fds && fd_guard.tripped() {
             // Robots stop and drain; the run ends with the error below.
             out_of_fds = true;
@@ -288,14 +337,14 @@ fn collect(
                 // A worker that ended without its final snapshot died (a
                 // panic); do not wait for it forever.
                 if let Some(w) =
-                    (0..workers).find(|&w| threads[w].is_finished() && !merger.has_finished(w))
+                    (0..workers).find(|&w| threads[w].is_finished() && !gather.has_finished(w))
                 {
                     return Err(AgentError::WorkerDied(w));
                 }
                 continue;
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(AgentError::WorkerDied(merger.first_running().unwrap_or(0)))
+                return Err(AgentError::WorkerDied(gather.first_running().unwrap_or(0)))
             }
         };
         match msg {
@@ -305,40 +354,11 @@ fn collect(
                     source,
                 })
             }
-            WorkerMsg::Interval(m) => {
-                if let Some(d) = m.last {
-                    digests[m.worker as usize] = d;
-                }
-                merger.push(m);
-            }
+            WorkerMsg::Interval(m) => gather.push(m),
         }
-        while let Some(merged) = merger.pop(timeline) {
-            let iv = timeline.interval(merged.index);
-            let end_s = merged.end_s.max(iv.start_s);
-            let duration = end_s - iv.start_s;
-            // Records carry run time; a goal phase that ended early moved
-            // the rest of the schedule earlier.
-            let start_s = timeline.real_s(iv.start_s);
-            sink.interval(&IntervalStats {
-                index: merged.index,
-                phase: iv.phase,
-                start_s,
-                end_s: start_s + duration,
-                robots: shared.workload.robots.count,
-                load: timeline.schedule().load_at((iv.start_s + end_s) / 2.0),
-                snap: merged.snap.clone(),
-            });
-            let phase = run.phases[iv.phase].get_or_insert_with(Accum::default);
-            phase.add_interval(&merged.snap, duration);
-            timeline.check_goal(merged.index, phase, &merged.snap, workers);
-            run.total.add_interval(&merged.snap, duration);
-            last_end = end_s;
-        }
+        gather.drain(sink);
     }
-    run.interrupted = stop.is_stopped()
-        || (last_end + 1e-6) < timeline.schedule().total_s()
-        || (merger.next_index(timeline) as usize) < timeline.intervals().len();
-    run.plan_digest = PlanDigest::combine(&digests).get();
+    let run = gather.finish(stop.is_stopped());
     if out_of_fds || fd_guard.tripped() {
         return Err(fd_guard.error());
     }
@@ -348,11 +368,11 @@ fn collect(
 /// Descriptors a run may hold at once: both ends of every connection its
 /// robots may open (through a proxy, the far end counts for the proxy's
 /// connections to our origin servers, usually fewer), the listeners, and
-/// slack for the runtime, files and stdio.
-fn fds_needed(wl: &Workload) -> u64 {
-    2 * u64::from(wl.robots.count) * u64::from(wl.robots.max_conns)
-        + u64::from(wl.servers.count)
-        + 256
+/// slack for the runtime, files and stdio. A host running `threads` of
+/// the run's `total` workers holds that share of the robots.
+fn fds_needed(wl: &Workload, threads: usize, total: usize) -> u64 {
+    let robots = u64::from(wl.robots.count) * threads as u64 / total.max(1) as u64;
+    2 * robots * u64::from(wl.robots.max_conns) + u64::from(wl.servers.count) + 256
 }
 
 /// Watches for the process running out of descriptors during a run.

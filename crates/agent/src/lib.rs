@@ -21,19 +21,24 @@
 
 mod coord;
 mod fds;
+mod gather;
 mod ledger;
 mod link;
 mod local;
 mod merge;
 mod robot;
 mod server;
+mod share;
 mod shared;
 mod timeline;
 mod worker;
 
 pub use coord::{run, BoundServers, RunConfig, Sink, StopHandle, TraceFeed, TraceFn};
 pub use fds::{note_io_error, raise_fd_limit, raise_fd_limits, FdLimits};
+pub use gather::Gather;
+pub use share::Share;
 pub use shared::Via;
+pub use timeline::{Jump, Timeline};
 
 use std::net::SocketAddr;
 

@@ -22,6 +22,9 @@ const SPARE_BUFS: usize = 256;
 
 pub struct Local {
     pub id: u32,
+    /// Whether this worker is one of the run's robot workers (a host of
+    /// many may run workers with origin servers only).
+    pub runs_robots: bool,
     pub shared: Arc<Shared>,
     /// This interval's counters and histograms.
     pub stats: RefCell<Snapshot>,
@@ -30,9 +33,10 @@ pub struct Local {
 }
 
 impl Local {
-    pub fn new(id: u32, shared: Arc<Shared>) -> Local {
+    pub fn new(id: u32, runs_robots: bool, shared: Arc<Shared>) -> Local {
         Local {
             id,
+            runs_robots,
             shared,
             stats: RefCell::new(Snapshot::default()),
             bufs: BufPool::default(),

@@ -21,6 +21,9 @@ pub enum WorkerMsg {
 
 /// One worker's snapshot of one interval, ending at schedule time `end_s`.
 pub struct WorkerInterval {
+    /// Which of the merger's parts sent it (a local worker's slot).
+    pub part: u32,
+    /// The worker's index in the whole run (its plan's).
     pub worker: u32,
     pub index: u32,
     pub end_s: f64,
@@ -48,8 +51,11 @@ struct Pending {
 pub struct Merger {
     workers: usize,
     pending: BTreeMap<u32, Pending>,
-    /// The index of each worker's final snapshot, once sent.
-    finished: Vec<Option<u32>>,
+    /// The index of each part's final snapshot once it sent it (-1: it
+    /// ended before sending any).
+    finished: Vec<Option<i64>>,
+    /// The latest interval each part sent.
+    last_pushed: Vec<Option<u32>>,
     next: u32,
     /// The last interval handed out, to find the next one once the
     /// coordinator has looked at it (it may end a goal phase).
@@ -64,6 +70,7 @@ impl Merger {
             workers,
             pending: BTreeMap::new(),
             finished: vec![None; workers],
+            last_pushed: vec![None; workers],
             next: 0,
             popped: None,
             carry: None,
@@ -79,8 +86,18 @@ impl Merger {
         e.workers += 1;
         e.snap.add(&m.snap);
         e.end_s = e.end_s.max(m.end_s);
+        let part = m.part as usize;
+        self.last_pushed[part] = Some(self.last_pushed[part].map_or(m.index, |l| l.max(m.index)));
         if m.last.is_some() {
-            self.finished[m.worker as usize] = Some(m.index);
+            self.finished[part] = Some(i64::from(m.index));
+        }
+    }
+
+    /// Part `part` sends no more: it ended (or was lost) after the last
+    /// interval it sent; later intervals complete without it.
+    pub fn end_part(&mut self, part: usize) {
+        if self.finished[part].is_none() {
+            self.finished[part] = Some(self.last_pushed[part].map_or(-1, i64::from));
         }
     }
 
@@ -105,7 +122,7 @@ impl Merger {
         let done_before = self
             .finished
             .iter()
-            .filter(|f| f.is_some_and(|l| l < index))
+            .filter(|f| f.is_some_and(|l| l < i64::from(index)))
             .count();
         if p.workers + done_before < self.workers {
             return None;
@@ -157,6 +174,7 @@ mod tests {
         let mut snap = Snapshot::default();
         snap.counters.xacts = xacts;
         WorkerInterval {
+            part: worker,
             worker,
             index,
             end_s: f64::from(index + 1) * 5.0,
@@ -194,6 +212,26 @@ mod tests {
         let c = m.pop(&t).unwrap();
         assert_eq!((c.index, c.snap.counters.xacts), (2, 7));
         assert!(m.is_done());
+    }
+
+    #[test]
+    fn a_part_that_ends_without_a_last_snapshot_no_longer_holds_intervals_up() {
+        let t = timeline();
+        let mut m = Merger::new(3);
+        m.push(msg(0, 0, 1, false));
+        m.push(msg(1, 0, 2, false));
+        m.end_part(2);
+        assert_eq!(
+            m.pop(&t).unwrap().snap.counters.xacts,
+            3,
+            "part 2 never sent"
+        );
+        m.push(msg(0, 1, 1, true));
+        assert!(m.pop(&t).is_none(), "part 1 is still running");
+        m.end_part(1);
+        assert_eq!(m.pop(&t).unwrap().snap.counters.xacts, 1);
+        assert!(m.is_done());
+        assert!(m.has_finished(1) && m.has_finished(2));
     }
 
     #[test]

@@ -24,9 +24,8 @@ use tokio::net::{TcpListener, TcpStream};
 /// connection's buffer stays small.
 const ONE_WRITE: u64 = 16 * 1024;
 
-pub async fn serve(ctx: Rc<Local>, idx: u32, listener: TcpListener) {
+pub async fn serve(ctx: Rc<Local>, idx: u32, own: bool, listener: TcpListener) {
     // A server shared by every worker draws from one stream per worker.
-    let own = idx % ctx.shared.workers as u32 == ctx.id;
     let id = if own {
         Stream::Server(idx)
     } else {

@@ -48,7 +48,10 @@ pub struct Shared {
     /// Wall-clock time of `start` in Unix seconds: the epoch of object life
     /// cycles.
     pub epoch: f64,
+    /// The run's robot workers (on every host).
     pub workers: usize,
+    /// One address for all of this host's robots (a host of many).
+    pub robot_ip: Option<Ipv4Addr>,
     /// Key of the abort decisions (from the seed).
     pub abort_key: u64,
     /// The trace replayed instead of the plan.
@@ -57,7 +60,8 @@ pub struct Shared {
 
 impl Shared {
     pub fn robot_ip(&self, robot: u32) -> Ipv4Addr {
-        Ipv4Addr::from(u32::from(self.workload.robots.first_ip) + robot)
+        self.robot_ip
+            .unwrap_or_else(|| Ipv4Addr::from(u32::from(self.workload.robots.first_ip) + robot))
     }
 
     /// The object's dates now.

@@ -9,12 +9,12 @@
 
 use cacheoff_stats::{Accum, Snapshot};
 use cacheoff_workload::{Interval, Phase, Schedule, Workload};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// A goal phase that ended early: after interval `after`, the schedule goes
 /// on with interval `to`, and schedule time runs `shift_s` ahead of run
 /// time from schedule time `at_s` on.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Jump {
     pub after: u32,
     pub to: u32,
@@ -28,17 +28,25 @@ pub struct Timeline {
     intervals: Vec<Interval>,
     /// The cache size goals are measured in, in bytes.
     cache_bytes: f64,
-    jump: OnceLock<Jump>,
+    /// Shared with whoever decides it when that is another host's
+    /// coordinator ([`Timeline::following`]).
+    jump: Arc<OnceLock<Jump>>,
 }
 
 impl Timeline {
     pub fn new(w: &Workload) -> Timeline {
+        Timeline::following(w, Arc::default())
+    }
+
+    /// A time line whose goal phases another coordinator decides: it
+    /// sets `jump`, this run follows.
+    pub fn following(w: &Workload, jump: Arc<OnceLock<Jump>>) -> Timeline {
         let schedule = w.schedule();
         Timeline {
             intervals: schedule.intervals(w.interval.as_secs_f64()),
             schedule,
             cache_bytes: w.cache_size.map_or(0, |c| c.0) as f64,
-            jump: OnceLock::new(),
+            jump,
         }
     }
 
@@ -84,7 +92,6 @@ impl Timeline {
     }
 
     /// The decided jump, if a goal phase ended early.
-    #[cfg(test)]
     pub fn jump(&self) -> Option<Jump> {
         self.jump.get().copied()
     }
@@ -93,20 +100,25 @@ impl Timeline {
     /// so far; `last` is the interval itself), ends its goal phase if the
     /// goal is met: the cache was filled `fill` times over and, if asked,
     /// every worker's working set stopped growing. Called by the
-    /// coordinator only, in interval order.
-    pub(crate) fn check_goal(&self, index: u32, phase: &Accum, last: &Snapshot, workers: usize) {
+    /// coordinator only, in interval order. Returns the jump it decided.
+    pub(crate) fn check_goal(
+        &self,
+        index: u32,
+        phase: &Accum,
+        last: &Snapshot,
+        workers: usize,
+    ) -> Option<Jump> {
         let iv = self.interval(index);
-        let Some(goal) = self.phases()[iv.phase].goal else {
-            return;
-        };
+        let goal = self.phases()[iv.phase].goal?;
         if self.jump.get().is_some() {
-            return;
+            return None;
         }
         let filled = phase.snap.counters.fill_bytes as f64 >= goal.fill * self.cache_bytes;
         let frozen = !goal.freeze || last.counters.ws_full as usize == workers;
         if filled && frozen {
             self.end_goal_phase(index);
         }
+        self.jump()
     }
 
     /// Ends the goal phase of interval `index` two intervals later (workers

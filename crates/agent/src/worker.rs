@@ -17,10 +17,16 @@ use tokio::sync::watch;
 
 /// What a worker gets from the coordinator.
 pub struct WorkerSetup {
+    /// Its index in the whole run: which robots its plan has.
     pub id: u32,
+    /// Its place among this host's workers (the merger's part).
+    pub slot: u32,
+    /// Whether it runs robots (a host may run only origin servers).
+    pub robots: bool,
     pub shared: Arc<Shared>,
-    /// Origin servers this worker runs: (server index, listener).
-    pub listeners: Vec<(u32, std::net::TcpListener)>,
+    /// Origin servers this worker runs: (server index, whether it is the
+    /// server's own worker rather than one sharing its socket, listener).
+    pub listeners: Vec<(u32, bool, std::net::TcpListener)>,
     pub to_coord: Sender<WorkerMsg>,
     /// Set to stop the run early.
     pub stop: watch::Receiver<bool>,
@@ -39,18 +45,27 @@ pub fn run_worker(setup: WorkerSetup) -> std::io::Result<()> {
 async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
     let WorkerSetup {
         id,
+        slot,
+        robots: runs_robots,
         shared,
         listeners,
         to_coord,
         mut stop,
         mut shutdown,
     } = setup;
-    let local = Rc::new(Local::new(id, shared.clone()));
-    for (idx, l) in listeners {
+    let local = Rc::new(Local::new(id, runs_robots, shared.clone()));
+    for (idx, own, l) in listeners {
         let l = tokio::net::TcpListener::from_std(l)?;
-        tokio::task::spawn_local(server::serve(local.clone(), idx, l));
+        tokio::task::spawn_local(server::serve(local.clone(), idx, own, l));
     }
-    let plan = Plan::new(&shared.workload, &shared.objects, id, shared.workers as u32);
+    // A worker past the run's last plans no robots.
+    let plan_id = if runs_robots { id } else { u32::MAX };
+    let plan = Plan::new(
+        &shared.workload,
+        &shared.objects,
+        plan_id,
+        shared.workers as u32,
+    );
     let clients = Rc::new(Clients::new(local.clone(), plan));
     let robots: Vec<Rc<Robot>> = clients
         .plan
@@ -105,12 +120,13 @@ async fn worker_main(setup: WorkerSetup) -> std::io::Result<()> {
                 (&mut robots).await;
             }
             drain(&clients).await;
-            send(&clients, &to_coord, iv.index, end_s, open, true);
+            send(&clients, &to_coord, slot, iv.index, end_s, open, true);
             break;
         }
         send(
             &clients,
             &to_coord,
+            slot,
             iv.index,
             iv.end_s,
             clients.open_conns.get(),
@@ -134,16 +150,27 @@ async fn drain(clients: &Clients) {
     }
 }
 
-fn send(clients: &Clients, to: &Sender<WorkerMsg>, index: u32, end_s: f64, open: u64, last: bool) {
+fn send(
+    clients: &Clients,
+    to: &Sender<WorkerMsg>,
+    slot: u32,
+    index: u32,
+    end_s: f64,
+    open: u64,
+    last: bool,
+) {
     let snap = {
         let mut s = clients.local.stats.borrow_mut();
         s.counters.conns_open = open;
-        s.counters.ws_full = u64::from(clients.plan.borrow().working_sets_full());
+        // A host's server-only worker is not one of the run's workers.
+        s.counters.ws_full =
+            u64::from(clients.local.runs_robots && clients.plan.borrow().working_sets_full());
         let out = s.clone();
         s.reset();
         out
     };
     let _ = to.send(WorkerMsg::Interval(WorkerInterval {
+        part: slot,
         worker: clients.local.id,
         index,
         end_s,

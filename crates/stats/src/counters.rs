@@ -104,6 +104,32 @@ macro_rules! counter_table {
                 add_each(&mut self.by_type, &o.by_type, |x, y| *x += y);
                 add_each(&mut self.by_ctype, &o.by_ctype, TypeCount::add);
             }
+            /// Every number, in table order (sums, gauges, errors, request
+            /// types, content types): the wire form between hosts.
+            pub fn to_numbers(&self) -> Vec<u64> {
+                let mut v = vec![$(self.$sum,)* $(self.$gauge,)*];
+                v.extend_from_slice(&self.errors);
+                v.extend_from_slice(&self.by_type);
+                for t in &self.by_ctype {
+                    v.extend_from_slice(&[t.xacts, t.bytes, t.bodies, t.hits]);
+                }
+                v
+            }
+            /// The inverse of [`Counters::to_numbers`]; `None` if the
+            /// length is not this build's (another version's table).
+            pub fn from_numbers(v: &[u64]) -> Option<Counters> {
+                let mut it = v.iter().copied();
+                let mut c = Counters::default();
+                $(c.$sum = it.next()?;)*
+                $(c.$gauge = it.next()?;)*
+                for x in c.errors.iter_mut().chain(c.by_type.iter_mut()) {
+                    *x = it.next()?;
+                }
+                for t in c.by_ctype.iter_mut() {
+                    *t = TypeCount { xacts: it.next()?, bytes: it.next()?, bodies: it.next()?, hits: it.next()? };
+                }
+                it.next().is_none().then_some(c)
+            }
             /// Takes a later interval's gauges: over time, a gauge is its
             /// latest value.
             pub fn take_gauges(&mut self, o: &Counters) {

@@ -21,6 +21,7 @@ mod firsts;
 mod kinds;
 mod snapshot;
 mod span;
+mod wire;
 
 pub use counters::{Counter, Counters, Counts, TypeCount, MAX_CONTENT_TYPES};
 pub use entry::{Entry, Latency, LatencySet, Ratio};
@@ -28,3 +29,4 @@ pub use firsts::Firsts;
 pub use kinds::{ErrorKind, Outcome, RtClock};
 pub use snapshot::{Accum, Cdf, CdfSet, Distributions, Snapshot, XactRecord};
 pub use span::{IntervalStats, RunStats};
+pub use wire::{WireError, WireSnapshot};

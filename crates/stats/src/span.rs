@@ -31,4 +31,7 @@ pub struct RunStats {
     /// Digest of every open-loop request the plan issued, in plan order:
     /// the same seed and workload on as many workers give the same digest.
     pub plan_digest: u64,
+    /// Each worker's digest by its index in the run, which `plan_digest`
+    /// combines in order (a host's share of a run many hosts ran).
+    pub plan_parts: Vec<(u32, u64)>,
 }

@@ -383,6 +383,11 @@ impl PlanDigest {
     pub fn get(self) -> u64 {
         self.0
     }
+
+    /// A digest as [`get`](PlanDigest::get) gave it (from another host).
+    pub fn from_raw(v: u64) -> PlanDigest {
+        PlanDigest(v)
+    }
 }
 
 /// The digest of the whole open-loop plan of `w` on `workers` workers, as
