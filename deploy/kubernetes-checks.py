@@ -67,13 +67,9 @@ class Checker:
             if d.get("kind") == "ConfigMap"
         }
         self.claims = {
-            d["metadata"]["name"]
-            for d in docs
-            if d.get("kind") == "PersistentVolumeClaim"
+            d["metadata"]["name"] for d in docs if d.get("kind") == "PersistentVolumeClaim"
         }
-        self.services = {
-            d["metadata"]["name"]: d for d in docs if d.get("kind") == "Service"
-        }
+        self.services = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "Service"}
 
     def error(self, where, what):
         self.errors.append(f"{where}: {what}")
@@ -107,12 +103,17 @@ class Checker:
     def check_refs(self, where, spec, job):
         for v in spec.get("volumes", []):
             if "configMap" in v and v["configMap"]["name"] not in self.config_maps:
-                self.error(where, f"volume {v['name']}: ConfigMap {v['configMap']['name']} is not in the render")
+                self.error(
+                    where,
+                    f"volume {v['name']}: ConfigMap {v['configMap']['name']} is not in the render",
+                )
             claim = v.get("persistentVolumeClaim")
             # A Job's claims belong to its render; a helper pod (the results
             # reader) mounts one that a run made.
             if claim and job is not None and claim["claimName"] not in self.claims:
-                self.error(where, f"volume {v['name']}: claim {claim['claimName']} is not in the render")
+                self.error(
+                    where, f"volume {v['name']}: claim {claim['claimName']} is not in the render"
+                )
 
     def run(self):
         agents, coordinators = [], []
@@ -125,7 +126,7 @@ class Checker:
             if indexed:
                 agents.append(job)
             elif job is not None and any(
-                c.get("args", [None])[0] == "run" and flag(c["args"], "agents") is not None
+                (c.get("args") or [None])[0] == "run" and flag(c["args"], "agents") is not None
                 for c in spec["containers"]
             ):
                 coordinators.append(job)
@@ -146,10 +147,15 @@ class Checker:
         spec, pod = job["spec"], job["spec"]["template"]["spec"]
         n = spec.get("completions")
         if not isinstance(n, int) or n < 1 or spec.get("parallelism") != n:
-            self.error(where, f"parallelism ({spec.get('parallelism')}) must equal completions ({n}): every agent at once")
+            self.error(
+                where,
+                f"parallelism ({spec.get('parallelism')}) must equal completions ({n}): every agent at once",
+            )
         if pod.get("restartPolicy") != "Never":
             self.error(where, "restartPolicy must be Never: a restarted agent joins no run")
-        agent = next((c for c in pod["containers"] if c.get("args", [None])[0] == "agent"), None)
+        agent = next(
+            (c for c in pod["containers"] if (c.get("args") or [None])[0] == "agent"), None
+        )
         if agent is None:
             self.error(where, "no container runs `cacheoff agent`")
             return None
@@ -159,7 +165,10 @@ class Checker:
         if flag(args, "host-ip") != "$(POD_IP)":
             self.error(where, "robots and servers must use the pod IP: --host-ip=$(POD_IP)")
         pod_ip = env_value(agent, "POD_IP")
-        if pod_ip is None or pod_ip.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") != "status.podIP":
+        if (
+            pod_ip is None
+            or pod_ip.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") != "status.podIP"
+        ):
             self.error(where, "POD_IP must come from the downward API (status.podIP)")
         listen = flag(args, "listen") or ""
         port = listen.rsplit(":", 1)[-1]
@@ -171,7 +180,10 @@ class Checker:
         subdomain = pod.get("subdomain")
         service = self.services.get(subdomain)
         if service is None:
-            self.error(where, f"subdomain {subdomain!r} is no Service in the render: agents would have no DNS names")
+            self.error(
+                where,
+                f"subdomain {subdomain!r} is no Service in the render: agents would have no DNS names",
+            )
             return port
         sspec = service["spec"]
         swhere = f"service/{subdomain}"
@@ -184,17 +196,26 @@ class Checker:
         for p in sspec.get("ports", []):
             target = p.get("targetPort", p["port"])
             if named.get(target, target) != port:
-                self.error(swhere, f"port {p['port']} goes to {target}, not the agents' --listen port {port}")
+                self.error(
+                    swhere,
+                    f"port {p['port']} goes to {target}, not the agents' --listen port {port}",
+                )
         return port
 
     def check_run(self, agents, coordinator):
         port = self.check_agents(agents)
-        job, subdomain = agents["metadata"]["name"], agents["spec"]["template"]["spec"].get("subdomain")
+        job, subdomain = agents["metadata"]["name"], agents["spec"]["template"]["spec"].get(
+            "subdomain"
+        )
         n = agents["spec"].get("completions")
         where = f"job/{coordinator['metadata']['name']}"
         if coordinator["spec"].get("backoffLimit") != 0:
             self.error(where, "backoffLimit must be 0: a retry would start a second run")
-        c = next(c for c in coordinator["spec"]["template"]["spec"]["containers"] if c.get("args", [None])[0] == "run")
+        c = next(
+            c
+            for c in coordinator["spec"]["template"]["spec"]["containers"]
+            if (c.get("args") or [None])[0] == "run"
+        )
         if flag(c["args"], "agent-wait") is None:
             self.error(where, "the coordinator must wait for the agents' pods: --agent-wait")
         listed = flag(c["args"], "agents")
@@ -202,15 +223,23 @@ class Checker:
         if whole:
             e = env_value(c, whole.group(1))
             if e is None or "value" not in e:
-                self.error(where, f"--agents={listed}: {whole.group(1)} must be an env entry with a value")
+                self.error(
+                    where, f"--agents={listed}: {whole.group(1)} must be an env entry with a value"
+                )
                 return
             listed = e["value"]
         namespace = coordinator["metadata"].get("namespace")
         namespaces = {"$(POD_NAMESPACE)"} | ({namespace} if namespace else set())
         if "$(POD_NAMESPACE)" in listed:
             e = env_value(c, "POD_NAMESPACE")
-            if e is None or e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") != "metadata.namespace":
-                self.error(where, "POD_NAMESPACE must come from the downward API (metadata.namespace)")
+            if (
+                e is None
+                or e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+                != "metadata.namespace"
+            ):
+                self.error(
+                    where, "POD_NAMESPACE must come from the downward API (metadata.namespace)"
+                )
         seen = []
         for entry in listed.split(","):
             m = re.fullmatch(
@@ -218,7 +247,10 @@ class Checker:
                 entry.strip(),
             )
             if m is None:
-                self.error(where, f"--agents entry {entry!r} is not {job}-<index>.{subdomain}[.<namespace>.svc]:<port>")
+                self.error(
+                    where,
+                    f"--agents entry {entry!r} is not {job}-<index>.{subdomain}[.<namespace>.svc]:<port>",
+                )
                 continue
             index, ns, p = int(m.group(1)), m.group(2), int(m.group(3))
             if ns is not None and ns not in namespaces:
