@@ -185,6 +185,8 @@ mod tests {
             distributions: None,
             ceiling: None,
             plan_digest: None,
+            agents: None,
+            partial: None,
         };
         let t = summary_table(&summary);
         // Line 0 names the clocks, line 1 the columns, line 2 is `meas`.

@@ -4,8 +4,10 @@
 //! `main` only parses and maps [`Failure`] to an exit code; tests call
 //! [`run`] or the subcommand functions in-process.
 
+pub mod agent_cmd;
 pub mod cli;
 pub mod console;
+mod fleet_run;
 pub mod lineup;
 mod lineup_cmd;
 mod lineup_summary;
@@ -62,6 +64,7 @@ pub fn run(cli: cli::Cli) -> Result<(), Failure> {
         cli::Command::Peak(args) => {
             peak_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
         }
+        cli::Command::Agent(args) => agent_cmd::run(&args),
         cli::Command::Multiplier(args) => {
             multiplier_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
         }

@@ -478,6 +478,7 @@ impl Runner<'_> {
             on_start: None,
             trace: None,
             metrics: None,
+            fleet: None,
         };
         let r = run_cmd::run_setup(&self.dir.join(name), setup, self.argv, self.stop)?;
         Ok(r.summary)

@@ -144,6 +144,7 @@ pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
         on_start: None,
         trace: Some(Replay { feed, replayed }),
         metrics: metrics.as_ref().map(|m| m.run.clone()),
+        fleet: None,
     };
     let r = run_setup(&dir, setup, argv, &stop)?;
     if let Some(c) = r.summary.ceiling {

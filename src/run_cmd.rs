@@ -43,11 +43,15 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
+    let fleet = crate::agent_cmd::fleet(&a.fleet)?;
     let Target {
         via,
         bound,
         embedded,
-    } = choose_target(&workload, a.proxy, a.reverse, a.direct, &a.workload)?;
+    } = match &fleet {
+        Some(_) => fleet_target(&workload, a.proxy, a.reverse, a.direct)?,
+        None => choose_target(&workload, a.proxy, a.reverse, a.direct, &a.workload)?,
+    };
     let label = a
         .label
         .clone()
@@ -68,6 +72,7 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         on_start: None,
         trace: None,
         metrics: metrics.as_ref().map(|m| m.run.clone()),
+        fleet,
     };
     let r = run_setup(&dir, setup, argv, &stop)?;
     let verdict = conclude(&r, embedded, a.quiet);
@@ -225,6 +230,41 @@ pub fn choose_target(
     })
 }
 
+/// The target of a run over many hosts: the agents' robots reach the
+/// proxy or surrogate named, or the reference proxy started here (on
+/// loopback: for agents on this machine).
+fn fleet_target(
+    workload: &Workload,
+    proxy: Option<std::net::SocketAddr>,
+    reverse: Option<Option<std::net::SocketAddr>>,
+    direct: bool,
+) -> Result<Target, Failure> {
+    let surrogate = reverse.is_some() || (workload.surrogate && proxy.is_none() && !direct);
+    let named = proxy.or(reverse.flatten());
+    if let Some(p) = named {
+        crate::preflight::check(p)?;
+    }
+    let (via, embedded) = match named {
+        Some(p) if surrogate => (Via::Surrogate(p), None),
+        Some(p) => (Via::Proxy(p), None),
+        None if direct => (Via::Direct, None),
+        None if surrogate => {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "with --agents, name the surrogate (--reverse HOST:PORT): the agents' origin servers are known only once they listen"
+            )))
+        }
+        None => {
+            let p = start_reference_proxy(workload, None)?;
+            (Via::Proxy(p.addr()), Some(p))
+        }
+    };
+    Ok(Target {
+        via,
+        bound: None,
+        embedded,
+    })
+}
+
 /// Why the run in `dir` fails a cache-off rule (the executive summary's
 /// rules: errors, hit ratio), if it does.
 pub fn disqualified(dir: &Path) -> Vec<String> {
@@ -292,6 +332,7 @@ pub fn run_in(
         on_start: None,
         trace: None,
         metrics: None,
+        fleet: None,
     };
     run_setup(dir, setup, argv, stop)
 }
@@ -313,6 +354,8 @@ pub struct Setup {
     pub trace: Option<Replay>,
     /// Live metrics (`--metrics`), fed each interval.
     pub metrics: Option<std::sync::Arc<cacheoff_metrics::RunMetrics>>,
+    /// Run on these agents instead of this host (`--agents`).
+    pub fleet: Option<cacheoff_fleet::Fleet>,
 }
 
 /// What `cacheoff replay` replays: the requests, and the trace's record
@@ -334,7 +377,7 @@ pub fn build() -> Build {
 }
 
 /// The run directory and the console, fed by the run-time.
-struct Recorder<'a> {
+pub(crate) struct Recorder<'a> {
     dir: &'a mut RunDir,
     on_start: Option<OnStart>,
     path: &'a Path,
@@ -383,6 +426,14 @@ impl Sink for Recorder<'_> {
     }
 }
 
+impl cacheoff_fleet::AgentsSink for Recorder<'_> {
+    fn agents(&mut self, agents: &[cacheoff_rundir::AgentRecord]) {
+        if let Err(e) = self.dir.set_agents(agents.to_vec()) {
+            self.error.get_or_insert(e);
+        }
+    }
+}
+
 /// In a reverse-mode run directory: the origin servers by name.
 pub const ADDR_MAP_FILE: &str = "addrmap.txt";
 
@@ -403,6 +454,7 @@ pub fn run_setup(
         on_start,
         trace,
         metrics,
+        fleet,
     } = setup;
     if let Some(m) = &metrics {
         m.begin(cacheoff_metrics::RunInfo {
@@ -473,17 +525,27 @@ pub fn run_setup(
         error: None,
         metrics: metrics.clone(),
     };
-    let cfg = RunConfig {
-        workload,
-        via,
-        bound,
-        workers,
-        trace,
-        share: None,
+    let stats = match fleet {
+        Some(fleet) => {
+            let run =
+                crate::fleet_run::coordinate(&workload, via, &fleet, dir, &mut recorder, stop)?;
+            crate::fleet_run::print_agents(&run.agents);
+            run.run
+        }
+        None => {
+            let cfg = RunConfig {
+                workload,
+                via,
+                bound,
+                workers,
+                trace,
+                share: None,
+            };
+            cacheoff_agent::run(cfg, &mut recorder, stop)
+                .context("run failed")
+                .map_err(Failure::run)?
+        }
     };
-    let stats = cacheoff_agent::run(cfg, &mut recorder, stop)
-        .context("run failed")
-        .map_err(Failure::run)?;
     if let Some(e) = recorder.error.take() {
         return Err(Failure::run(e));
     }

@@ -187,6 +187,7 @@ fn a_run_s_metrics_end_equal_to_its_summary() {
         on_start: None,
         trace: None,
         metrics: Some(run),
+        fleet: None,
     };
     let argv = ["metrics".to_string()];
     let r = cacheoff::run_cmd::run_setup(dir.path(), setup, &argv, &StopHandle::new())

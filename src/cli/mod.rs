@@ -6,7 +6,10 @@ use clap::{Args, Parser, Subcommand};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
+mod fleet;
 mod traffic;
+
+pub use fleet::{AgentArgs, FleetArgs};
 pub use traffic::{CachableRule, MultiplierArgs, ReplayArgs, TraceArgs};
 
 #[derive(Debug, Parser)]
@@ -60,6 +63,9 @@ pub enum Command {
     /// time and errors stay inside limits: steps of the workload's
     /// plateau at rates grown, then bisected, then confirmed (peak.json).
     Peak(Box<crate::peak_cmd::PeakArgs>),
+    /// Wait for a coordinator (`cacheoff run --agents`) and run its share
+    /// of a run over many hosts: robots, origin servers or both.
+    Agent(AgentArgs),
 }
 
 #[derive(Debug, Args)]
@@ -477,6 +483,10 @@ pub struct RunArgs {
     /// running (docs/metrics.md).
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics: Option<SocketAddr>,
+
+    // --agents, --roles, ... (a run over many hosts).
+    #[command(flatten)]
+    pub fleet: FleetArgs,
 }
 
 #[cfg(test)]

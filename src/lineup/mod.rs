@@ -70,6 +70,7 @@ impl Options {
             on_start: None,
             trace: None,
             metrics: self.metrics.clone(),
+            fleet: None,
         }
     }
 }

@@ -212,6 +212,7 @@ pub fn run_reverse(
         on_start: None,
         trace: None,
         metrics: None,
+        fleet: None,
     };
     let r = cacheoff::run_cmd::run_setup(dir.path(), setup, &argv, &StopHandle::new())
         .map_err(|f| f.error)

@@ -229,6 +229,8 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
         via: cfg.via,
         start,
         epoch: start_wall,
+        clock_offset_s: share.as_ref().map_or(0.0, |s| s.clock_offset_s),
+        clock_slack_s: share.as_ref().map_or(0.0, |s| s.clock_slack_s),
         workers: total,
         robot_ip: share.as_ref().and_then(|s| s.robot_ip),
         abort_key: cacheoff_base::rng::key(wl.seed, cacheoff_base::rng::Stream::Aborts),

@@ -29,18 +29,15 @@ pub struct Share {
     pub robot_ip: Option<Ipv4Addr>,
     /// The run's nonce: every host names objects alike.
     pub nonce: u32,
-    /// The common start, in Unix seconds of this host's clock.
+    /// The common start, in Unix seconds of the run's (the
+    /// coordinator's) clock.
     pub start_unix: f64,
+    /// This host's clock minus the run's.
+    pub clock_offset_s: f64,
+    /// How far hosts' clocks may still differ after the correction.
+    pub clock_slack_s: f64,
     /// Goal phases as the coordinator decides them.
     pub jump: Arc<OnceLock<Jump>>,
-}
-
-impl Share {
-    /// Robots of `w` this host runs, of `robots` in all: those of its
-    /// workers, as `Plan` splits them.
-    pub fn local_workers(&self) -> usize {
-        self.workers.len()
-    }
 }
 
 /// Binds origin servers `indices` of `wl`: each at its own address of the

@@ -45,9 +45,15 @@ pub struct Shared {
     pub via: Via,
     /// The run's time zero.
     pub start: Instant,
-    /// Wall-clock time of `start` in Unix seconds: the epoch of object life
-    /// cycles.
+    /// Wall-clock time of `start` in Unix seconds of the run's clock: the
+    /// epoch of object life cycles.
     pub epoch: f64,
+    /// This host's clock minus the run's (a host of many: the
+    /// coordinator's), so every host dates objects alike.
+    pub clock_offset_s: f64,
+    /// How far the hosts' object clocks may still differ: a reply dated
+    /// this much before the request is not stale.
+    pub clock_slack_s: f64,
     /// The run's robot workers (on every host).
     pub workers: usize,
     /// One address for all of this host's robots (a host of many).
@@ -66,7 +72,16 @@ impl Shared {
 
     /// The object's dates now.
     pub fn times_now(&self, o: &ObjectInfo) -> ObjectTimes {
-        self.objects.times(o, self.epoch, unix_now())
+        self.times_at(o, self.run_unix_now())
+    }
+
+    pub fn times_at(&self, o: &ObjectInfo, unix: f64) -> ObjectTimes {
+        self.objects.times(o, self.epoch, unix)
+    }
+
+    /// Now, in Unix seconds of the run's clock.
+    pub fn run_unix_now(&self) -> f64 {
+        unix_now() - self.clock_offset_s
     }
 
     /// Seconds of run time at `t`.

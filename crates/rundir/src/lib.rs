@@ -23,6 +23,7 @@
 //! No tokio and no knowledge of the run-time: a report can always be
 //! rebuilt offline from a directory.
 
+mod agents;
 mod files;
 mod manifest;
 mod outage;
@@ -32,6 +33,7 @@ mod replayed;
 mod run;
 pub mod spe;
 
+pub use agents::{partial, AgentRecord, AgentState};
 pub use files::{FORMAT_VERSION, INTERVALS_FILE, MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE};
 pub use manifest::{now_rfc3339, Build, Host, Manifest, Mode, MANIFEST_FORMAT};
 pub use outage::{write_downtime, Outage, DOWNTIME_FILE, DOWNTIME_FORMAT};
@@ -153,10 +155,21 @@ impl RunDir {
         Ok(())
     }
 
+    /// The agents of a run many hosts run, as they stand (the manifest
+    /// lists them; the summary repeats their final state).
+    pub fn set_agents(&mut self, agents: Vec<AgentRecord>) -> Result<(), RunDirError> {
+        self.manifest.agents = Some(agents);
+        self.write_manifest()
+    }
+
     /// Writes the summary and the finished manifest.
     pub fn finish(mut self, run: &RunStats) -> Result<Summary, RunDirError> {
         let mut summary = self.names.summary(run);
         summary.ceiling = self.replayed.as_ref().map(|r| r.ceiling);
+        if let Some(agents) = &self.manifest.agents {
+            summary.partial = Some(partial(agents));
+            summary.agents = Some(agents.clone());
+        }
         self.manifest.finished_at = Some(now_rfc3339());
         self.write_manifest()?;
         let path = self.path.join(SUMMARY_FILE);

@@ -43,6 +43,9 @@ pub struct Manifest {
     pub servers: Vec<SocketAddr>,
     /// The fully resolved workload.
     pub workload: Workload,
+    /// A run many hosts ran (`--agents`): its agents and their shares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Vec<crate::AgentRecord>>,
 }
 
 /// How robots reached the origin servers.
@@ -102,6 +105,7 @@ impl Manifest {
             host: Host::probe(),
             servers: Vec::new(),
             workload,
+            agents: None,
         }
     }
 }

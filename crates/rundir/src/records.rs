@@ -49,6 +49,13 @@ pub struct Summary {
     /// infinite, an LRU and an optimal cache would reach on the trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling: Option<crate::Ceiling>,
+    /// A run many hosts ran: its agents and how each ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Vec<crate::AgentRecord>>,
+    /// A run many hosts ran: true when an agent was lost, so part of the
+    /// load is missing from part of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<bool>,
 }
 
 pub const SUMMARY_FORMAT: &str = "cacheoff-summary";
@@ -121,6 +128,8 @@ impl Names {
             distributions: Some(distributions),
             plan_digest: Some(format!("{:016x}", run.plan_digest)),
             ceiling: None,
+            agents: None,
+            partial: None,
         }
     }
 }

@@ -5,7 +5,7 @@
 use super::conns::{Conn, HEAD_CHUNK};
 use super::verdict::{self, Ask};
 use crate::local::{Clients, IO_BUF};
-use crate::shared::{unix_now, Via};
+use crate::shared::Via;
 use cacheoff_base::RequestType;
 use cacheoff_http::body::BodyCheck;
 use cacheoff_http::chunked::ChunkedDecoder;
@@ -95,7 +95,17 @@ pub fn begin(clients: &Clients, conn: &mut Conn, due: &Due) -> Begun {
     let xact = clients.next_xact();
     // IMS dates come from the object's Last-Modified at send time; a
     // reply with an older one is stale.
-    let lm_at_send = shared.times_now(&p.info).last_modified;
+    let now = shared.run_unix_now();
+    let lm_at_send = shared.times_at(&p.info, now).last_modified;
+    // Hosts of many date objects by clocks that may differ by the slack:
+    // the oldest version the origin may rightly send.
+    let lm_floor = if shared.clock_slack_s > 0.0 {
+        shared
+            .times_at(&p.info, now - shared.clock_slack_s)
+            .last_modified
+    } else {
+        lm_at_send
+    };
     let (rtype, ims_lmt) = match p.rtype {
         RequestType::Ims200 | RequestType::Ims304 => match lm_at_send {
             Some(lm) => (p.rtype, Some(lm)),
@@ -156,8 +166,8 @@ pub fn begin(clients: &Clients, conn: &mut Conn, due: &Due) -> Begun {
             object: p.info,
             rtype,
             ims_lmt,
-            lm_at_send,
-            sent_unix: unix_now(),
+            lm_at_send: lm_floor,
+            sent_unix: now,
         },
         sent,
         written,

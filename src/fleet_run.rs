@@ -1,0 +1,62 @@
+//! `cacheoff run --agents`: the coordinator's side of a run over many
+//! hosts, feeding the same run directory and console as a run here.
+
+use crate::console;
+use crate::Failure;
+use cacheoff_agent::{StopHandle, Via};
+use cacheoff_fleet::wire::ViaSpec;
+use cacheoff_fleet::{AgentsSink, Fleet, FleetRun};
+use cacheoff_rundir::{AgentRecord, AgentState};
+use cacheoff_workload::Workload;
+use std::path::Path;
+
+/// Runs `wl` on `fleet`; the run id names the agents' local logs.
+pub fn coordinate(
+    wl: &Workload,
+    via: Via,
+    fleet: &Fleet,
+    dir: &Path,
+    sink: &mut dyn AgentsSink,
+    stop: &StopHandle,
+) -> Result<FleetRun, Failure> {
+    let via = match via {
+        Via::Direct => ViaSpec::Direct,
+        Via::Proxy(a) => ViaSpec::Proxy(a),
+        Via::Surrogate(a) => ViaSpec::Surrogate(a),
+    };
+    let nonce = cacheoff_fleet::run_nonce();
+    let name = dir
+        .file_name()
+        .map_or("run".into(), |n| n.to_string_lossy().into_owned());
+    let run_id = format!("{name}-{nonce:08x}");
+    cacheoff_fleet::coordinate(wl, via, fleet, &run_id, nonce, sink, stop).map_err(|e| match e {
+        // Nothing started: the fleet as given cannot run.
+        cacheoff_fleet::FleetError::Unreachable { .. }
+        | cacheoff_fleet::FleetError::Refused { .. }
+        | cacheoff_fleet::FleetError::ClockSkew { .. }
+        | cacheoff_fleet::FleetError::Split(_) => Failure::usage(e),
+        e => Failure::run(e),
+    })
+}
+
+/// One line per agent: its share and how it ended.
+pub fn print_agents(agents: &[AgentRecord]) {
+    for a in agents {
+        let state = match a.state {
+            AgentState::Lost => format!(
+                "LOST at {:.1} s ({})",
+                a.lost_at_s.unwrap_or(0.0),
+                a.lost_why.as_deref().unwrap_or("?")
+            ),
+            AgentState::Complete => "complete".into(),
+            AgentState::Running => "running".into(),
+        };
+        console::print(&format!(
+            "agent {}: {} robots share {}, servers {}..{}, clock {:+.1} ms, {state}",
+            a.addr, a.role, a.share, a.servers[0], a.servers[1], a.clock_offset_ms
+        ));
+    }
+    if cacheoff_rundir::partial(agents) {
+        console::print("the run is PARTIAL: an agent was lost (summary.json: partial)");
+    }
+}
