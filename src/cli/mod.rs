@@ -443,7 +443,7 @@ pub struct RunArgs {
     /// Forward proxy under test (HOST:PORT). Without it (and without
     /// --direct or --reverse) the run starts cacheoff's reference proxy
     /// and tests that.
-    #[arg(long, value_name = "HOST:PORT", conflicts_with_all = ["direct", "reverse"])]
+    #[arg(long, value_name = "HOST:PORT", conflicts_with_all = ["direct", "reverse"], value_parser = host_port)]
     pub proxy: Option<SocketAddr>,
 
     /// Reverse-proxy (surrogate) mode: robots send `GET /path` with
@@ -452,7 +452,7 @@ pub struct RunArgs {
     /// workload addrmap`, and addrmap.txt in the run directory; needs
     /// --server-port). Without an address: the reference proxy as the
     /// surrogate.
-    #[arg(long, value_name = "HOST:PORT", num_args = 0..=1, conflicts_with = "direct")]
+    #[arg(long, value_name = "HOST:PORT", num_args = 0..=1, conflicts_with = "direct", value_parser = host_port)]
     pub reverse: Option<Option<SocketAddr>>,
 
     /// No proxy: robots talk to the origin servers directly (the
@@ -487,6 +487,25 @@ pub struct RunArgs {
     // --agents, --roles, ... (a run over many hosts).
     #[command(flatten)]
     pub fleet: FleetArgs,
+}
+
+/// `HOST:PORT` with HOST an address or a name (resolved now: a name in
+/// a cluster, such as a Kubernetes Service's).
+pub fn host_port(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(a) = s.parse() {
+        return Ok(a);
+    }
+    use std::net::ToSocketAddrs;
+    let mut addrs = s
+        .to_socket_addrs()
+        .map_err(|e| format!("{s}: not an address or a name that resolves ({e})"))?;
+    // IPv4 first: robots and origin servers are IPv4.
+    let all: Vec<SocketAddr> = addrs.by_ref().collect();
+    all.iter()
+        .find(|a| a.is_ipv4())
+        .or(all.first())
+        .copied()
+        .ok_or_else(|| format!("{s}: the name has no address"))
 }
 
 #[cfg(test)]

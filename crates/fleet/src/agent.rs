@@ -40,12 +40,16 @@ pub fn serve(listener: TcpListener, cfg: AgentConfig, log: Arc<Log>) -> Result<(
     listener.set_nonblocking(true)?;
     let busy: Arc<Mutex<Option<String>>> = Arc::default();
     let done = Arc::new(AtomicU32::new(0));
+    let failed = Arc::new(AtomicU32::new(0));
     loop {
         if cfg
             .runs
             .is_some_and(|n| done.load(Ordering::SeqCst) >= n && busy.lock().unwrap().is_none())
         {
-            return Ok(());
+            return match failed.load(Ordering::SeqCst) {
+                0 => Ok(()),
+                n => Err(FleetError::Run(format!("{n} of its runs failed"))),
+            };
         }
         let stream = match listener.accept() {
             Ok((s, _)) => s,
@@ -67,14 +71,23 @@ pub fn serve(listener: TcpListener, cfg: AgentConfig, log: Arc<Log>) -> Result<(
             continue;
         }
         *busy.lock().unwrap() = Some("(starting)".into());
-        let (cfg, log, busy, done) = (cfg.clone(), log.clone(), busy.clone(), done.clone());
+        let (cfg, log, busy) = (cfg.clone(), log.clone(), busy.clone());
+        let (done, failed) = (done.clone(), failed.clone());
         std::thread::spawn(move || {
             let ran = session(stream, &cfg, &*log, &busy);
             if let Err(e) = &ran {
                 log(&format!("session ended: {e}"));
             }
-            if matches!(ran, Ok(true)) {
-                done.fetch_add(1, Ordering::SeqCst);
+            match ran {
+                Ok(true) => {
+                    done.fetch_add(1, Ordering::SeqCst);
+                }
+                // A run that started and failed counts, as a failure.
+                Err(FleetError::Run(_) | FleetError::RunDir(_)) => {
+                    done.fetch_add(1, Ordering::SeqCst);
+                    failed.fetch_add(1, Ordering::SeqCst);
+                }
+                _ => {}
             }
             *busy.lock().unwrap() = None;
         });
