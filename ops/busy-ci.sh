@@ -13,7 +13,7 @@
 # tests' status and prints the wall time and the hog's settings.
 #
 # Usage: ops/busy-ci.sh [CARGO TEST ARGS...]
-#   With arguments they replace `--workspace -q -- --include-ignored`,
+#   With arguments they replace `--workspace -q --no-fail-fast -- --include-ignored`,
 #   e.g. `ops/busy-ci.sh --test direct` for one test binary.
 # Environment: BUSY_CI_HOGS (default: nproc) stressors; BUSY_CI_LIMIT
 #   (default 4h) the hog's own time limit, should the trap never run.
@@ -23,7 +23,8 @@ cd "$(dirname "$0")/.."
 if [ "$#" -gt 0 ]; then
   args=("$@")
 else
-  args=(--workspace -q -- --include-ignored)
+  # --no-fail-fast: one failing binary must not hide how the others fare.
+  args=(--workspace -q --no-fail-fast -- --include-ignored)
 fi
 
 # What .ci/run installs before its tests.

@@ -171,9 +171,11 @@ fn varnish_as_a_surrogate_serves_hits_its_log_agrees_with() {
 
 #[test]
 #[ignore = "needs nginx from Debian (.ci/run installs it)"]
-fn a_power_cut_of_a_disk_cache_gives_first_miss_then_first_hit() {
-    // nginx keeps its disk cache through the cut, but reads it back only
-    // later (its cache loader): the first reply after power-on is a miss.
+fn a_power_cut_of_a_disk_cache_is_timed_to_its_first_miss_and_first_hit() {
+    // nginx keeps its disk cache through the cut: after power-on it both
+    // misses (new objects) and hits (objects on disk, opened on demand
+    // before its cache loader runs). Which reply comes first depends on
+    // the moment, not the plan (a busy machine gave a hit first).
     let dir = tempfile::tempdir().unwrap();
     let (o, s) = lineup(
         dir.path(),
@@ -189,11 +191,14 @@ fn a_power_cut_of_a_disk_cache_gives_first_miss_then_first_hit() {
     let ttfm = dt["ttfm_s"].as_f64().expect("TTFM");
     let ttfh = dt["ttfh_s"].as_f64().expect("TTFH");
     assert!(
-        0.0 <= ttfm && ttfm < ttfh && ttfh < 30.0,
+        (0.0..30.0).contains(&ttfm) && (0.0..30.0).contains(&ttfh),
         "TTFM {ttfm} TTFH {ttfh}"
     );
     let conn = dt["first_conn_s"].as_f64().expect("first connection");
-    assert!(conn <= ttfm, "first connection {conn} TTFM {ttfm}");
+    assert!(
+        conn <= ttfm.min(ttfh),
+        "first connection {conn} TTFM {ttfm} TTFH {ttfh}"
+    );
     assert_eq!(dt["precise"], true, "{dt:#}");
 }
 

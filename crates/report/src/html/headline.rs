@@ -57,6 +57,61 @@ fn rules(e: &Entry, proxied: bool) -> Vec<(&'static str, Verdict)> {
     vec![("errors", errors), ("hit ratio", dhr)]
 }
 
+/// A run over many hosts: its agents, and a banner when one was lost.
+fn agents_banner(o: &mut String, run: &Run) {
+    let agents = run
+        .summary
+        .as_ref()
+        .and_then(|s| s.agents.as_ref())
+        .or(run.manifest.agents.as_ref());
+    let Some(agents) = agents else {
+        return;
+    };
+    if cacheoff_rundir::partial(agents) {
+        let lost: Vec<String> = agents
+            .iter()
+            .filter(|a| a.state == cacheoff_rundir::AgentState::Lost)
+            .map(|a| {
+                format!(
+                    "{} (robots {}, servers {}..{}) at {:.1} s",
+                    a.addr,
+                    a.share,
+                    a.servers[0],
+                    a.servers[1],
+                    a.lost_at_s.unwrap_or(0.0)
+                )
+            })
+            .collect();
+        let _ = write!(
+            o,
+            "<div class=\"banner\" id=\"partial\"><strong>This run is partial:</strong> agent {} lost; its share is missing from then on.</div>",
+            esc(&lost.join(", "))
+        );
+    }
+    let _ = write!(
+        o,
+        "<table id=\"agents\"><thead><tr><th>agent</th><th>role</th><th>robots</th><th>servers</th><th>clock offset</th><th>state</th></tr></thead><tbody>"
+    );
+    for a in agents {
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}..{}</td><td>{:+.2} ms</td><td>{}</td></tr>",
+            esc(&a.addr),
+            esc(&a.role),
+            esc(&a.share),
+            a.servers[0],
+            a.servers[1],
+            a.clock_offset_ms,
+            match a.state {
+                cacheoff_rundir::AgentState::Complete => "complete",
+                cacheoff_rundir::AgentState::Lost => "lost",
+                cacheoff_rundir::AgentState::Running => "running",
+            }
+        );
+    }
+    o.push_str("</tbody></table>");
+}
+
 /// The document head, the title, a banner for a run that did not complete,
 /// and what was run where.
 pub(super) fn header(o: &mut String, run: &Run) {
@@ -93,6 +148,7 @@ pub(super) fn header(o: &mut String, run: &Run) {
             esc(state.describe())
         );
     }
+    agents_banner(o, run);
     let duration = run.intervals.last().map_or(0.0, |r| r.end_s);
     o.push_str("<dl class=\"meta\">");
     for (k, v) in [
