@@ -5,20 +5,15 @@ use crate::console;
 use crate::Failure;
 use cacheoff_agent::{StopHandle, Via};
 use cacheoff_fleet::wire::ViaSpec;
-use cacheoff_fleet::{AgentsSink, Fleet, FleetRun};
+use cacheoff_fleet::{AgentsSink, Fleet, FleetRun, Ready};
 use cacheoff_rundir::{AgentRecord, AgentState};
 use cacheoff_workload::Workload;
 use std::path::Path;
 
-/// Runs `wl` on `fleet`; the run id names the agents' local logs.
-pub fn coordinate(
-    wl: &Workload,
-    via: Via,
-    fleet: &Fleet,
-    dir: &Path,
-    sink: &mut dyn AgentsSink,
-    stop: &StopHandle,
-) -> Result<FleetRun, Failure> {
+/// Reaches `fleet` and gives each agent its share of `wl`, before the run
+/// directory exists: a fleet that disagrees leaves nothing behind. The
+/// run id (which names the agents' own logs) comes from `dir`.
+pub fn prepare(wl: &Workload, via: Via, fleet: &Fleet, dir: &Path) -> Result<Ready, Failure> {
     let via = match via {
         Via::Direct => ViaSpec::Direct,
         Via::Proxy(a) => ViaSpec::Proxy(a),
@@ -29,7 +24,7 @@ pub fn coordinate(
         .file_name()
         .map_or("run".into(), |n| n.to_string_lossy().into_owned());
     let run_id = format!("{name}-{nonce:08x}");
-    cacheoff_fleet::coordinate(wl, via, fleet, &run_id, nonce, sink, stop).map_err(|e| match e {
+    cacheoff_fleet::prepare(wl, via, fleet, &run_id, nonce).map_err(|e| match e {
         // Nothing started: the fleet as given cannot run.
         cacheoff_fleet::FleetError::Unreachable { .. }
         | cacheoff_fleet::FleetError::Refused { .. }
@@ -37,6 +32,17 @@ pub fn coordinate(
         | cacheoff_fleet::FleetError::Split(_) => Failure::usage(e),
         e => Failure::run(e),
     })
+}
+
+/// Runs the prepared fleet into `sink` (the run directory, the console).
+pub fn run(
+    ready: Ready,
+    sink: &mut dyn AgentsSink,
+    stop: &StopHandle,
+) -> Result<FleetRun, Failure> {
+    ready
+        .run(sink, stop)
+        .map_err(|e| Failure::run(anyhow::Error::new(e).context("run failed")))
 }
 
 /// One line per agent: its share and how it ended.

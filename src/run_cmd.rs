@@ -482,6 +482,11 @@ pub fn run_setup(
         argv,
         &build(),
     );
+    // A fleet is reached and checked before the run directory exists.
+    let ready = match &fleet {
+        Some(f) => Some(crate::fleet_run::prepare(&workload, via, f, dir)?),
+        None => None,
+    };
     let mut run_dir = RunDir::create(dir, manifest).map_err(|e| match e {
         RunDirError::HoldsARun(_) => Failure::usage(e),
         e => Failure::usage(anyhow::Error::new(e).context("cannot create the run directory")),
@@ -525,10 +530,9 @@ pub fn run_setup(
         error: None,
         metrics: metrics.clone(),
     };
-    let stats = match fleet {
-        Some(fleet) => {
-            let run =
-                crate::fleet_run::coordinate(&workload, via, &fleet, dir, &mut recorder, stop)?;
+    let stats = match ready {
+        Some(ready) => {
+            let run = crate::fleet_run::run(ready, &mut recorder, stop)?;
             crate::fleet_run::print_agents(&run.agents);
             run.run
         }

@@ -310,7 +310,10 @@ fn a_fleet_that_disagrees_is_refused_before_anything_starts() {
         "{:#}",
         f.error
     );
-    assert!(!dir.path().join("summary.json").exists());
+    assert!(
+        !dir.path().join("manifest.json").exists(),
+        "a refused fleet leaves no run directory behind"
+    );
 
     // A workload that does not digest to what was sent.
     let a = agent(1, None);

@@ -68,6 +68,16 @@ enum Event {
     Lost(usize, String),
 }
 
+/// A fleet that agreed to run: every agent checked, its share given, its
+/// origin servers listening. Dropping it releases the agents.
+pub struct Ready {
+    members: Vec<Member>,
+    servers: Vec<SocketAddr>,
+    total: u32,
+    workload: Workload,
+    lost_after: Duration,
+}
+
 /// Runs `wl` on the fleet; every merged interval goes to `sink`.
 pub fn coordinate(
     wl: &Workload,
@@ -78,6 +88,18 @@ pub fn coordinate(
     sink: &mut dyn AgentsSink,
     stop: &StopHandle,
 ) -> Result<FleetRun, FleetError> {
+    prepare(wl, via, fleet, run_id, nonce)?.run(sink, stop)
+}
+
+/// Reaches every agent and gives each its share: nothing has started
+/// yet if this fails (a refusal names the agent and why).
+pub fn prepare(
+    wl: &Workload,
+    via: ViaSpec,
+    fleet: &Fleet,
+    run_id: &str,
+    nonce: u32,
+) -> Result<Ready, FleetError> {
     let mut members = Vec::new();
     for a in &fleet.agents {
         members.push(handshake(a, fleet)?);
@@ -150,6 +172,51 @@ pub fn coordinate(
         .map(|s| s.expect("every server placed"))
         .collect();
 
+    Ok(Ready {
+        members: fleet_members,
+        servers,
+        total,
+        workload: wl.clone(),
+        lost_after: fleet.lost_after,
+    })
+}
+
+impl Ready {
+    /// The origin servers' addresses, by index.
+    pub fn servers(&self) -> &[SocketAddr] {
+        &self.servers
+    }
+
+    /// Starts the run on every agent and merges it into `sink`.
+    pub fn run(self, sink: &mut dyn AgentsSink, stop: &StopHandle) -> Result<FleetRun, FleetError> {
+        let Ready {
+            members: fleet_members,
+            servers,
+            total,
+            workload,
+            lost_after,
+        } = self;
+        run_fleet(
+            fleet_members,
+            servers,
+            total,
+            &workload,
+            lost_after,
+            sink,
+            stop,
+        )
+    }
+}
+
+fn run_fleet(
+    mut fleet_members: Vec<Member>,
+    servers: Vec<SocketAddr>,
+    total: u32,
+    wl: &Workload,
+    lost_after: Duration,
+    sink: &mut dyn AgentsSink,
+    stop: &StopHandle,
+) -> Result<FleetRun, FleetError> {
     // The common start: far enough ahead for every agent to hear of it.
     let max_rtt = fleet_members.iter().map(|m| m.rtt_s).fold(0.0, f64::max);
     let lead = 1.0 + 4.0 * max_rtt;
@@ -174,7 +241,7 @@ pub fn coordinate(
     let mut readers = Vec::new();
     for (k, m) in fleet_members.iter_mut().enumerate() {
         let mut reader = m.reader.take().expect("reader once");
-        let (tx, lost_after) = (tx.clone(), fleet.lost_after);
+        let tx = tx.clone();
         readers.push(std::thread::spawn(move || loop {
             match reader.recv::<FromAgent>(Some(lost_after)) {
                 Ok(msg) => {

@@ -17,7 +17,7 @@ pub mod split;
 pub mod wire;
 
 pub use agent::{serve, AgentConfig};
-pub use coordinator::{coordinate, AgentAddr, AgentsSink, Fleet, FleetRun};
+pub use coordinator::{coordinate, prepare, AgentAddr, AgentsSink, Fleet, FleetRun, Ready};
 pub use split::Role;
 
 /// Why a run over many hosts could not start or go on.
