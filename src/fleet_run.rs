@@ -58,7 +58,7 @@ pub fn print_agents(agents: &[AgentRecord]) {
             AgentState::Running => "running".into(),
         };
         console::print(&format!(
-            "agent {}: {} robots share {}, servers {}..{}, clock {:+.1} ms, {state}",
+            "agent {} ({}): robots {}, origin servers {}..{}, clock {:+.1} ms, {state}",
             a.addr, a.role, a.share, a.servers[0], a.servers[1], a.clock_offset_ms
         ));
     }
