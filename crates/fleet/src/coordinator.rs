@@ -352,8 +352,12 @@ fn run_fleet(
                     sink,
                 ),
                 _ => {
+                    // Only the run's workers it ran plan requests (a server
+                    // agent's threads come past the last and plan none).
+                    let ran = fleet_members[k].part.workers.clone();
                     let digests: Vec<(u32, PlanDigest)> = digests
                         .into_iter()
+                        .filter(|(w, _)| ran.contains(w))
                         .map(|(w, d)| (w, PlanDigest::from_raw(d)))
                         .collect();
                     gather.end_part(k, &digests);
