@@ -378,3 +378,69 @@ fn an_agent_whose_coordinator_is_lost_stops_within_an_interval() {
         "agent ran on for {took:.1} s after its coordinator was lost"
     );
 }
+
+#[test]
+fn a_fill_phase_ends_at_its_goal_on_every_agent_at_once() {
+    let w = support::run::from_text(
+        "fill.toml",
+        r#"
+name = "fleet-fill"
+peak_rate = "600/s"
+fill_rate = "400/s"
+cache_size = "1MB"
+interval = "1s"
+[robots]
+count = 60
+[servers]
+count = 6
+[[content]]
+name = "o"
+share = 1.0
+size = "const(10KB)"
+cachable = 1.0
+[popularity]
+recurrence = 0.0
+working_set_cap = 300
+[[phases]]
+name = "warm"
+duration = "1s"
+[[phases]]
+name = "fill"
+duration = "60s"
+load_begin = "fill"
+load_end = "fill"
+goal = { fill = 2.0, freeze = true }
+[[phases]]
+name = "top"
+duration = "2s"
+measured = true
+"#,
+    );
+    let (a, b) = (agent(1, None), agent(2, None));
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_fleet(
+        dir.path(),
+        w,
+        Via::Direct,
+        fleet(&[(a.addr, Role::Both), (b.addr, Role::Both)]),
+    )
+    .map_err(|f| f.error)
+    .unwrap();
+    a.serving.join().unwrap().unwrap();
+    b.serving.join().unwrap().unwrap();
+    assert!(!r.summary.interrupted);
+    // The coordinator saw the goal met (2 MB filled, every worker's
+    // working set frozen) and every agent jumped to the top phase.
+    let fill = support::run::phase(&r.summary, "fill");
+    assert!(fill.fill_bytes >= 2 << 20, "{}", fill.fill_bytes);
+    assert!(fill.duration_s < 30.0, "fill ran {} s", fill.duration_s);
+    let top = support::run::phase(&r.summary, "top");
+    assert!((top.duration_s - 2.0).abs() < 0.01, "{}", top.duration_s);
+    let merged = RunDir::open(dir.path()).unwrap().intervals;
+    for data in [a.data.path(), b.data.path()] {
+        let local = RunDir::open(&local_log(data)).unwrap();
+        let idx: Vec<u32> = local.intervals.iter().map(|i| i.interval).collect();
+        let want: Vec<u32> = merged.iter().map(|i| i.interval).collect();
+        assert_eq!(idx, want, "the agent followed the same time line");
+    }
+}
