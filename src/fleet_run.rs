@@ -24,6 +24,9 @@ pub fn prepare(wl: &Workload, via: Via, fleet: &Fleet, dir: &Path) -> Result<Rea
         .file_name()
         .map_or("run".into(), |n| n.to_string_lossy().into_owned());
     let run_id = format!("{name}-{nonce:08x}");
+    // Two descriptors per agent (its link, and a copy to write on).
+    let needed = 2 * fleet.agents.len() as u64 + 256;
+    cacheoff_agent::raise_fd_limit(needed).map_err(Failure::usage)?;
     cacheoff_fleet::prepare(wl, via, fleet, &run_id, nonce).map_err(|e| match e {
         // Nothing started: the fleet as given cannot run.
         cacheoff_fleet::FleetError::Unreachable { .. }

@@ -263,6 +263,7 @@ fn hello(addr: SocketAddr, version: &str) -> (wire::Reader, wire::Writer, FromAg
     w.send(&ToAgent::Hello {
         version: version.into(),
         protocol: wire::PROTOCOL,
+        wait_s: 0.0,
     })
     .unwrap();
     let reply = r.recv(Some(Duration::from_secs(30))).unwrap();

@@ -473,7 +473,9 @@ fn fake_agent(listener: TcpListener, lines: Vec<Vec<u8>>, rtt: Duration) -> Hear
             Err(_) => return heard,
         };
         let reply = match msg {
-            ToAgent::Hello { version, protocol } => Some(FromAgent::Welcome {
+            ToAgent::Hello {
+                version, protocol, ..
+            } => Some(FromAgent::Welcome {
                 version,
                 protocol,
                 now_unix: unix_now(),

@@ -124,8 +124,14 @@ fn session(
             reason,
         }
     };
+    let mut wait = HANDSHAKE;
     match r.recv::<ToAgent>(Some(HANDSHAKE))? {
-        ToAgent::Hello { version, protocol } => {
+        ToAgent::Hello {
+            version,
+            protocol,
+            wait_s,
+        } => {
+            wait += Duration::from_secs_f64(wait_s.clamp(0.0, 86_400.0));
             if protocol != wire::PROTOCOL || version != crate::version_of(&cfg.build) {
                 return Err(refuse(format!(
                     "version mismatch: this agent is cacheoff {} (protocol {}), the coordinator {version} (protocol {protocol})",
@@ -144,7 +150,7 @@ fn session(
         host_ip: cfg.host_ip,
     })?;
     let prep = loop {
-        match r.recv::<ToAgent>(Some(HANDSHAKE)) {
+        match r.recv::<ToAgent>(Some(wait)) {
             Ok(ToAgent::Clock) => w.send(&FromAgent::Clock {
                 now_unix: unix_now(),
             })?,
@@ -177,7 +183,7 @@ fn session(
     w.send(&FromAgent::Prepared {
         servers: bound.addrs(),
     })?;
-    let (clock, servers) = match r.recv::<ToAgent>(Some(HANDSHAKE)) {
+    let (clock, servers) = match r.recv::<ToAgent>(Some(wait)) {
         Ok(ToAgent::Start {
             start_unix,
             clock_offset_s,

@@ -100,10 +100,20 @@ pub fn prepare(
     run_id: &str,
     nonce: u32,
 ) -> Result<Ready, FleetError> {
-    let mut members = Vec::new();
-    for a in &fleet.agents {
-        members.push(handshake(a, fleet)?);
-    }
+    // Every agent at once: a thousand agents' round trips are not added
+    // up, and one that comes up late holds up no other.
+    let members: Vec<Result<(Conn, Welcome, u32), FleetError>> = std::thread::scope(|scope| {
+        let tries: Vec<_> = fleet
+            .agents
+            .iter()
+            .map(|a| scope.spawn(move || handshake(a, fleet)))
+            .collect();
+        tries
+            .into_iter()
+            .map(|t| t.join().expect("a handshake does not panic"))
+            .collect()
+    });
+    let members = members.into_iter().collect::<Result<Vec<_>, _>>()?;
     let roles: Vec<(Role, u32)> = fleet
         .agents
         .iter()
@@ -112,21 +122,30 @@ pub fn prepare(
         .collect();
     let (parts, total) = split(&roles, wl.servers.count)?;
     let digest = workload_digest(wl);
+    // Every share is sent before any reply is read: agents bind their
+    // servers at the same time.
+    for ((a, ((_, writer), _, _)), part) in fleet.agents.iter().zip(&members).zip(&parts) {
+        writer
+            .send(&ToAgent::Prepare(Box::new(Prepare {
+                run_id: run_id.into(),
+                workload: wl.clone(),
+                workload_digest: digest.clone(),
+                via,
+                workers: [part.workers.start, part.workers.end],
+                total_workers: total,
+                servers: [part.servers.start, part.servers.end],
+                nonce,
+            })))
+            .map_err(|e| link(a, e))?;
+    }
     let mut fleet_members: Vec<Member> = Vec::new();
     let mut servers: Vec<Option<SocketAddr>> = vec![None; wl.servers.count as usize];
     for ((a, (conn, welcome, _)), part) in fleet.agents.iter().zip(members).zip(parts) {
         let (mut reader, writer) = conn;
-        writer.send(&ToAgent::Prepare(Box::new(Prepare {
-            run_id: run_id.into(),
-            workload: wl.clone(),
-            workload_digest: digest.clone(),
-            via,
-            workers: [part.workers.start, part.workers.end],
-            total_workers: total,
-            servers: [part.servers.start, part.servers.end],
-            nonce,
-        })))?;
-        match reader.recv::<FromAgent>(Some(Duration::from_secs(60)))? {
+        match reader
+            .recv::<FromAgent>(Some(Duration::from_secs(60)))
+            .map_err(|e| link(a, e))?
+        {
             FromAgent::Prepared { servers: got } if got.len() == part.servers.len() => {
                 for (i, addr) in part.servers.clone().zip(got) {
                     servers[i as usize] = Some(addr);
@@ -474,17 +493,31 @@ struct Welcome {
 
 type Conn = (wire::Reader, Writer);
 
+/// A link that failed, naming the agent.
+fn link(a: &AgentAddr, e: wire::WireError) -> FleetError {
+    FleetError::Link {
+        agent: a.addr.clone(),
+        why: e.to_string(),
+    }
+}
+
 /// Reaches an agent (retrying until `fleet.wait`) and checks it: the same
 /// version, and a clock within the skew limit.
 fn handshake(a: &AgentAddr, fleet: &Fleet) -> Result<(Conn, Welcome, u32), FleetError> {
     let stream = connect(&a.addr, fleet.wait)?;
     let (mut reader, writer) = wire::split(stream)?;
     let t0 = unix_now();
-    writer.send(&ToAgent::Hello {
-        version: fleet.version.clone(),
-        protocol: wire::PROTOCOL,
-    })?;
-    let reply = reader.recv::<FromAgent>(Some(Duration::from_secs(30)))?;
+    writer
+        .send(&ToAgent::Hello {
+            version: fleet.version.clone(),
+            protocol: wire::PROTOCOL,
+            // Others may take up to the wait to come up meanwhile.
+            wait_s: fleet.wait.as_secs_f64(),
+        })
+        .map_err(|e| link(a, e))?;
+    let reply = reader
+        .recv::<FromAgent>(Some(Duration::from_secs(30)))
+        .map_err(|e| link(a, e))?;
     let t1 = unix_now();
     match reply {
         FromAgent::Welcome {

@@ -33,6 +33,8 @@ pub enum FleetError {
         offset_ms: f64,
         limit_ms: f64,
     },
+    #[error("agent {agent}: the link failed: {why}")]
+    Link { agent: String, why: String },
     #[error("agent {agent} broke the protocol: {what}")]
     Protocol { agent: String, what: String },
     #[error("{0}")]

@@ -33,6 +33,10 @@ pub enum ToAgent {
     Hello {
         version: String,
         protocol: u32,
+        /// How long the coordinator may still take to reach other agents:
+        /// this one waits that much longer for its share.
+        #[serde(default)]
+        wait_s: f64,
     },
     Prepare(Box<Prepare>),
     /// What the agent's clock reads (it answers [`FromAgent::Clock`]).
