@@ -158,7 +158,12 @@ impl Ctx {
         self.note(line);
         for s in self.origin.seen(path).iter().skip(before) {
             let hs: Vec<String> = s.headers.iter().map(|(n, v)| format!("{n}: {v}")).collect();
-            self.note(format!("  origin saw #{}: {} [{}]", s.n, s.method, hs.join("; ")));
+            self.note(format!(
+                "  origin saw #{}: {} [{}]",
+                s.n,
+                s.method,
+                hs.join("; ")
+            ));
         }
         if after == before {
             self.note("  origin saw nothing");

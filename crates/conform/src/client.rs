@@ -63,7 +63,13 @@ impl Resp {
 }
 
 /// The request text for `method path` with extra header lines.
-pub fn request_text(t: &Target, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+pub fn request_text(
+    t: &Target,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Vec<u8> {
     let target = match t.mode {
         Mode::Forward => format!("http://{}{path}", t.origin),
         Mode::Reverse => path.to_string(),
@@ -82,7 +88,13 @@ pub fn request_text(t: &Target, method: &str, path: &str, headers: &[(&str, &str
 }
 
 /// Sends one request and reads its final response.
-pub fn exchange(t: &Target, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+pub fn exchange(
+    t: &Target,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Resp {
     let text = request_text(t, method, path, headers, body);
     match try_exchange(t, method, &text) {
         Ok(r) => r,

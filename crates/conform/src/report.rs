@@ -61,7 +61,12 @@ impl Report {
     /// The table: one line per check, the exchanges of failures, the score.
     pub fn table(&self) -> String {
         let w = self.checks.iter().map(|c| c.id.len()).max().unwrap_or(0);
-        let s = self.checks.iter().map(|c| c.section.len()).max().unwrap_or(0);
+        let s = self
+            .checks
+            .iter()
+            .map(|c| c.section.len())
+            .max()
+            .unwrap_or(0);
         let mut out = String::new();
         for c in &self.checks {
             out.push_str(&format!(

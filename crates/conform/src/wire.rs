@@ -79,7 +79,8 @@ impl Reader {
     /// chunking is given and the message runs to the connection's end.
     pub fn body(&mut self, s: &mut TcpStream, h: &Headers, to_end: bool) -> io::Result<Vec<u8>> {
         let chunked = h.iter().any(|(n, v)| {
-            n.eq_ignore_ascii_case("transfer-encoding") && cacheoff_http::has_token(v.as_bytes(), "chunked")
+            n.eq_ignore_ascii_case("transfer-encoding")
+                && cacheoff_http::has_token(v.as_bytes(), "chunked")
         });
         if chunked {
             let mut out = Vec::new();

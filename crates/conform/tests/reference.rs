@@ -76,15 +76,29 @@ fn holds_to_the_table(mode: Mode) {
             ));
         }
     }
-    assert!(wrong.is_empty(), "{}\n\n{}", wrong.join("\n"), report.table());
+    assert!(
+        wrong.is_empty(),
+        "{}\n\n{}",
+        wrong.join("\n"),
+        report.table()
+    );
     assert!(report.checks.len() >= 60, "{} checks", report.checks.len());
     // Checks that do not apply to this mode are `-` in its column.
     for chk in catalog().iter().filter(|c| !c.applies_to(mode)) {
         let (f, r) = &table[chk.id];
         let cell = if mode == Mode::Forward { f } else { r };
-        assert_eq!(cell, "-", "{} does not apply in {} mode", chk.id, mode.name());
+        assert_eq!(
+            cell,
+            "-",
+            "{} does not apply in {} mode",
+            chk.id,
+            mode.name()
+        );
     }
-    assert_eq!(report.passed + report.failed + report.optional, report.checks.len());
+    assert_eq!(
+        report.passed + report.failed + report.optional,
+        report.checks.len()
+    );
 }
 
 #[test]

@@ -6,15 +6,60 @@ use crate::check::{fail, may, must, Check, Ctx, Outcome};
 use crate::origin::Reply;
 
 pub const CHECKS: &[Check] = &[
-    check!("post-invalidates", "RFC 9111 §4.4", "a successful POST invalidates the stored response of its URI", post),
-    check!("put-invalidates", "RFC 9111 §4.4", "a successful PUT invalidates the stored response of its URI", put),
-    check!("delete-invalidates", "RFC 9111 §4.4", "a successful DELETE invalidates the stored response of its URI", delete),
-    check!("patch-invalidates", "RFC 9111 §4.4", "a successful PATCH invalidates the stored response of its URI", patch),
-    check!("unknown-method-invalidates", "RFC 9111 §4.4", "a method of unknown safety invalidates too", unknown),
-    check!("invalidates-location", "RFC 9111 §4.4", "a POST's Location (same origin) is invalidated", location),
-    check!("invalidates-content-location", "RFC 9111 §4.4", "a POST's Content-Location (same origin) is invalidated", content_location),
-    check!("post-response-not-reused", "RFC 9110 §9.3.3", "a POST is never answered from the store", post_not_reused),
-    check!("unsafe-forwarded", "RFC 9110 §9.2.1", "a DELETE is forwarded to the origin even with a stored response", delete_forwarded),
+    check!(
+        "post-invalidates",
+        "RFC 9111 §4.4",
+        "a successful POST invalidates the stored response of its URI",
+        post
+    ),
+    check!(
+        "put-invalidates",
+        "RFC 9111 §4.4",
+        "a successful PUT invalidates the stored response of its URI",
+        put
+    ),
+    check!(
+        "delete-invalidates",
+        "RFC 9111 §4.4",
+        "a successful DELETE invalidates the stored response of its URI",
+        delete
+    ),
+    check!(
+        "patch-invalidates",
+        "RFC 9111 §4.4",
+        "a successful PATCH invalidates the stored response of its URI",
+        patch
+    ),
+    check!(
+        "unknown-method-invalidates",
+        "RFC 9111 §4.4",
+        "a method of unknown safety invalidates too",
+        unknown
+    ),
+    check!(
+        "invalidates-location",
+        "RFC 9111 §4.4",
+        "a POST's Location (same origin) is invalidated",
+        location
+    ),
+    check!(
+        "invalidates-content-location",
+        "RFC 9111 §4.4",
+        "a POST's Content-Location (same origin) is invalidated",
+        content_location
+    ),
+    check!(
+        "post-response-not-reused",
+        "RFC 9110 §9.3.3",
+        "a POST is never answered from the store",
+        post_not_reused
+    ),
+    check!(
+        "unsafe-forwarded",
+        "RFC 9110 §9.2.1",
+        "a DELETE is forwarded to the origin even with a stored response",
+        delete_forwarded
+    ),
 ];
 
 /// Stores `/x`, sends `method` to it, GETs it again; whether the last
@@ -66,7 +111,13 @@ fn unknown(c: &Ctx) -> Outcome {
 fn other_invalidated(c: &Ctx, field: &'static str) -> Outcome {
     let other = versioned(c, "other", &[("Cache-Control", "max-age=60")]);
     let o = other.clone();
-    let p = c.serve("x", move |_| Reply::new(201, &[(field, o.as_str()), ("Cache-Control", "no-store")], "made"));
+    let p = c.serve("x", move |_| {
+        Reply::new(
+            201,
+            &[(field, o.as_str()), ("Cache-Control", "no-store")],
+            "made",
+        )
+    });
     c.get(&other, &[]);
     c.send("POST", &p, &[], b"data");
     let r = c.get(&other, &[]);
@@ -98,5 +149,8 @@ fn delete_forwarded(c: &Ctx) -> Outcome {
     c.get(&p, &[]);
     let r = c.send("DELETE", &p, &[], b"");
     let n = c.seen(&p).iter().filter(|s| s.method == "DELETE").count();
-    must(n == 1 && r.status == 204, format!("origin saw {n} DELETE; client got {}", r.status))
+    must(
+        n == 1 && r.status == 204,
+        format!("origin saw {n} DELETE; client got {}", r.status),
+    )
 }

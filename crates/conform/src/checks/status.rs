@@ -8,22 +8,102 @@ use crate::origin::Reply;
 use crate::wire::date;
 
 pub const CHECKS: &[Check] = &[
-    check!("status-203-default", "RFC 9110 §15.4.4", "203 with Last-Modified only is reused (heuristically cacheable)", s203),
-    check!("status-204-default", "RFC 9110 §15.3.5", "204 with Last-Modified only is reused (heuristically cacheable)", s204),
-    check!("status-300-default", "RFC 9110 §15.4.1", "300 with Last-Modified only is reused (heuristically cacheable)", s300),
-    check!("status-301-default", "RFC 9110 §15.4.2", "301 with Last-Modified only is reused (heuristically cacheable)", s301),
-    check!("status-308-default", "RFC 9110 §15.4.9", "308 with Last-Modified only is reused (heuristically cacheable)", s308),
-    check!("status-404-default", "RFC 9110 §15.5.5", "404 with Last-Modified only is reused (heuristically cacheable)", s404),
-    check!("status-405-default", "RFC 9110 §15.5.6", "405 with Last-Modified only is reused (heuristically cacheable)", s405),
-    check!("status-410-default", "RFC 9110 §15.5.11", "410 with Last-Modified only is reused (heuristically cacheable)", s410),
-    check!("status-414-default", "RFC 9110 §15.5.15", "414 with Last-Modified only is reused (heuristically cacheable)", s414),
-    check!("status-501-default", "RFC 9110 §15.6.2", "501 with Last-Modified only is reused (heuristically cacheable)", s501),
-    check!("status-404-max-age", "RFC 9111 §3", "404 with max-age=60 is reused", s404_max_age),
-    check!("status-302-max-age", "RFC 9111 §3", "302 with max-age=60 is reused", s302_max_age),
-    check!("status-307-not-default", "RFC 9111 §4.2.2", "307 with Last-Modified only is not reused", s307),
-    check!("status-403-not-default", "RFC 9111 §4.2.2", "403 with Last-Modified only is not reused", s403),
-    check!("status-500-not-default", "RFC 9111 §4.2.2", "500 with Last-Modified only is not reused", s500),
-    check!("status-503-not-default", "RFC 9111 §4.2.2", "503 with Last-Modified only is not reused", s503),
+    check!(
+        "status-203-default",
+        "RFC 9110 §15.4.4",
+        "203 with Last-Modified only is reused (heuristically cacheable)",
+        s203
+    ),
+    check!(
+        "status-204-default",
+        "RFC 9110 §15.3.5",
+        "204 with Last-Modified only is reused (heuristically cacheable)",
+        s204
+    ),
+    check!(
+        "status-300-default",
+        "RFC 9110 §15.4.1",
+        "300 with Last-Modified only is reused (heuristically cacheable)",
+        s300
+    ),
+    check!(
+        "status-301-default",
+        "RFC 9110 §15.4.2",
+        "301 with Last-Modified only is reused (heuristically cacheable)",
+        s301
+    ),
+    check!(
+        "status-308-default",
+        "RFC 9110 §15.4.9",
+        "308 with Last-Modified only is reused (heuristically cacheable)",
+        s308
+    ),
+    check!(
+        "status-404-default",
+        "RFC 9110 §15.5.5",
+        "404 with Last-Modified only is reused (heuristically cacheable)",
+        s404
+    ),
+    check!(
+        "status-405-default",
+        "RFC 9110 §15.5.6",
+        "405 with Last-Modified only is reused (heuristically cacheable)",
+        s405
+    ),
+    check!(
+        "status-410-default",
+        "RFC 9110 §15.5.11",
+        "410 with Last-Modified only is reused (heuristically cacheable)",
+        s410
+    ),
+    check!(
+        "status-414-default",
+        "RFC 9110 §15.5.15",
+        "414 with Last-Modified only is reused (heuristically cacheable)",
+        s414
+    ),
+    check!(
+        "status-501-default",
+        "RFC 9110 §15.6.2",
+        "501 with Last-Modified only is reused (heuristically cacheable)",
+        s501
+    ),
+    check!(
+        "status-404-max-age",
+        "RFC 9111 §3",
+        "404 with max-age=60 is reused",
+        s404_max_age
+    ),
+    check!(
+        "status-302-max-age",
+        "RFC 9111 §3",
+        "302 with max-age=60 is reused",
+        s302_max_age
+    ),
+    check!(
+        "status-307-not-default",
+        "RFC 9111 §4.2.2",
+        "307 with Last-Modified only is not reused",
+        s307
+    ),
+    check!(
+        "status-403-not-default",
+        "RFC 9111 §4.2.2",
+        "403 with Last-Modified only is not reused",
+        s403
+    ),
+    check!(
+        "status-500-not-default",
+        "RFC 9111 §4.2.2",
+        "500 with Last-Modified only is not reused",
+        s500
+    ),
+    check!(
+        "status-503-not-default",
+        "RFC 9111 §4.2.2",
+        "503 with Last-Modified only is not reused",
+        s503
+    ),
 ];
 
 /// Two GETs answered with `status` and the headers `extra` (plus an old
@@ -35,7 +115,11 @@ fn reused_status(c: &Ctx, status: u16, max_age: bool) -> bool {
         if max_age {
             hs.push(("Cache-Control", "max-age=60"));
         }
-        let body = if status == 204 { String::new() } else { super::version(s) };
+        let body = if status == 204 {
+            String::new()
+        } else {
+            super::version(s)
+        };
         Reply::new(status, &hs, &body)
     });
     c.get(&p, &[]);
