@@ -28,6 +28,10 @@ pub struct ConformArgs {
     /// with --proxy.
     #[arg(long, value_name = "HOST:PORT")]
     pub origin: Option<String>,
+    /// The origin's name in the surrogate's configuration, sent as Host
+    /// with --reverse (default: the --origin address).
+    #[arg(long, value_name = "NAME", requires = "reverse")]
+    pub host: Option<String>,
     /// Print one JSON object (checks with id, section, result and the
     /// exchange; passed, failed) instead of the table.
     #[arg(long)]
@@ -65,6 +69,7 @@ pub fn run(a: &ConformArgs) -> Result<(), Failure> {
         mode,
         proxy,
         origin: origin.addr(),
+        host: a.host.clone(),
     };
     if !a.json {
         eprintln!(

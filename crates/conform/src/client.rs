@@ -26,11 +26,14 @@ impl Mode {
 }
 
 /// The proxy under test and the origin behind it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Target {
     pub mode: Mode,
     pub proxy: SocketAddr,
     pub origin: SocketAddr,
+    /// The `Host` a surrogate routes by (a name in its origin map); `None`:
+    /// the origin's address.
+    pub host: Option<String>,
 }
 
 /// Longest wait for a whole response: a proxy that hangs fails its check
@@ -74,7 +77,11 @@ pub fn request_text(
         Mode::Forward => format!("http://{}{path}", t.origin),
         Mode::Reverse => path.to_string(),
     };
-    let mut out = format!("{method} {target} HTTP/1.1\r\nHost: {}\r\n", t.origin);
+    let host = match (&t.host, t.mode) {
+        (Some(h), Mode::Reverse) => h.clone(),
+        _ => t.origin.to_string(),
+    };
+    let mut out = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\n");
     for (n, v) in headers {
         out.push_str(&format!("{n}: {v}\r\n"));
     }

@@ -56,7 +56,11 @@ pub fn run(target: Target, origin: Arc<Origin>) -> Report {
         let handles: Vec<_> = checks
             .iter()
             .map(|chk| {
-                let ctx = Ctx::new(target, origin.clone(), format!("{nonce}/{}", chk.id));
+                let ctx = Ctx::new(
+                    target.clone(),
+                    origin.clone(),
+                    format!("{nonce}/{}", chk.id),
+                );
                 s.spawn(move || {
                     let o = (chk.run)(&ctx);
                     CheckResult::new(chk, o, ctx.take_log())

@@ -25,9 +25,19 @@ impl CheckResult {
             section: c.section,
             result: o.verdict,
             title: c.title,
-            detail: o.detail,
+            detail: brief(o.detail),
             exchange,
         }
+    }
+}
+
+/// A detail cut to a line's worth: bodies quoted in it can be whole
+/// error pages (the exchange keeps their start too).
+fn brief(detail: String) -> String {
+    const MAX: usize = 160;
+    match detail.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &detail[..i]),
+        None => detail,
     }
 }
 

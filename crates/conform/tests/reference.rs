@@ -49,6 +49,7 @@ fn run(mode: Mode) -> Report {
         mode,
         proxy: proxy.addr(),
         origin: oa,
+        host: None,
     };
     let report = cacheoff_conform::run(target, origin);
     proxy.stop();

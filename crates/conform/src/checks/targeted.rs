@@ -1,6 +1,7 @@
 //! `CDN-Cache-Control` (RFC 9213): obeyed over `Cache-Control` by a
 //! surrogate (a CDN's cache), not by a forward proxy, which it does not
-//! target.
+//! target. Implementing RFC 9213 is a choice: a surrogate that ignores
+//! the field gets `optional`, except where ignoring it is right anyway.
 
 use super::{check, reused, said};
 use crate::check::{may, must, Check, Ctx, Outcome};
@@ -65,7 +66,7 @@ fn over_cc(c: &Ctx) -> Outcome {
             ("CDN-Cache-Control", "max-age=60"),
         ],
     );
-    must(r, said(r))
+    may(r, said(r))
 }
 
 fn no_store(c: &Ctx) -> Outcome {
@@ -76,7 +77,7 @@ fn no_store(c: &Ctx) -> Outcome {
             ("CDN-Cache-Control", "no-store"),
         ],
     );
-    must(!r, said(r))
+    may(!r, said(r))
 }
 
 fn invalid(c: &Ctx) -> Outcome {
@@ -103,7 +104,7 @@ fn stale(c: &Ctx) -> Outcome {
     c.wait(2.2);
     let r = c.get(&p, &[]);
     let f = c.count(&p) == 2 && r.text() == "v2";
-    must(f, said(!f))
+    may(f, said(!f))
 }
 
 fn not_forwarded(c: &Ctx) -> Outcome {
