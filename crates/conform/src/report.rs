@@ -105,3 +105,54 @@ impl Report {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::{fail, optional, pass, Applies};
+
+    fn chk(id: &'static str) -> Check {
+        Check {
+            id,
+            section: "RFC 9111 §0",
+            title: "t",
+            applies: Applies::Both,
+            run: |_| pass(""),
+        }
+    }
+
+    #[test]
+    fn the_json_has_the_names_outside_checks_read() {
+        let results = vec![
+            CheckResult::new(&chk("a"), pass("ok"), vec!["> GET /a".into()]),
+            CheckResult::new(&chk("b"), fail("no"), vec![]),
+            CheckResult::new(&chk("c"), optional("may"), vec![]),
+            CheckResult::new(&chk("d"), pass("x".repeat(500)), vec![]),
+        ];
+        let r = Report::new(Mode::Forward, results, Duration::from_secs(1));
+        let v: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
+        assert_eq!(
+            (v["passed"].as_u64(), v["failed"].as_u64()),
+            (Some(2), Some(1))
+        );
+        let results: Vec<&str> = v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["result"].as_str().unwrap())
+            .collect();
+        assert_eq!(results, ["pass", "fail", "optional", "pass"]);
+        assert_eq!(v["checks"][0]["id"], "a");
+        assert_eq!(v["checks"][0]["section"], "RFC 9111 §0");
+        assert_eq!(v["checks"][0]["exchange"][0], "> GET /a");
+        // Details are cut to a line.
+        assert!(v["checks"][3]["detail"].as_str().unwrap().chars().count() <= 161);
+        // The table shows the failure's exchange heading and the score.
+        let t = r.table();
+        assert!(t.contains("\nb (RFC 9111 §0): t\n"), "{t}");
+        assert!(
+            t.contains("2 passed, 1 failed, 1 optional not done, of 4 checks"),
+            "{t}"
+        );
+    }
+}

@@ -132,3 +132,56 @@ pub fn now() -> i64 {
 pub fn date(offset: i64) -> String {
     cacheoff_http::date::format(now() + offset)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::TcpListener;
+
+    /// A connection whose peer has written `bytes` and closed.
+    fn fed(bytes: &[u8]) -> TcpStream {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut w = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (r, _) = l.accept().unwrap();
+        w.write_all(bytes).unwrap();
+        r
+    }
+
+    fn hs(list: &[(&str, &str)]) -> Headers {
+        list.iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_chunked_body_is_decoded_and_the_next_head_kept() {
+        let mut s =
+            fed(b"HTTP/1.1 200 OK\r\n\r\n3;x=1\r\nabc\r\n2\r\nde\r\n0\r\nT: 1\r\n\r\nNEXT\r\n\r\n");
+        let mut r = Reader::default();
+        assert_eq!(r.head(&mut s).unwrap().unwrap(), b"HTTP/1.1 200 OK\r\n\r\n");
+        let body = r.body(&mut s, &hs(&[("Transfer-Encoding", "chunked")]), true);
+        assert_eq!(body.unwrap(), b"abcde");
+        assert_eq!(r.head(&mut s).unwrap().unwrap(), b"NEXT\r\n\r\n");
+    }
+
+    #[test]
+    fn bodies_by_length_by_close_and_none() {
+        let mut s = fed(b"0123456789");
+        let mut r = Reader::default();
+        let four = r.body(&mut s, &hs(&[("Content-Length", "4")]), true);
+        assert_eq!(four.unwrap(), b"0123");
+        assert_eq!(r.body(&mut s, &hs(&[]), false).unwrap(), b"");
+        assert_eq!(r.body(&mut s, &hs(&[]), true).unwrap(), b"456789");
+        assert!(r.head(&mut s).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_body_cut_short_is_an_error() {
+        let mut s = fed(b"abc");
+        let mut r = Reader::default();
+        assert!(r
+            .body(&mut s, &hs(&[("Content-Length", "10")]), true)
+            .is_err());
+    }
+}
