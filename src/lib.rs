@@ -6,6 +6,7 @@
 
 pub mod agent_cmd;
 pub mod cli;
+pub mod conform_cmd;
 pub mod console;
 mod fleet_run;
 pub mod lineup;
@@ -65,6 +66,7 @@ pub fn run(cli: cli::Cli) -> Result<(), Failure> {
             peak_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
         }
         cli::Command::Agent(args) => agent_cmd::run(&args),
+        cli::Command::Conform(args) => conform_cmd::run(&args),
         cli::Command::Multiplier(args) => {
             multiplier_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
         }

@@ -66,6 +66,10 @@ pub enum Command {
     /// Wait for a coordinator (`cacheoff run --agents`) and run its share
     /// of a run over many hosts: robots, origin servers or both.
     Agent(AgentArgs),
+    /// HTTP caching conformance (RFC 9111, 9110, 5861, 9213) of a forward
+    /// proxy or a surrogate: each check tied to its section, with the
+    /// exchange that decided it (docs/conformance.md).
+    Conform(crate::conform_cmd::ConformArgs),
 }
 
 #[derive(Debug, Args)]

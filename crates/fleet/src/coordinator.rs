@@ -5,6 +5,7 @@
 //! intervals exactly (`cacheoff_agent::Gather`: histograms added) into
 //! the caller's [`Sink`], deciding goal phases for all.
 
+use crate::handshake::{handshake, link, Conn, Welcome};
 use crate::split::{fraction, split, Part, Role};
 use crate::wire::{self, workload_digest, FromAgent, Prepare, ToAgent, ViaSpec, Writer};
 use crate::{unix_now, FleetError};
@@ -12,7 +13,7 @@ use cacheoff_agent::{Gather, Jump, Sink, StopHandle, Timeline};
 use cacheoff_rundir::{AgentRecord, AgentState};
 use cacheoff_stats::{RunStats, Snapshot};
 use cacheoff_workload::{PlanDigest, Workload};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -479,130 +480,5 @@ impl Sink for Broadcast<'_> {
             let _ = m.writer.send(&ToAgent::Jump(*jump));
         }
         self.inner.jumped(jump);
-    }
-}
-
-/// Clock exchanges per agent at the handshake.
-const CLOCK_SAMPLES: usize = 8;
-
-struct Welcome {
-    version: String,
-    offset_s: f64,
-    rtt_s: f64,
-}
-
-type Conn = (wire::Reader, Writer);
-
-/// A link that failed, naming the agent.
-fn link(a: &AgentAddr, e: wire::WireError) -> FleetError {
-    FleetError::Link {
-        agent: a.addr.clone(),
-        why: e.to_string(),
-    }
-}
-
-/// Reaches an agent (retrying until `fleet.wait`) and checks it: the same
-/// version, and a clock within the skew limit.
-fn handshake(a: &AgentAddr, fleet: &Fleet) -> Result<(Conn, Welcome, u32), FleetError> {
-    let stream = connect(&a.addr, fleet.wait)?;
-    let (mut reader, writer) = wire::split(stream)?;
-    let t0 = unix_now();
-    writer
-        .send(&ToAgent::Hello {
-            version: fleet.version.clone(),
-            protocol: wire::PROTOCOL,
-            // Others may take up to the wait to come up meanwhile.
-            wait_s: fleet.wait.as_secs_f64(),
-        })
-        .map_err(|e| link(a, e))?;
-    let reply = reader
-        .recv::<FromAgent>(Some(Duration::from_secs(30)))
-        .map_err(|e| link(a, e))?;
-    let t1 = unix_now();
-    match reply {
-        FromAgent::Welcome {
-            version,
-            protocol,
-            now_unix,
-            threads,
-            ..
-        } => {
-            let mut best = (t1 - t0, now_unix - (t0 + t1) / 2.0);
-            if version != fleet.version || protocol != wire::PROTOCOL {
-                return Err(FleetError::Refused {
-                    agent: a.addr.clone(),
-                    reason: format!(
-                        "version mismatch: agent {version} (protocol {protocol}), coordinator {} (protocol {})",
-                        fleet.version,
-                        wire::PROTOCOL
-                    ),
-                });
-            }
-            // Its clock at the midpoint of an exchange, against ours; the
-            // quickest exchange bounds the error best (half its round trip).
-            for _ in 0..CLOCK_SAMPLES {
-                let t0 = unix_now();
-                writer.send(&ToAgent::Clock)?;
-                let FromAgent::Clock { now_unix } = reader.recv(Some(Duration::from_secs(30)))?
-                else {
-                    return Err(FleetError::Protocol {
-                        agent: a.addr.clone(),
-                        what: "expected its clock".into(),
-                    });
-                };
-                let t1 = unix_now();
-                if t1 - t0 < best.0 {
-                    best = (t1 - t0, now_unix - (t0 + t1) / 2.0);
-                }
-            }
-            let (rtt_s, offset_s) = best;
-            if offset_s.abs() > fleet.max_skew.as_secs_f64() {
-                return Err(FleetError::ClockSkew {
-                    agent: a.addr.clone(),
-                    offset_ms: offset_s * 1e3,
-                    limit_ms: fleet.max_skew.as_secs_f64() * 1e3,
-                });
-            }
-            Ok((
-                (reader, writer),
-                Welcome {
-                    version,
-                    offset_s,
-                    rtt_s,
-                },
-                threads,
-            ))
-        }
-        FromAgent::Refused { reason } => Err(FleetError::Refused {
-            agent: a.addr.clone(),
-            reason,
-        }),
-        other => Err(FleetError::Protocol {
-            agent: a.addr.clone(),
-            what: format!("expected welcome, got {other:?}"),
-        }),
-    }
-}
-
-fn connect(addr: &str, wait: Duration) -> Result<TcpStream, FleetError> {
-    let deadline = Instant::now() + wait;
-    loop {
-        let tried = addr
-            .to_socket_addrs()
-            .map_err(|e| e.to_string())
-            .and_then(|mut addrs| {
-                let a = addrs.next().ok_or_else(|| "no address".to_string())?;
-                TcpStream::connect_timeout(&a, Duration::from_secs(2)).map_err(|e| e.to_string())
-            });
-        match tried {
-            Ok(s) => return Ok(s),
-            Err(why) if Instant::now() >= deadline => {
-                return Err(FleetError::Unreachable {
-                    agent: addr.into(),
-                    why,
-                })
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(250)),
-        }
     }
 }

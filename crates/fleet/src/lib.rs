@@ -13,6 +13,7 @@
 
 pub mod agent;
 mod coordinator;
+mod handshake;
 pub mod split;
 pub mod wire;
 
