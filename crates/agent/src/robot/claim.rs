@@ -72,14 +72,13 @@ impl Claims {
 /// Counts the claims of a successful reply served as `outcome`.
 pub fn count(c: &mut Counters, claims: &Claims, outcome: Outcome) {
     let hit = outcome == Outcome::Hit;
-    let tally = |said: Said, hit_was_miss: &mut u64, miss_was_hit: &mut u64, none: &mut u64| {
-        match said {
+    let tally =
+        |said: Said, hit_was_miss: &mut u64, miss_was_hit: &mut u64, none: &mut u64| match said {
             Said::Nothing => *none += 1,
             Said::Hit if !hit => *hit_was_miss += 1,
             Said::Miss if hit => *miss_was_hit += 1,
             Said::Hit | Said::Miss => {}
-        }
-    };
+        };
     tally(
         claims.strongest(),
         &mut c.claim_hit_was_miss,
@@ -106,7 +105,12 @@ pub fn count(c: &mut Counters, claims: &Claims, outcome: Outcome) {
     );
     // Age never claims a miss.
     let mut never = 0;
-    tally(claims.age, &mut c.age_hit_was_miss, &mut never, &mut c.age_none);
+    tally(
+        claims.age,
+        &mut c.age_hit_was_miss,
+        &mut never,
+        &mut c.age_none,
+    );
 }
 
 fn trim(v: &[u8]) -> &[u8] {
@@ -121,10 +125,7 @@ struct Split<'a> {
 }
 
 fn split(v: &[u8], sep: u8) -> Split<'_> {
-    Split {
-        rest: Some(v),
-        sep,
-    }
+    Split { rest: Some(v), sep }
 }
 
 impl<'a> Iterator for Split<'a> {
@@ -187,13 +188,15 @@ fn cache_status_member(m: &[u8]) -> Option<Said> {
             _ => {}
         }
     }
-    // The stored body, confirmed by the origin or served as it failed.
-    let stored_body = matches!(fwd_status, Some(b"304" | [b'5', _, _]));
+    // A stale copy served as the origin failed (stale-if-error). One the
+    // origin confirmed (304) is a miss, as its echo says: the 304's
+    // fields, the echo among them, replace the stored ones.
+    let served_stale = matches!(fwd_status, Some([b'5', _, _]));
     Some(match fwd {
         _ if hit => Said::Hit,
         // Another request's reply reused.
         Some(_) if collapsed => Said::Hit,
-        Some(b"stale") if stored_body => Said::Hit,
+        Some(b"stale") if served_stale => Said::Hit,
         Some(_) => Said::Miss,
         None => Said::Nothing,
     })
@@ -201,8 +204,17 @@ fn cache_status_member(m: &[u8]) -> Option<Said> {
 
 /// Words that open an `X-Cache` value: Squid's `HIT from host`, Varnish
 /// and ATS configurations, nginx's `$upstream_cache_status`, CloudFront.
-const X_CACHE_HITS: &[&[u8]] = &[b"hit", b"stale", b"updating", b"revalidated", b"refreshhit"];
-const X_CACHE_MISSES: &[&[u8]] = &[b"miss", b"expired", b"bypass", b"pass"];
+/// A revalidated copy carries the origin's 304 fields, its echo among
+/// them: a miss.
+const X_CACHE_HITS: &[&[u8]] = &[b"hit", b"stale", b"updating"];
+const X_CACHE_MISSES: &[&[u8]] = &[
+    b"miss",
+    b"expired",
+    b"bypass",
+    b"pass",
+    b"revalidated",
+    b"refreshhit",
+];
 
 /// The claim of one `X-Cache` field line: its last value (Fastly lists
 /// one per cache), unless it is the Collector's.
@@ -214,9 +226,9 @@ fn x_cache(v: &[u8]) -> Option<Said> {
         return None;
     }
     let opens = |words: &[&[u8]]| {
-        words.iter().any(|w| {
-            last.len() >= w.len() && last[..w.len()].eq_ignore_ascii_case(w)
-        })
+        words
+            .iter()
+            .any(|w| last.len() >= w.len() && last[..w.len()].eq_ignore_ascii_case(w))
     };
     Some(if opens(X_CACHE_HITS) {
         Said::Hit
@@ -298,15 +310,19 @@ mod tests {
         assert_eq!(cs("\"a, b\"; hit, \"edge; x\"; fwd=request"), Miss);
         assert_eq!(cs("edge; fwd=uri-miss; detail=\"a, hit\""), Miss);
         // Several field lines make one list: the last line's last member.
-        let two = head(&[("Cache-Status", "edge; fwd=miss"), ("cache-status", "top; hit")]);
+        let two = head(&[
+            ("Cache-Status", "edge; fwd=miss"),
+            ("cache-status", "top; hit"),
+        ]);
         assert_eq!(two.cache_status, Hit);
     }
 
     #[test]
-    fn cache_status_collapsed_and_revalidated_replies_are_stored_bodies() {
+    fn cache_status_collapsed_and_stale_on_error_replies_are_hits() {
         assert_eq!(cs("cacheoff; fwd=uri-miss; collapsed"), Hit);
         assert_eq!(cs("cacheoff; fwd=uri-miss; collapsed=?0"), Miss);
-        assert_eq!(cs("cacheoff; fwd=stale; fwd-status=304; stored"), Hit);
+        // Revalidated: the origin was asked, and its echo came back.
+        assert_eq!(cs("cacheoff; fwd=stale; fwd-status=304; stored"), Miss);
         assert_eq!(cs("cacheoff; fwd=stale; fwd-status=200; stored"), Miss);
         // stale-if-error: the origin failed, the stored copy went out.
         assert_eq!(cs("cacheoff; fwd=stale; fwd-status=503; ttl=-9"), Hit);
@@ -318,7 +334,10 @@ mod tests {
         assert_eq!(cs("cacheoff-collector; hit"), Nothing);
         assert_eq!(cs("cacheoff-collector; hit, squid; fwd=uri-miss"), Miss);
         // A proxy adding nothing after it leaves the claim to other headers.
-        let c = head(&[("Cache-Status", "cacheoff-collector; hit"), ("X-Cache", "MISS")]);
+        let c = head(&[
+            ("Cache-Status", "cacheoff-collector; hit"),
+            ("X-Cache", "MISS"),
+        ]);
         assert_eq!(c.strongest(), Miss);
         let c = head(&[("X-Cache", "HIT from cacheoff-collector")]);
         assert_eq!(c.x_cache, Nothing);
@@ -339,14 +358,14 @@ mod tests {
         assert_eq!(xc("MISS"), Miss);
         assert_eq!(xc("STALE"), Hit);
         assert_eq!(xc("UPDATING"), Hit);
-        assert_eq!(xc("REVALIDATED"), Hit);
+        assert_eq!(xc("REVALIDATED"), Miss);
         assert_eq!(xc("EXPIRED"), Miss);
         assert_eq!(xc("BYPASS"), Miss);
         // Traffic Server's xdebug and CloudFront.
         assert_eq!(xc("hit-fresh"), Hit);
         assert_eq!(xc("miss"), Miss);
         assert_eq!(xc("skipped"), Nothing);
-        assert_eq!(xc("RefreshHit from cloudfront"), Hit);
+        assert_eq!(xc("RefreshHit from cloudfront"), Miss);
         // Fastly: one per cache, the one nearest the client last.
         assert_eq!(xc("HIT, MISS"), Miss);
         assert_eq!(xc("MISS, HIT"), Hit);
@@ -382,7 +401,10 @@ mod tests {
         assert_eq!(head(&[("Age", "3")]).strongest(), Hit);
         assert_eq!(head(&[("Server", "x")]).strongest(), Nothing);
         // The status line is no header, whatever it says.
-        assert_eq!(Claims::read(b"HTTP/1.1 200 Age: 3\r\n\r\n"), Claims::default());
+        assert_eq!(
+            Claims::read(b"HTTP/1.1 200 Age: 3\r\n\r\n"),
+            Claims::default()
+        );
     }
 
     #[test]
@@ -394,13 +416,30 @@ mod tests {
         let modest = head(&[("X-Cache", "MISS"), ("Via", "1.1 p ([cMs f ])")]);
         count(&mut c, &modest, Outcome::Hit);
         count(&mut c, &Claims::default(), Outcome::Miss);
-        assert_eq!((c.claim_hit_was_miss, c.claim_miss_was_hit, c.claim_none), (1, 1, 1));
         assert_eq!(
-            (c.cache_status_hit_was_miss, c.cache_status_miss_was_hit, c.cache_status_none),
+            (c.claim_hit_was_miss, c.claim_miss_was_hit, c.claim_none),
+            (1, 1, 1)
+        );
+        assert_eq!(
+            (
+                c.cache_status_hit_was_miss,
+                c.cache_status_miss_was_hit,
+                c.cache_status_none
+            ),
             (1, 0, 2)
         );
-        assert_eq!((c.x_cache_hit_was_miss, c.x_cache_miss_was_hit, c.x_cache_none), (1, 1, 1));
-        assert_eq!((c.via_hit_was_miss, c.via_miss_was_hit, c.via_none), (0, 1, 3));
+        assert_eq!(
+            (
+                c.x_cache_hit_was_miss,
+                c.x_cache_miss_was_hit,
+                c.x_cache_none
+            ),
+            (1, 1, 1)
+        );
+        assert_eq!(
+            (c.via_hit_was_miss, c.via_miss_was_hit, c.via_none),
+            (0, 1, 3)
+        );
         assert_eq!((c.age_hit_was_miss, c.age_none), (1, 2));
     }
 }
