@@ -43,7 +43,7 @@ pub(crate) enum Served {
 impl Served {
     /// Served from a stored copy the origin did not just send or confirm:
     /// where a real cache's bugs (and this proxy's faults) live.
-    fn from_store(self) -> bool {
+    fn stored_copy(self) -> bool {
         matches!(
             self,
             Served::Hit | Served::Collapsed | Served::StaleOnError(_)
@@ -79,7 +79,7 @@ impl Served {
 
     fn log_code(self, not_modified: bool) -> LogCode {
         match self {
-            _ if self.from_store() && not_modified => LogCode::ImsHit,
+            _ if self.stored_copy() && not_modified => LogCode::ImsHit,
             Served::Revalidated => LogCode::RefreshUnmodified,
             Served::Miss(_) => LogCode::Miss,
             _ => LogCode::MemHit,
@@ -125,7 +125,7 @@ pub(crate) async fn serve_stored(
     let by_expires = req.ims.is_some()
         && obj.fresh.is_fresh(cfg.clock.unix_now())
         && faults.strikes(Fault::ImsByExpires);
-    let ignore_ims = how.from_store() && req.ims.is_some() && faults.strikes(Fault::IgnoreIms);
+    let ignore_ims = how.stored_copy() && req.ims.is_some() && faults.strikes(Fault::IgnoreIms);
     let not_modified = !ignore_ims && not_modified(req, obj, by_expires);
     let ranged = if !not_modified && req.method == Method::Get {
         range::decide(req, obj)
@@ -161,11 +161,11 @@ pub(crate) async fn serve_stored(
         },
     };
     let with_body = status != 304 && req.method != Method::Head;
-    let paced = match (cfg.collector && how.from_store(), obj.timing) {
+    let paced = match (cfg.collector && how.stored_copy(), obj.timing) {
         (true, Some(timing)) => Some(timing),
         _ => None,
     };
-    let damage = if paced.is_none() && how.from_store() && with_body && !faults.is_empty() {
+    let damage = if paced.is_none() && how.stored_copy() && with_body && !faults.is_empty() {
         on_hit(faults, &selected)
     } else {
         Damage {
@@ -252,7 +252,7 @@ pub(crate) async fn serve_stored(
     } else {
         framing.encode(&mut out, body);
         let len = out.len();
-        if how.from_store() && !with_body && faults.strikes(Fault::BodilessBody) {
+        if how.stored_copy() && !with_body && faults.strikes(Fault::BodilessBody) {
             out.extend_from_slice(&obj.body);
         }
         let sent = deliver(s, &out, head_len, damage.delivery, cfg.client_idle_timeout).await;

@@ -187,17 +187,18 @@ impl Plan {
         let framing = BodyFraming::choose(cfg.reply_framing, head.framing, req.minor);
         let keep_alive = framing.keeps_alive(cfg.reply_framing, req.keep_alive);
         let client_head = (!client_304).then(|| {
-            let e2e = if cfg.faults.strikes(Fault::StripEcho) {
+            let mut e2e = if cfg.faults.strikes(Fault::StripEcho) {
                 without_header(&downstream, ECHO_HEADER)
             } else {
                 downstream
             };
             // A reply that arrived already old says how old it is now
             // (RFC 9111 §5.1): the origin's Age plus its time in transit.
-            let age = pairs(head)
-                .any(|(n, _)| n.eq_ignore_ascii_case("age"))
-                .then(|| fresh.current_age(cfg.clock.unix_now()));
-            client_head(req, head, &e2e, age, framing, keep_alive, &served, cfg)
+            if pairs(head).any(|(n, _)| n.eq_ignore_ascii_case("age")) {
+                let age = fresh.current_age(cfg.clock.unix_now());
+                e2e.extend_from_slice(format!("Age: {age}\r\n").as_bytes());
+            }
+            client_head(req, head, &e2e, framing, keep_alive, &served, cfg)
         });
         Plan {
             status,
@@ -330,12 +331,12 @@ fn answers_condition(req: &RequestHead, head: &ResponseHead) -> bool {
 }
 
 /// The head the client gets for a relayed reply: the origin's status and
-/// end-to-end headers `e2e`, then the proxy's framing for it.
+/// end-to-end headers `e2e` (its `Age` among them), then the proxy's
+/// framing for it and how it `served` it.
 fn client_head(
     req: &RequestHead,
     head: &ResponseHead,
     e2e: &[u8],
-    age: Option<u64>,
     framing: BodyFraming,
     keep_alive: bool,
     served: &CacheStatus,
@@ -344,9 +345,6 @@ fn client_head(
     let mut out = Vec::with_capacity(e2e.len() + 128);
     write_status_line(&mut out, head.status);
     out.extend_from_slice(e2e);
-    if let Some(age) = age {
-        out.extend_from_slice(format!("Age: {age}\r\n").as_bytes());
-    }
     if req.method == Method::Head {
         // A HEAD reply states the length its GET would have.
         if let Some((_, v)) = pairs(head).find(|(n, _)| n.eq_ignore_ascii_case("content-length")) {
