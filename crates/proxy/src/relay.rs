@@ -342,7 +342,8 @@ fn client_head(
     served: &CacheStatus,
     cfg: &ProxyConfig,
 ) -> Vec<u8> {
-    let mut out = Vec::with_capacity(e2e.len() + 128);
+    // Room for the lines the proxy adds (Cache-Status up to ~80 bytes).
+    let mut out = Vec::with_capacity(e2e.len() + 256);
     write_status_line(&mut out, head.status);
     out.extend_from_slice(e2e);
     if req.method == Method::Head {
