@@ -89,3 +89,42 @@ fn without_a_proxy_nothing_is_claimed() {
     assert_eq!(c.claim_none, t.xacts);
     assert_eq!((c.claim_hit_was_miss, c.claim_miss_was_hit), (0, 0));
 }
+
+/// What Debian's Squid claims, read from a run through it (no parent):
+/// its `X-Cache` is true to the echo, and it sends no `Cache-Status`.
+#[test]
+#[ignore = "needs Debian's squid; .ci/run installs it"]
+fn squid_s_x_cache_is_read_and_true() {
+    use cacheoff_products::{Mode, ProductSpec, Settings};
+    let dir = tempfile::tempdir().unwrap();
+    let listen = std::net::SocketAddr::from(([127, 0, 0, 1], support::free_port()));
+    let settings = Settings {
+        listen,
+        mem: 64 << 20,
+        disk: None,
+        addrmap: None,
+        parent: None,
+        dir: dir.path().join("squid"),
+        exe: env!("CARGO_BIN_EXE_cacheoff").into(),
+    };
+    let mut squid = ProductSpec::builtin("squid")
+        .unwrap()
+        .start(Mode::Forward, &settings)
+        .unwrap();
+    squid
+        .wait_ready(std::time::Duration::from_secs(60))
+        .unwrap();
+    let (_run, r) = run(short(), Some(listen));
+    squid.stop().unwrap();
+    let t = &r.summary.total;
+    let (c, hits, misses) = tally(t);
+    eprintln!("squid: {hits} hits, {misses} misses, {c:?}");
+    assert!(misses > 0 && hits > 0, "{misses} misses, {hits} hits");
+    assert_eq!(c.cache_status_none, t.xacts);
+    assert_eq!(c.x_cache_none, 0);
+    assert_eq!(
+        (c.x_cache_hit_was_miss, c.x_cache_miss_was_hit),
+        (0, 0),
+        "{c:?}"
+    );
+}
