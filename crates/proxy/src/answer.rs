@@ -4,6 +4,7 @@
 //! ([`forward`]) and stale copies ([`revalidate`]).
 
 use crate::access_log::LogCode;
+use crate::cache_status::{fwd_for, CacheStatus, Fwd};
 use crate::conn::{Done, Xact};
 use crate::damage::misbehave;
 use crate::fault::Fault;
@@ -77,7 +78,9 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
                 sh.stats.hits.fetch_add(1, Ordering::Relaxed);
                 return serve_stored(s, x, &obj, Served::Hit).await;
             }
-            Reuse::GatewayTimeout => return gateway_error(s, 504, sh).await,
+            Reuse::GatewayTimeout => {
+                return gateway_error(s, 504, CacheStatus::detail("only-if-cached"), sh).await
+            }
             // Served stale now only if the origin is asked meanwhile.
             Reuse::StaleWhileRevalidate if req.method == Method::Get => {
                 if let Some(leader) = sh.inflight.lead(key) {
@@ -99,7 +102,7 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
     }
     if directives.only_if_cached {
         // RFC 9111 §5.2.1.7: nothing stored answers it.
-        return gateway_error(s, 504, sh).await;
+        return gateway_error(s, 504, CacheStatus::detail("only-if-cached"), sh).await;
     }
     // A HEAD, or a range of an object not stored: the origin answers it
     // and nothing is stored (partial replies are never combined).
@@ -131,7 +134,7 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
             {
                 sh.stats.hits.fetch_add(1, Ordering::Relaxed);
                 sh.stats.collapsed.fetch_add(1, Ordering::Relaxed);
-                serve_stored(s, x, &obj, Served::Hit).await
+                serve_stored(s, x, &obj, Served::Collapsed).await
             }
             // The Collector's requests are each its own: another one's
             // failed fetch is no answer to it (SPE compares each copy).
@@ -145,7 +148,12 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
             }
             Outcome::Failed(status) => {
                 sh.stats.misses.fetch_add(1, Ordering::Relaxed);
-                gateway_error(s, status, sh).await
+                let served = CacheStatus {
+                    collapsed: true,
+                    detail: Some("origin-error"),
+                    ..CacheStatus::forwarded(Fwd::UriMiss)
+                };
+                gateway_error(s, status, served, sh).await
             }
         },
     }
@@ -225,10 +233,14 @@ async fn revalidate(s: &mut TcpStream, x: &Xact<'_>, obj: Arc<Object>, leader: L
         Err(e) => {
             let Some(status) = failed(e.status()) else {
                 leader.finish(Some(obj.clone()));
-                return serve_stored(s, x, &obj, Served::Hit).await;
+                return serve_stored(s, x, &obj, Served::StaleOnError(None)).await;
             };
             leader.fail(status);
-            return gateway_error(s, status, sh).await;
+            let served = CacheStatus {
+                detail: Some("origin-error"),
+                ..CacheStatus::forwarded(Fwd::Stale)
+            };
+            return gateway_error(s, status, served, sh).await;
         }
     };
     let origin_error = matches!(reply.head.status, 500 | 502 | 503 | 504);
@@ -238,11 +250,17 @@ async fn revalidate(s: &mut TcpStream, x: &Xact<'_>, obj: Arc<Object>, leader: L
         match failed(reply.head.status) {
             None => {
                 leader.finish(Some(obj.clone()));
-                return serve_stored(s, x, &obj, Served::Hit).await;
+                let how = Served::StaleOnError(Some(reply.head.status));
+                return serve_stored(s, x, &obj, how).await;
             }
             Some(504) if reply.head.status != 504 => {
                 leader.fail(504);
-                return gateway_error(s, 504, sh).await;
+                let served = CacheStatus {
+                    fwd_status: Some(reply.head.status),
+                    detail: Some("must-revalidate"),
+                    ..CacheStatus::forwarded(Fwd::Stale)
+                };
+                return gateway_error(s, 504, served, sh).await;
             }
             Some(_) => {}
         }
@@ -379,7 +397,13 @@ pub(crate) async fn forward(
     .await
     {
         Ok(reply) => relay(s, x, reply, leader, code, sent_at).await,
-        Err(e) => origin_failed(s, e, leader, sh).await,
+        Err(e) => {
+            let served = CacheStatus {
+                detail: Some("origin-error"),
+                ..CacheStatus::forwarded(fwd_for(req, code, sh.cfg.stores()))
+            };
+            origin_failed(s, e, leader, served, sh).await
+        }
     }
 }
 
@@ -389,17 +413,20 @@ async fn origin_failed(
     s: &mut TcpStream,
     e: FetchError,
     leader: Option<Leader>,
+    served: CacheStatus,
     sh: &Shared,
 ) -> Done {
     if let Some(l) = leader {
         l.fail(e.status());
     }
-    gateway_error(s, e.status(), sh).await
+    gateway_error(s, e.status(), served, sh).await
 }
 
-async fn gateway_error(s: &mut TcpStream, status: u16, sh: &Shared) -> Done {
+/// The proxy's error reply for a request the origin (or the store) could
+/// not answer, saying why in `Cache-Status`.
+async fn gateway_error(s: &mut TcpStream, status: u16, served: CacheStatus, sh: &Shared) -> Done {
     sh.stats.origin_errors.fetch_add(1, Ordering::Relaxed);
-    let out = error_reply(status);
+    let out = error_reply(status, &served, sh.cfg.collector);
     let _ = s.write_all(&out).await;
     Done::error(status, out.len() as u64)
 }

@@ -4,6 +4,7 @@
 
 use crate::access_log::{LogCode, LogEntry};
 use crate::answer::answer;
+use crate::cache_status::CacheStatus;
 use crate::config::Upstream;
 use crate::dest::{admitted, Dest};
 use crate::framing::error_reply;
@@ -252,7 +253,8 @@ pub(crate) fn turn_away(s: TcpStream, sh: &Shared) {
     // A plain non-blocking write: the runtime has not yet seen this
     // socket writable, so its `try_write` would not even try.
     if let Ok(mut s) = s.into_std() {
-        let _ = std::io::Write::write(&mut s, &error_reply(503));
+        let reply = error_reply(503, &CacheStatus::detail("overloaded"), sh.cfg.collector);
+        let _ = std::io::Write::write(&mut s, &reply);
     }
 }
 
@@ -262,7 +264,7 @@ async fn refuse(s: &mut TcpStream, sh: &Shared, status: u16) -> Done {
     if status == 408 {
         sh.stats.client_timeouts.fetch_add(1, Ordering::Relaxed);
     }
-    let reply = error_reply(status);
+    let reply = error_reply(status, &CacheStatus::detail("refused"), sh.cfg.collector);
     let _ = s.write_all(&reply).await;
     Done::error(status, reply.len() as u64)
 }

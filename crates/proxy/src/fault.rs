@@ -34,6 +34,7 @@ cacheoff_base::closed_set! {
         IgnoreIms = "ignore-ims": "answer If-Modified-Since on a hit with the stored 200, never 304",
         KeepAfterPost = "keep-after-post": "keep a URL's stored copy after a POST (or another unsafe method) to it",
         StripEcho = "strip-echo": "drop the origin's transaction-echo header from the reply",
+        ClaimHit = "claim-hit": "say hit (Cache-Status: hit, X-Cache: HIT) on replies not served from the store",
     }
 }
 

@@ -4,7 +4,9 @@
 //! functions on byte buffers, shared by hits (`hit`), misses (`relay`)
 //! and refusals (`conn`).
 
+use crate::cache_status::CacheStatus;
 use crate::config::ProxyConfig;
+use crate::fault::Fault;
 use crate::send::CHUNK;
 use crate::upstream::{hop_only, is_one_of, nominated};
 use cacheoff_http::chunked::write_chunk;
@@ -76,15 +78,26 @@ pub(crate) const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 pub(crate) const COLLECTOR_SUFFIX: &str = " from cacheoff-collector";
 
 /// Ends a reply head with the lines the proxy writes itself: the body's
-/// framing, `X-Cache` (with [`COLLECTOR_SUFFIX`] at the Collector),
-/// `Connection` and the blank line.
+/// framing, `Cache-Status` and `X-Cache` saying how it was `served`
+/// (with [`COLLECTOR_SUFFIX`] at the Collector), `Connection` and the
+/// blank line. The claim-hit fault makes a reply not from the store say
+/// it was.
 pub(crate) fn end_head(
     out: &mut Vec<u8>,
     framing: BodyFraming,
-    x_cache: &str,
+    served: &CacheStatus,
     keep_alive: bool,
     cfg: &ProxyConfig,
 ) {
+    let lie = CacheStatus {
+        hit: true,
+        ..CacheStatus::default()
+    };
+    let served = if !served.hit && !served.collapsed && cfg.faults.strikes(Fault::ClaimHit) {
+        &lie
+    } else {
+        served
+    };
     match framing {
         BodyFraming::Length(n) => {
             out.extend_from_slice(b"Content-Length: ");
@@ -94,8 +107,9 @@ pub(crate) fn end_head(
         BodyFraming::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
         BodyFraming::None | BodyFraming::Close => {}
     }
+    served.push(out, cfg.collector);
     out.extend_from_slice(b"X-Cache: ");
-    out.extend_from_slice(x_cache.as_bytes());
+    out.extend_from_slice(served.x_cache().as_bytes());
     if cfg.collector {
         out.extend_from_slice(COLLECTOR_SUFFIX.as_bytes());
     }
@@ -156,11 +170,13 @@ pub(crate) fn give_scratch(v: Vec<u8>) {
 }
 
 /// The proxy's own reply to a request it cannot serve (a refusal or an
-/// origin failure): a short text body, then the connection closes.
-pub(crate) fn error_reply(status: u16) -> Vec<u8> {
+/// origin failure, as `served` says): a short text body, then the
+/// connection closes.
+pub(crate) fn error_reply(status: u16, served: &CacheStatus, collector: bool) -> Vec<u8> {
     let text = reason(status);
-    let mut out = Vec::with_capacity(160);
+    let mut out = Vec::with_capacity(200);
     write_status_line(&mut out, status);
+    served.push(&mut out, collector);
     out.extend_from_slice(
         format!(
             "Content-Type: text/plain\r\nContent-Length: {}\r\nX-Cache: MISS\r\nConnection: close\r\n\r\n{text}\n",
@@ -295,7 +311,10 @@ mod tests {
             end_head(
                 &mut out,
                 framing,
-                "HIT",
+                &CacheStatus {
+                    hit: true,
+                    ..CacheStatus::default()
+                },
                 framing != BodyFraming::Close,
                 &cfg,
             );
@@ -327,12 +346,14 @@ mod tests {
 
     #[test]
     fn error_replies_say_their_status_and_close() {
-        let r = error_reply(504);
+        let r = error_reply(504, &CacheStatus::detail("only-if-cached"), false);
         let h = parse_response(&r, false, true).unwrap().unwrap();
         assert_eq!(h.status, 504);
         assert!(!h.keep_alive);
         assert_eq!(&r[h.head_len..], b"Gateway Timeout\n");
         assert!(r.starts_with(b"HTTP/1.1 504 Gateway Timeout\r\n"));
+        let cs = h.headers.iter().find(|(n, _)| n == "Cache-Status").unwrap();
+        assert_eq!(cs.1, b"cacheoff; detail=only-if-cached");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use crate::access_log::LogCode;
 use crate::answer::request_fields;
+use crate::cache_status::{CacheStatus, Fwd};
 use crate::conn::{Done, Xact};
 use crate::damage::{deliver, on_hit, Damage, Delivery};
 use crate::fault::Fault;
@@ -24,27 +25,64 @@ use tokio::net::TcpStream;
 /// How a stored object is being served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Served {
+    /// From the store without asking the origin (fresh, or stale as the
+    /// request or `stale-while-revalidate` allow).
     Hit,
+    /// From the fetch another request made.
+    Collapsed,
+    /// A stale copy the origin confirmed.
     Revalidated,
-    /// Fetched for this very request (a miss whose 304 we build).
-    Miss,
+    /// A stale copy served because the origin failed (`stale-if-error`),
+    /// with the origin's status if it answered.
+    StaleOnError(Option<u16>),
+    /// Fetched for this very request (a miss whose 304 we build), as the
+    /// fetch's `Cache-Status` says.
+    Miss(CacheStatus),
 }
 
 impl Served {
-    fn x_cache(self) -> &'static str {
-        match self {
-            Served::Hit => "HIT",
-            Served::Revalidated => "REVALIDATED",
-            Served::Miss => "MISS",
-        }
+    /// Served from a stored copy the origin did not just send or confirm:
+    /// where a real cache's bugs (and this proxy's faults) live.
+    fn stored_copy(self) -> bool {
+        matches!(
+            self,
+            Served::Hit | Served::Collapsed | Served::StaleOnError(_)
+        )
+    }
+
+    /// The reply's `Cache-Status` (and so `X-Cache`) for `obj` at `now`.
+    fn cache_status(self, obj: &Object, now: u64) -> CacheStatus {
+        let status = match self {
+            Served::Hit => CacheStatus {
+                hit: true,
+                ..CacheStatus::default()
+            },
+            Served::Collapsed => CacheStatus {
+                fwd_status: Some(obj.status),
+                collapsed: true,
+                ..CacheStatus::forwarded(Fwd::UriMiss)
+            },
+            Served::Revalidated => CacheStatus {
+                fwd_status: Some(304),
+                stored: true,
+                ..CacheStatus::forwarded(Fwd::Stale)
+            },
+            Served::StaleOnError(fwd_status) => CacheStatus {
+                fwd_status,
+                detail: Some("stale-if-error"),
+                ..CacheStatus::forwarded(Fwd::Stale)
+            },
+            Served::Miss(status) => return status,
+        };
+        status.ttl_of(&obj.fresh, now)
     }
 
     fn log_code(self, not_modified: bool) -> LogCode {
         match self {
-            Served::Hit if not_modified => LogCode::ImsHit,
-            Served::Hit => LogCode::MemHit,
+            _ if self.stored_copy() && not_modified => LogCode::ImsHit,
             Served::Revalidated => LogCode::RefreshUnmodified,
-            Served::Miss => LogCode::Miss,
+            Served::Miss(_) => LogCode::Miss,
+            _ => LogCode::MemHit,
         }
     }
 }
@@ -87,7 +125,7 @@ pub(crate) async fn serve_stored(
     let by_expires = req.ims.is_some()
         && obj.fresh.is_fresh(cfg.clock.unix_now())
         && faults.strikes(Fault::ImsByExpires);
-    let ignore_ims = how == Served::Hit && req.ims.is_some() && faults.strikes(Fault::IgnoreIms);
+    let ignore_ims = how.stored_copy() && req.ims.is_some() && faults.strikes(Fault::IgnoreIms);
     let not_modified = !ignore_ims && not_modified(req, obj, by_expires);
     let ranged = if !not_modified && req.method == Method::Get {
         range::decide(req, obj)
@@ -123,11 +161,11 @@ pub(crate) async fn serve_stored(
         },
     };
     let with_body = status != 304 && req.method != Method::Head;
-    let paced = match (cfg.collector && how == Served::Hit, obj.timing) {
+    let paced = match (cfg.collector && how.stored_copy(), obj.timing) {
         (true, Some(timing)) => Some(timing),
         _ => None,
     };
-    let damage = if paced.is_none() && how == Served::Hit && with_body && !faults.is_empty() {
+    let damage = if paced.is_none() && how.stored_copy() && with_body && !faults.is_empty() {
         on_hit(faults, &selected)
     } else {
         Damage {
@@ -164,7 +202,7 @@ pub(crate) async fn serve_stored(
         out.extend_from_slice(&obj.head);
     }
     out.extend_from_slice(range_head.as_bytes());
-    if how != Served::Miss {
+    if !matches!(how, Served::Miss(_)) {
         out.extend_from_slice(b"Age: ");
         push_u64(&mut out, obj.fresh.age_header(cfg.clock.unix_now()));
         out.extend_from_slice(b"\r\n");
@@ -179,7 +217,8 @@ pub(crate) async fn serve_stored(
         out.extend_from_slice(h);
     }
     push_collected_stamp(&mut out, req, cfg);
-    end_head(&mut out, framing, how.x_cache(), keep_alive, cfg);
+    let served = how.cache_status(obj, cfg.clock.unix_now());
+    end_head(&mut out, framing, &served, keep_alive, cfg);
     let head_len = out.len();
 
     // The bytes meant for the client, as the access log counts them.
@@ -213,7 +252,7 @@ pub(crate) async fn serve_stored(
     } else {
         framing.encode(&mut out, body);
         let len = out.len();
-        if how == Served::Hit && !with_body && faults.strikes(Fault::BodilessBody) {
+        if how.stored_copy() && !with_body && faults.strikes(Fault::BodilessBody) {
             out.extend_from_slice(&obj.body);
         }
         let sent = deliver(s, &out, head_len, damage.delivery, cfg.client_idle_timeout).await;

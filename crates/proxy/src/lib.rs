@@ -13,12 +13,14 @@
 //! `hit` serves stored objects (the Collector's hits replay recorded miss
 //! timing, `replay`); `relay` passes origin replies on and fills the
 //! store; `framing` writes what the proxy adds to a reply ([`ReplyFraming`]
-//! says how bodies are delimited); [`Fault`]s misbehave on purpose where
+//! says how bodies are delimited, `cache_status` its `Cache-Status`);
+//! [`Fault`]s misbehave on purpose where
 //! each decision is made, `damage` holding those that only mangle bytes;
 //! `capacity` queues requests to serve no faster than a set rate.
 
 mod access_log;
 mod answer;
+mod cache_status;
 mod capacity;
 mod config;
 mod conn;

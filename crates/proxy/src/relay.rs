@@ -6,6 +6,7 @@
 
 use crate::access_log::LogCode;
 use crate::answer::{head_update, remove, request_fields, store};
+use crate::cache_status::{fwd_for, CacheStatus};
 use crate::config::ProxyConfig;
 use crate::conn::{Done, Xact};
 use crate::fault::Fault;
@@ -43,7 +44,7 @@ pub(crate) async fn relay(
     sent_at: u64,
 ) -> Done {
     let Xact { req, t, t0, sh, .. } = *x;
-    let mut plan = Plan::new(req, &reply.head, leader.is_some(), &sh.cfg, sent_at);
+    let mut plan = Plan::new(req, &reply.head, leader.is_some(), &sh.cfg, sent_at, code);
     if !matches!(req.method, Method::Get | Method::Head) && (200..400).contains(&plan.status) {
         for url in invalidated(&reply.head, &t.authority) {
             remove(sh, &url).await;
@@ -96,7 +97,7 @@ pub(crate) async fn relay(
     if plan.client_304 {
         // Built from the fetched reply, stored or not.
         let o = object.unwrap_or_else(|| Arc::new(plan.object(req, &t.url, Bytes::new(), None)));
-        return serve_stored(s, x, &o, Served::Miss).await;
+        return serve_stored(s, x, &o, Served::Miss(plan.served)).await;
     }
     done
 }
@@ -119,17 +120,21 @@ struct Plan {
     client_head: Option<Vec<u8>>,
     framing: BodyFraming,
     keep_alive: bool,
+    /// What the reply's `Cache-Status` says.
+    served: CacheStatus,
 }
 
 impl Plan {
     /// `leads`: this fetch may fill the store (it asked for the whole
-    /// object). Draws the faults that change these decisions.
+    /// object); `code` says why the request was forwarded. Draws the
+    /// faults that change these decisions.
     fn new(
         req: &RequestHead,
         head: &ResponseHead,
         leads: bool,
         cfg: &ProxyConfig,
         sent_at: u64,
+        code: LogCode,
     ) -> Plan {
         let status = head.status;
         // The Collector stores everything; so does a proxy with this fault,
@@ -156,6 +161,16 @@ impl Plan {
             fresh.max_age = Some(3600);
         }
         let client_304 = leads && answers_condition(req, head);
+        let forwarded = CacheStatus {
+            fwd_status: Some(status),
+            stored: may_store,
+            ..CacheStatus::forwarded(fwd_for(req, code, cfg.stores()))
+        };
+        let served = if may_store {
+            forwarded.ttl_of(&fresh, cfg.clock.unix_now())
+        } else {
+            forwarded
+        };
         let all = end_to_end(head);
         // Targeted fields are for this cache alone (RFC 9213): read above,
         // then neither passed on nor stored, so a hit need not look for them.
@@ -172,17 +187,18 @@ impl Plan {
         let framing = BodyFraming::choose(cfg.reply_framing, head.framing, req.minor);
         let keep_alive = framing.keeps_alive(cfg.reply_framing, req.keep_alive);
         let client_head = (!client_304).then(|| {
-            let e2e = if cfg.faults.strikes(Fault::StripEcho) {
+            let mut e2e = if cfg.faults.strikes(Fault::StripEcho) {
                 without_header(&downstream, ECHO_HEADER)
             } else {
                 downstream
             };
             // A reply that arrived already old says how old it is now
             // (RFC 9111 §5.1): the origin's Age plus its time in transit.
-            let age = pairs(head)
-                .any(|(n, _)| n.eq_ignore_ascii_case("age"))
-                .then(|| fresh.current_age(cfg.clock.unix_now()));
-            client_head(req, head, &e2e, age, framing, keep_alive, cfg)
+            if pairs(head).any(|(n, _)| n.eq_ignore_ascii_case("age")) {
+                let age = fresh.current_age(cfg.clock.unix_now());
+                e2e.extend_from_slice(format!("Age: {age}\r\n").as_bytes());
+            }
+            client_head(req, head, &e2e, framing, keep_alive, &served, cfg)
         });
         Plan {
             status,
@@ -194,6 +210,7 @@ impl Plan {
             client_head,
             framing,
             keep_alive,
+            served,
         }
     }
 
@@ -314,22 +331,21 @@ fn answers_condition(req: &RequestHead, head: &ResponseHead) -> bool {
 }
 
 /// The head the client gets for a relayed reply: the origin's status and
-/// end-to-end headers `e2e`, then the proxy's framing for it.
+/// end-to-end headers `e2e` (its `Age` among them), then the proxy's
+/// framing for it and how it `served` it.
 fn client_head(
     req: &RequestHead,
     head: &ResponseHead,
     e2e: &[u8],
-    age: Option<u64>,
     framing: BodyFraming,
     keep_alive: bool,
+    served: &CacheStatus,
     cfg: &ProxyConfig,
 ) -> Vec<u8> {
-    let mut out = Vec::with_capacity(e2e.len() + 128);
+    // Room for the lines the proxy adds (Cache-Status up to ~80 bytes).
+    let mut out = Vec::with_capacity(e2e.len() + 256);
     write_status_line(&mut out, head.status);
     out.extend_from_slice(e2e);
-    if let Some(age) = age {
-        out.extend_from_slice(format!("Age: {age}\r\n").as_bytes());
-    }
     if req.method == Method::Head {
         // A HEAD reply states the length its GET would have.
         if let Some((_, v)) = pairs(head).find(|(n, _)| n.eq_ignore_ascii_case("content-length")) {
@@ -339,7 +355,7 @@ fn client_head(
         }
     }
     push_collected_stamp(&mut out, req, cfg);
-    end_head(&mut out, framing, "MISS", keep_alive, cfg);
+    end_head(&mut out, framing, served, keep_alive, cfg);
     out
 }
 
@@ -546,9 +562,23 @@ mod tests {
         ));
         // Only a fetch that dropped the condition answers it itself.
         let c = cfg();
-        let p = Plan::new(&since("Sat, 22 Nov 2025 00:00:00 GMT"), &r, false, &c, 0);
+        let p = Plan::new(
+            &since("Sat, 22 Nov 2025 00:00:00 GMT"),
+            &r,
+            false,
+            &c,
+            0,
+            LogCode::Miss,
+        );
         assert!(!p.client_304 && p.client_head.is_some());
-        let p = Plan::new(&since("Sat, 22 Nov 2025 00:00:00 GMT"), &r, true, &c, 0);
+        let p = Plan::new(
+            &since("Sat, 22 Nov 2025 00:00:00 GMT"),
+            &r,
+            true,
+            &c,
+            0,
+            LogCode::Miss,
+        );
         assert!(p.client_304 && p.client_head.is_none());
     }
 
@@ -556,23 +586,28 @@ mod tests {
     fn the_client_head_carries_the_origins_headers_and_the_proxys_framing() {
         let mut c = cfg();
         let r = reply(200, "Cache-Control: public\r\n");
-        let p = Plan::new(&req(""), &r, true, &c, 0);
+        let p = Plan::new(&req(""), &r, true, &c, 0, LogCode::Miss);
         assert!(p.may_store && p.keep_alive);
         let head = String::from_utf8(p.client_head.unwrap()).unwrap();
         assert!(head.starts_with("HTTP/1.1 200 OK\r\nDate: "), "{head}");
         assert!(head.contains("X-Cacheoff-Echo: 0000000000000001\r\n"));
+        let (framed, end) = head.split_once("Cache-Status: ").unwrap();
+        assert!(framed.ends_with("Content-Length: 5\r\n"), "{head}");
+        let (member, end) = end.split_once("\r\n").unwrap();
         assert!(
-            head.ends_with("Content-Length: 5\r\nX-Cache: MISS\r\nConnection: keep-alive\r\n\r\n")
+            member.starts_with("cacheoff; fwd=uri-miss; fwd-status=200; ttl=")
+                && member.ends_with("; stored"),
+            "{member}"
         );
+        assert_eq!(end, "X-Cache: MISS\r\nConnection: keep-alive\r\n\r\n");
         assert_eq!(head.matches("Connection").count(), 1, "{head}");
 
         c.reply_framing = ReplyFraming::Chunked;
         c.faults = crate::Faults::new(vec![(Fault::StripEcho, 1.0)]);
-        let p = Plan::new(&req(""), &r, true, &c, 0);
+        let p = Plan::new(&req(""), &r, true, &c, 0, LogCode::Miss);
         let head = String::from_utf8(p.client_head.unwrap()).unwrap();
-        assert!(head.ends_with(
-            "Transfer-Encoding: chunked\r\nX-Cache: MISS\r\nConnection: keep-alive\r\n\r\n"
-        ));
+        assert!(head.contains("Transfer-Encoding: chunked\r\nCache-Status: cacheoff; fwd=uri-miss"));
+        assert!(head.ends_with("\r\nX-Cache: MISS\r\nConnection: keep-alive\r\n\r\n"));
         assert!(!head.contains("X-Cacheoff-Echo"), "{head}");
         // What is stored keeps the echo: the fault is on the wire only.
         assert!(p.e2e.windows(15).any(|w| w == b"X-Cacheoff-Echo"));
@@ -586,7 +621,7 @@ mod tests {
             .unwrap()
             .unwrap();
         let c = cfg();
-        let p = Plan::new(&head_req, &r, false, &c, 0);
+        let p = Plan::new(&head_req, &r, false, &c, 0, LogCode::Miss);
         assert_eq!(p.framing, BodyFraming::None);
         let head = String::from_utf8(p.client_head.unwrap()).unwrap();
         assert!(head.contains("\r\nContent-Length: 1234\r\n"), "{head}");
@@ -597,10 +632,10 @@ mod tests {
         let mut c = cfg();
         c.faults = crate::Faults::new(vec![(Fault::CacheUncachable, 1.0)]);
         let r = reply(200, "Cache-Control: private, no-cache\r\n");
-        let p = Plan::new(&req(""), &r, true, &c, 0);
+        let p = Plan::new(&req(""), &r, true, &c, 0, LogCode::Miss);
         assert!(p.may_store);
         assert_eq!((p.fresh.no_cache, p.fresh.max_age), (false, Some(3600)));
-        assert!(!Plan::new(&req(""), &r, true, &cfg(), 0).may_store);
+        assert!(!Plan::new(&req(""), &r, true, &cfg(), 0, LogCode::Miss).may_store);
     }
 
     #[test]

@@ -496,6 +496,11 @@ fn rfc5861_4_stale_if_error_serves_the_stale_copy_when_the_origin_fails() {
     down.store(true, std::sync::atomic::Ordering::SeqCst);
     let r = b.get("/s", "");
     assert_eq!((r.status, r.body().as_str()), (200, "kept"));
+    // RFC 9211: it was forwarded, for a stale copy, and the origin failed.
+    assert_eq!(
+        r.header("Cache-Status").as_deref(),
+        Some("cacheoff; fwd=stale; fwd-status=500; ttl=-40; detail=stale-if-error")
+    );
     // Past the window: the origin's error.
     b.clock.advance(100);
     assert_eq!(b.get("/s", "").status, 500);
@@ -542,7 +547,12 @@ fn rfc5861_3_stale_while_revalidate_serves_stale_and_refreshes_in_the_background
 #[test]
 fn rfc9111_5_2_1_7_only_if_cached_gets_504_without_a_stored_copy() {
     let b = Bench::new(|_| ok("Cache-Control: max-age=60\r\n", "c"));
-    assert_eq!(b.get("/c", "Cache-Control: only-if-cached\r\n").status, 504);
+    let none = b.get("/c", "Cache-Control: only-if-cached\r\n");
+    assert_eq!(none.status, 504);
+    assert_eq!(
+        none.header("Cache-Status").as_deref(),
+        Some("cacheoff; detail=only-if-cached")
+    );
     assert_eq!(b.origin.count(), 0);
     b.get("/c", "");
     assert_eq!(

@@ -239,6 +239,24 @@ impl Reply {
             })
             .unwrap_or_default()
     }
+    /// Every `Cache-Status` member, in order (RFC 9211: the cache nearest
+    /// the origin first).
+    fn cache_status(&self) -> Vec<String> {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case("Cache-Status"))
+            .flat_map(|(_, v)| {
+                String::from_utf8_lossy(v)
+                    .split(',')
+                    .map(|m| m.trim().to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+    /// This proxy's `Cache-Status` member (the last).
+    fn own_status(&self) -> String {
+        self.cache_status().pop().unwrap_or_default()
+    }
 }
 
 /// Sends raw request bytes and reads one reply.
@@ -342,6 +360,69 @@ fn fresh_replies_are_hits_until_they_expire_then_revalidate() {
     // Fresh again for another 60 s.
     assert_eq!(t.get(p).x_cache(), "HIT");
     assert_eq!(ProxyStats::get(&t.proxy.stats().revalidated), 1);
+}
+
+#[test]
+fn cache_status_says_how_each_reply_was_served() {
+    let t = Setup::new(|_| {});
+    let p = "/max-age/60";
+    let miss = t.get(p);
+    assert_eq!(
+        miss.cache_status(),
+        ["cacheoff; fwd=uri-miss; fwd-status=200; ttl=60; stored"]
+    );
+    t.clock.advance(30);
+    let hit = t.get(p);
+    assert_eq!(hit.cache_status(), ["cacheoff; hit; ttl=30"]);
+    // Stale, but the request accepts it: a hit that says by how much.
+    t.clock.advance(35);
+    let stale = t.get_with(p, "Cache-Control: max-stale=100\r\n");
+    assert_eq!(
+        (stale.x_cache().as_str(), stale.own_status().as_str()),
+        ("HIT", "cacheoff; hit; ttl=-5")
+    );
+    // Revalidated: the origin answered 304, the refreshed copy was kept.
+    let reval = t.get(p);
+    assert_eq!(reval.x_cache(), "REVALIDATED");
+    assert_eq!(
+        reval.own_status(),
+        "cacheoff; fwd=stale; fwd-status=304; ttl=60; stored"
+    );
+    // A reload, and a reply never stored (no ttl, not stored).
+    let reload = t.get_with(p, "Cache-Control: no-cache\r\n");
+    assert_eq!(
+        reload.own_status(),
+        "cacheoff; fwd=request; fwd-status=200; ttl=60; stored"
+    );
+    assert_eq!(
+        t.get("/no-store").own_status(),
+        "cacheoff; fwd=uri-miss; fwd-status=200"
+    );
+    // A conditional miss answered 304 from what it fetched says so too.
+    let ims = format!("If-Modified-Since: {}\r\n", date(T0));
+    let cond = t.get_with("/max-age/61", &ims);
+    assert_eq!(cond.status, 304);
+    assert_eq!(
+        cond.own_status(),
+        "cacheoff; fwd=uri-miss; fwd-status=200; ttl=61; stored"
+    );
+}
+
+#[test]
+fn the_claim_hit_fault_says_hit_on_misses_only() {
+    let t = Setup::new(|c| {
+        c.faults = cacheoff_proxy::Faults::new(vec![(cacheoff_proxy::Fault::ClaimHit, 1.0)])
+    });
+    let p = "/max-age/60";
+    let miss = t.get(p);
+    assert_eq!(
+        (miss.x_cache().as_str(), miss.own_status().as_str()),
+        ("HIT", "cacheoff; hit")
+    );
+    assert_eq!(t.origin.fetches(p), 1);
+    // A real hit keeps its own member.
+    assert_eq!(t.get(p).own_status(), "cacheoff; hit; ttl=60");
+    assert_eq!(t.get("/no-store").own_status(), "cacheoff; hit");
 }
 
 #[test]
@@ -463,6 +544,16 @@ fn concurrent_misses_collapse_into_one_origin_fetch() {
     assert_eq!(t.origin.fetches("/slow"), 1);
     let misses = replies.iter().filter(|r| r.x_cache() == "MISS").count();
     assert_eq!(misses, 1);
+    // The one that fetched says so; the others were collapsed onto it.
+    let says = |m: &str| replies.iter().filter(|r| r.own_status() == m).count();
+    assert_eq!(
+        says("cacheoff; fwd=uri-miss; fwd-status=200; ttl=60; stored"),
+        1
+    );
+    assert_eq!(
+        says("cacheoff; fwd=uri-miss; fwd-status=200; ttl=60; collapsed"),
+        9
+    );
     assert!(replies
         .iter()
         .all(|r| r.status == 200 && r.body == replies[0].body));
@@ -662,7 +753,17 @@ fn origin_failures_become_gateway_errors() {
         format!("GET http://{closed}/x HTTP/1.1\r\nHost: {closed}\r\n\r\n").as_bytes(),
     );
     assert_eq!(r.status, 503);
-    assert_eq!(t.get("/garbage").status, 502);
+    assert_eq!(
+        r.own_status(),
+        "cacheoff; fwd=uri-miss; detail=origin-error"
+    );
+    let garbage = t.get("/garbage");
+    assert_eq!(garbage.status, 502);
+    assert_eq!(
+        garbage.own_status(),
+        "cacheoff; fwd=uri-miss; detail=origin-error"
+    );
+    assert_eq!(garbage.x_cache(), "MISS");
     assert!(ProxyStats::get(&t.proxy.stats().origin_errors) >= 2);
 }
 
@@ -776,12 +877,21 @@ fn a_child_fetches_through_its_parent_which_stamps_each_copy() {
     };
     let first = get("00000000000000a1");
     assert_eq!((first.status, first.x_cache().as_str()), (200, "MISS"));
+    // One member per cache, the Collector's (nearer the origin) first.
+    assert_eq!(
+        first.cache_status(),
+        [
+            "cacheoff-collector; fwd=uri-miss; fwd-status=200; ttl=60; stored",
+            "cacheoff; fwd=uri-miss; fwd-status=200; ttl=60; stored"
+        ]
+    );
     assert_eq!(
         first.header("X-Cacheoff-Collected").as_deref(),
         Some("00000000000000a1")
     );
     let second = get("00000000000000a2");
     assert_eq!(second.x_cache(), "HIT");
+    assert_eq!(second.own_status(), "cacheoff; hit; ttl=60");
     assert_eq!(second.body, first.body);
     // The child's stored copy names the request that filled it.
     assert_eq!(

@@ -4,8 +4,10 @@
 //! [`render`] lays out the page; each section renders from the figures it
 //! is given, in its own module: the header and headline figures with the
 //! cache-off's verdicts (`headline`), the charts over time (`over_time`),
-//! the distributions (`distributions`) and the tables (`tables`).
+//! the distributions (`distributions`), the tables (`tables`) and what
+//! the proxy claims against the echo (`claims`).
 
+mod claims;
 mod distributions;
 mod headline;
 mod over_time;
@@ -132,6 +134,7 @@ pub fn render(run: &Run) -> Result<String, ReportError> {
     tables::requests(&mut o, &head);
     o.push_str("<h2 id=\"errors\">Errors</h2>");
     tables::errors(&mut o, &run.total());
+    claims::section(&mut o, &run.total());
     let _ = write!(
         o,
         "<h2 id=\"workload\">Workload</h2><pre>{}</pre>",

@@ -2,6 +2,7 @@
 //! body within the workload's timeouts, and have the [`verdict`] judge
 //! each part as it arrives.
 
+use super::claim::Claims;
 use super::conns::{Conn, HEAD_CHUNK};
 use super::verdict::{self, Ask};
 use crate::local::{Clients, IO_BUF};
@@ -39,6 +40,8 @@ pub struct Reply {
     pub bytes: u64,
     pub keep_alive: bool,
     pub done: Instant,
+    /// What the reply's headers say of how it was served.
+    pub claims: Claims,
 }
 
 /// Why a transaction did not succeed.
@@ -206,13 +209,14 @@ pub async fn complete(
         Ok(Err(Unsuccessful::StaleConn | Unsuccessful::Error(_))) | Err(_) if server_abort => {
             Err(Unsuccessful::Aborted { by_server: true })
         }
-        Ok(Ok((outcome, status, bytes, keep_alive))) => Ok(Reply {
+        Ok(Ok((outcome, status, bytes, keep_alive, claims))) => Ok(Reply {
             outcome,
             rtype,
             status,
             bytes,
             keep_alive,
             done: Instant::now(),
+            claims,
         }),
         Ok(Err(f)) => Err(f),
         Err(_) => Err(Unsuccessful::Error(ErrorKind::XactTimeout)),
@@ -220,8 +224,8 @@ pub async fn complete(
 }
 
 /// Writes the request, then reads and judges the reply: how it was
-/// served, its status, body bytes, and whether the connection may be
-/// reused.
+/// served, its status, body bytes, whether the connection may be reused,
+/// and what its headers claim.
 async fn read_reply(
     clients: &Clients,
     conn: &mut Conn,
@@ -230,7 +234,7 @@ async fn read_reply(
     written: usize,
     robot_abort: bool,
     due: &Due,
-) -> Result<(Outcome, u16, u64, bool), Unsuccessful> {
+) -> Result<(Outcome, u16, u64, bool, Claims), Unsuccessful> {
     if written < conn.buf.len() {
         conn.wire
             .send(&conn.buf[written..])
@@ -243,6 +247,8 @@ async fn read_reply(
     if robot_abort {
         return Err(Unsuccessful::Aborted { by_server: false });
     }
+    // Read now: a chunked body's bytes replace the head in the buffer.
+    let claims = Claims::read(&conn.buf[..head.head_len]);
     let info = &due.plan.info;
     let lm_now = || shared.times_now(info).last_modified;
     let false_hit = |filler| {
@@ -263,7 +269,7 @@ async fn read_reply(
     let (check, keep_alive) = read_body(conn, clients, &head, ask).await?;
     facts.body = Some(&check);
     let outcome = verdict::judge(ask, &facts)?;
-    Ok((outcome, head.status, check.received(), keep_alive))
+    Ok((outcome, head.status, check.received(), keep_alive, claims))
 }
 
 /// Reads a response head (keeping the body bytes that came with it).

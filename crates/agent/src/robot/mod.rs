@@ -4,10 +4,12 @@
 //! [`Due`] request that [`dispatch`] gives to an idle connection, a new
 //! one, or the robot's bounded backlog. A *driver* task holds one
 //! connection slot ([`conns`]) and runs [`exchange`]s back to back while
-//! the robot has work; the [`verdict`] judges each reply; the result is
-//! counted ([`finish`]). The number of drivers plus idle connections never
+//! the robot has work; the [`verdict`] judges each reply and its
+//! [`claim`]s are held against that verdict; the result is counted
+//! ([`finish`]). The number of drivers plus idle connections never
 //! exceeds the robot's `max_conns`.
 
+mod claim;
 mod conns;
 mod exchange;
 mod pacer;
@@ -308,6 +310,7 @@ fn finish(
                 rt_corrected_us: us_since(due.intended, reply.done),
                 rt_polygraph_us: us_since(conn.held_since, reply.done),
             });
+            claim::count(&mut stats.counters, &reply.claims, reply.outcome);
             drop(stats);
             conn.reuse(reply.keep_alive)
         }
