@@ -226,6 +226,11 @@ fn every_fault_has_a_test() {
         .filter(|c| !c.is_whitespace())
         .collect();
     for f in Fault::ALL {
+        // A false claim is no error: tests/claims.rs catches it in the
+        // claim counts.
+        if *f == Fault::ClaimHit {
+            continue;
+        }
         let call = format!("caught_as(Fault::{f:?},");
         assert!(tests.contains(&call), "no test runs the {} fault", f.name());
     }

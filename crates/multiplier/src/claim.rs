@@ -86,11 +86,23 @@ fn x_varnish(v: &str) -> Option<bool> {
     (ids > 0).then_some(ids >= 2)
 }
 
-/// `Cache-Status: origin; fwd=miss, proxy; hit`: the last member's params.
+/// The Collector's name in `Cache-Status` (`cacheoff proxy --collector`):
+/// its member, passed on by a proxy under test, is not that proxy's claim.
+const COLLECTOR_MEMBER: &str = "cacheoff-collector";
+
+/// `Cache-Status: origin; fwd=miss, proxy; hit`: the last member's params
+/// (not the Collector's); `fwd` with `collapsed` reused another request's
+/// reply: a hit.
 fn cache_status(v: &str) -> Option<bool> {
-    let member = v.rsplit(',').next()?;
+    let member = v.rsplit(',').find(|m| {
+        let name = m.split(';').next().unwrap_or("").trim().trim_matches('"');
+        !name.eq_ignore_ascii_case(COLLECTOR_MEMBER)
+    })?;
     let mut params = member.split(';').skip(1).map(|p| p.trim());
-    if params.clone().any(|p| p.eq_ignore_ascii_case("hit")) {
+    if params
+        .clone()
+        .any(|p| p.eq_ignore_ascii_case("hit") || p.eq_ignore_ascii_case("collapsed"))
+    {
         return Some(true);
     }
     params
@@ -181,6 +193,16 @@ mod tests {
             Some(false)
         );
         assert_eq!(c("Proxy; ttl=30"), None);
+        assert_eq!(
+            c("Proxy; fwd=uri-miss; fwd-status=200; collapsed"),
+            Some(true)
+        );
+        // The Collector's member, passed on, is no claim of the proxy's.
+        assert_eq!(c("cacheoff-collector; fwd=uri-miss; stored"), None);
+        assert_eq!(
+            c("cacheoff-collector; hit, Proxy; fwd=uri-miss"),
+            Some(false)
+        );
         // Cache-Status outranks X-Cache.
         let both = h(&[("X-Cache", "MISS"), ("Cache-Status", "p; hit")]);
         assert_eq!(claim(&both), Some(true));
