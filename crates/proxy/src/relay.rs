@@ -46,7 +46,14 @@ pub(crate) async fn relay(
     let Xact { req, t, t0, sh, .. } = *x;
     let mut plan = Plan::new(req, &reply.head, leader.is_some(), &sh.cfg, sent_at, code);
     if !matches!(req.method, Method::Get | Method::Head) && (200..400).contains(&plan.status) {
-        for url in invalidated(&reply.head, &t.authority) {
+        // The store's keys name the request's authority (a surrogate's
+        // `Host`), not necessarily the origin's address.
+        let key_authority = t
+            .url
+            .strip_prefix("http://")
+            .and_then(|r| r.split(['/', '?']).next())
+            .unwrap_or(&t.authority);
+        for url in invalidated(&reply.head, key_authority) {
             remove(sh, &url).await;
         }
     }
