@@ -216,11 +216,13 @@ async fn revalidate(s: &mut TcpStream, x: &Xact<'_>, obj: Arc<Object>, leader: L
         req, t, sh, pool, ..
     } = *x;
     sh.stats.stale.fetch_add(1, Ordering::Relaxed);
-    let Some(request) = validation_request(req, &t.authority, &t.path, &obj, sh.cfg.collector)
-    else {
-        sh.stats.misses.fetch_add(1, Ordering::Relaxed);
-        return forward(s, x, Some(leader), LogCode::RefreshModified).await;
-    };
+    // With no validator to ask with, the whole object is asked for, under
+    // the same rules for an origin error (stale-if-error).
+    let request = validation_request(req, &t.authority, &t.path, &obj, sh.cfg.collector)
+        .unwrap_or_else(|| {
+            let cond = Conditional::Strip;
+            origin_request(req, &t.authority, &t.path, cond, &[], sh.cfg.collector)
+        });
     let sent_at = sh.cfg.clock.unix_now();
     let directives = Directives::parse(request_fields(req));
     let failed = |status| match on_origin_error(&directives, &obj.fresh, sh.cfg.clock.unix_now()) {
