@@ -118,7 +118,26 @@ pub fn summary_table(s: &Summary) -> String {
         out.push_str("  (run interrupted: figures cover the part that ran)");
     }
     out.push('\n');
+    if let Some(line) = claims_line(&s.total) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     out
+}
+
+/// What the proxy claimed against what the echo showed, when it claimed
+/// anything (docs/run-directory.md, "What proxies claim").
+fn claims_line(e: &Entry) -> Option<String> {
+    let c = e.counts.as_ref()?;
+    let claimed = e.xacts.saturating_sub(c.claim_none);
+    if claimed == 0 {
+        return None;
+    }
+    let wrong = c.claim_hit_was_miss + c.claim_miss_was_hit;
+    Some(format!(
+        "proxy's own claims (Cache-Status, X-Cache, Via, Age): {claimed} replies claimed, {wrong} false ({} hits that were misses, {} misses that were hits)",
+        c.claim_hit_was_miss, c.claim_miss_was_hit
+    ))
 }
 
 /// Prints to stdout, ignoring a closed pipe.
@@ -216,5 +235,22 @@ mod tests {
         assert_eq!(under(&text, 0, "rt(i)", 0, 1), "8.00");
         assert_eq!(under(&text, 0, "rt(c)", 0, 1), "3.00");
         assert!(h.contains("hit ratio (offered)"));
+    }
+
+    #[test]
+    fn claims_are_summed_up_only_when_the_proxy_claimed_something() {
+        let mut e = entry("total");
+        let mut counts = e.counts.unwrap_or_default();
+        counts.claim_none = e.xacts;
+        e.counts = Some(counts);
+        assert_eq!(claims_line(&e), None, "nothing claimed");
+        counts.claim_none = 2;
+        counts.claim_hit_was_miss = 3;
+        e.counts = Some(counts);
+        let line = claims_line(&e).unwrap();
+        assert!(
+            line.contains(&format!("{} replies claimed, 3 false", e.xacts - 2)),
+            "{line}"
+        );
     }
 }
