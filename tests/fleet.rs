@@ -88,6 +88,25 @@ fn run_fleet(
     run_setup(dir, setup, &["fleet-test".into()], &StopHandle::new())
 }
 
+/// Runs `w` straight to the origin servers on two agents here, of 1 and 2
+/// threads (both roles); returns the run directory, the result and each
+/// agent's data directory.
+fn on_two_agents(w: Workload) -> (tempfile::TempDir, RunResult, [tempfile::TempDir; 2]) {
+    let (a, b) = (agent(1, None), agent(2, None));
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_fleet(
+        dir.path(),
+        w,
+        Via::Direct,
+        fleet(&[(a.addr, Role::Both), (b.addr, Role::Both)]),
+    )
+    .map_err(|f| f.error)
+    .unwrap();
+    a.serving.join().unwrap().unwrap();
+    b.serving.join().unwrap().unwrap();
+    (dir, r, [a.data, b.data])
+}
+
 /// The agent's own log of its one run.
 fn local_log(data: &Path) -> PathBuf {
     let runs: Vec<PathBuf> = std::fs::read_dir(data)
@@ -101,18 +120,7 @@ fn local_log(data: &Path) -> PathBuf {
 #[test]
 fn agents_run_the_plan_one_host_would_and_the_run_is_the_sum_of_their_logs() {
     let w = simple(150.0, 60, 6, 2.0, 4.0);
-    let (a, b) = (agent(1, None), agent(2, None));
-    let dir = tempfile::tempdir().unwrap();
-    let r = run_fleet(
-        dir.path(),
-        w.clone(),
-        Via::Direct,
-        fleet(&[(a.addr, Role::Both), (b.addr, Role::Both)]),
-    )
-    .map_err(|f| f.error)
-    .unwrap();
-    a.serving.join().unwrap().unwrap();
-    b.serving.join().unwrap().unwrap();
+    let (dir, r, [a, b]) = on_two_agents(w.clone());
 
     let agents = r.summary.agents.as_ref().expect("summary lists the agents");
     let shares: Vec<&str> = agents.iter().map(|a| a.share.as_str()).collect();
@@ -134,8 +142,8 @@ fn agents_run_the_plan_one_host_would_and_the_run_is_the_sum_of_their_logs() {
 
     // The merged run is the sum of what each agent logged itself.
     let logs = [
-        RunDir::open(&local_log(a.data.path())).unwrap(),
-        RunDir::open(&local_log(b.data.path())).unwrap(),
+        RunDir::open(&local_log(a.path())).unwrap(),
+        RunDir::open(&local_log(b.path())).unwrap(),
     ];
     let sum = |f: &dyn Fn(&cacheoff_stats::Entry) -> u64| -> u64 {
         logs.iter()
@@ -417,18 +425,7 @@ duration = "2s"
 measured = true
 "#,
     );
-    let (a, b) = (agent(1, None), agent(2, None));
-    let dir = tempfile::tempdir().unwrap();
-    let r = run_fleet(
-        dir.path(),
-        w,
-        Via::Direct,
-        fleet(&[(a.addr, Role::Both), (b.addr, Role::Both)]),
-    )
-    .map_err(|f| f.error)
-    .unwrap();
-    a.serving.join().unwrap().unwrap();
-    b.serving.join().unwrap().unwrap();
+    let (dir, r, [a, b]) = on_two_agents(w);
     assert!(!r.summary.interrupted);
     // The coordinator saw the goal met (2 MB filled, every worker's
     // working set frozen) and every agent jumped to the top phase.
@@ -438,7 +435,7 @@ measured = true
     let top = support::run::phase(&r.summary, "top");
     assert!((top.duration_s - 2.0).abs() < 0.01, "{}", top.duration_s);
     let merged = RunDir::open(dir.path()).unwrap().intervals;
-    for data in [a.data.path(), b.data.path()] {
+    for data in [a.path(), b.path()] {
         let local = RunDir::open(&local_log(data)).unwrap();
         let idx: Vec<u32> = local.intervals.iter().map(|i| i.interval).collect();
         let want: Vec<u32> = merged.iter().map(|i| i.interval).collect();
