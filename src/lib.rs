@@ -21,6 +21,7 @@ pub mod replay_cmd;
 pub mod report_cmd;
 pub mod run_cmd;
 mod sample_trace;
+mod tls_cmd;
 pub mod workload_cmd;
 
 /// A failed command: the error and the exit code it maps to
@@ -67,6 +68,7 @@ pub fn run(cli: cli::Cli) -> Result<(), Failure> {
         }
         cli::Command::Agent(args) => agent_cmd::run(&args),
         cli::Command::Conform(args) => conform_cmd::run(&args),
+        cli::Command::Tls { dir } => tls_cmd::tls_init(&dir),
         cli::Command::Multiplier(args) => {
             multiplier_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
         }

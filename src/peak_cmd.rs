@@ -479,6 +479,7 @@ impl Runner<'_> {
             trace: None,
             metrics: None,
             fleet: None,
+            tls_dir: None,
         };
         let r = run_cmd::run_setup(&self.dir.join(name), setup, self.argv, self.stop)?;
         Ok(r.summary)

@@ -145,6 +145,7 @@ pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
         trace: Some(Replay { feed, replayed }),
         metrics: metrics.as_ref().map(|m| m.run.clone()),
         fleet: None,
+        tls_dir: None,
     };
     let r = run_setup(&dir, setup, argv, &stop)?;
     if let Some(c) = r.summary.ceiling {

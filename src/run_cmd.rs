@@ -22,6 +22,9 @@ pub struct RunResult {
 pub fn resolve_workload(a: &RunArgs) -> Result<Workload, Failure> {
     let mut o = a.settings.0.clone();
     let embedded = a.proxy.is_none() && !a.direct && matches!(a.reverse, None | Some(None));
+    if a.reverse.flatten().is_some_and(|r| r.tls) {
+        o.tls = Some(true);
+    }
     if o.cache_size.is_none() && embedded {
         // Testing the reference proxy: its memory store is the cache.
         let proxy = cacheoff_proxy::ProxyConfig::new((std::net::Ipv4Addr::LOCALHOST, 0).into());
@@ -49,8 +52,8 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         bound,
         embedded,
     } = match &fleet {
-        Some(_) => fleet_target(&workload, a.proxy, a.reverse, a.direct)?,
-        None => choose_target(&workload, a.proxy, a.reverse, a.direct, &a.workload)?,
+        Some(_) => fleet_target(&workload, a.proxy, a.reverse_addr(), a.direct)?,
+        None => choose_target(&workload, a.proxy, a.reverse_addr(), a.direct, &a.workload)?,
     };
     let label = a
         .label
@@ -73,6 +76,7 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         trace: None,
         metrics: metrics.as_ref().map(|m| m.run.clone()),
         fleet,
+        tls_dir: a.tls_dir.clone(),
     };
     let r = run_setup(&dir, setup, argv, &stop)?;
     let verdict = conclude(&r, embedded, a.quiet);
@@ -333,6 +337,7 @@ pub fn run_in(
         trace: None,
         metrics: None,
         fleet: None,
+        tls_dir: None,
     };
     run_setup(dir, setup, argv, stop)
 }
@@ -356,6 +361,9 @@ pub struct Setup {
     pub metrics: Option<std::sync::Arc<cacheoff_metrics::RunMetrics>>,
     /// Run on these agents instead of this host (`--agents`).
     pub fleet: Option<cacheoff_fleet::Fleet>,
+    /// The test CA (`--tls-dir`); else one in the run directory when
+    /// the workload speaks TLS.
+    pub tls_dir: Option<PathBuf>,
 }
 
 /// What `cacheoff replay` replays: the requests, and the trace's record
@@ -455,7 +463,13 @@ pub fn run_setup(
         trace,
         metrics,
         fleet,
+        tls_dir,
     } = setup;
+    if fleet.is_some() && (workload.robots.tls || tls_dir.is_some()) {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "HTTPS runs over many hosts are not supported yet: every host would need the same test CA"
+        )));
+    }
     if let Some(m) = &metrics {
         m.begin(cacheoff_metrics::RunInfo {
             workload: workload.name.clone(),
@@ -538,6 +552,7 @@ pub fn run_setup(
         }
         None => {
             let cfg = RunConfig {
+                tls: crate::tls_cmd::test_ca(&workload, tls_dir, dir)?,
                 workload,
                 via,
                 bound,

@@ -145,16 +145,21 @@ fn every_workload_setting_is_documented_and_in_the_run_help() {
     let doc = workload_doc();
     let help = squeeze(&stdout(&cacheoff(&["run", "--help"])));
     for p in Overrides::PARAMS {
-        let row = format!(
-            "| `--{} {}` | `{}` | {} |",
-            p.flag, p.value_name, p.key, p.help
-        );
+        // A flag that may be given bare (`--tls`) shows its value as optional.
+        let (value, help_value) = match p.bare {
+            Some(_) => (
+                format!("[{}]", p.value_name),
+                format!("[<{}>]", p.value_name),
+            ),
+            None => (p.value_name.to_string(), format!("<{}>", p.value_name)),
+        };
+        let row = format!("| `--{} {value}` | `{}` | {} |", p.flag, p.key, p.help);
         assert!(doc.contains(&row), "docs/workload-files.md lacks: {row}");
         if let Some(default) = p.default {
             let row = format!("| `{}` | {default} |", p.key);
             assert!(doc.contains(&row), "docs/workload-files.md lacks: {row}");
         }
-        let line = squeeze(&format!("--{} <{}> {}", p.flag, p.value_name, p.help));
+        let line = squeeze(&format!("--{} {help_value} {}", p.flag, p.help));
         assert!(help.contains(&line), "cacheoff run --help lacks: {line}");
         if let Some(alias) = p.alias {
             assert!(help.contains(&format!("--{alias}]")), "no alias --{alias}");

@@ -84,6 +84,7 @@ fn run_fleet(
         trace: None,
         metrics: None,
         fleet: Some(fleet),
+        tls_dir: None,
     };
     run_setup(dir, setup, &["fleet-test".into()], &StopHandle::new())
 }

@@ -70,6 +70,13 @@ pub enum Command {
     /// proxy or a surrogate: each check tied to its section, with the
     /// exchange that decided it (docs/conformance.md).
     Conform(crate::conform_cmd::ConformArgs),
+    /// Make a test CA and a server certificate for HTTPS runs in DIR (or
+    /// show the one there): configure the product under test with
+    /// DIR/server.pem and DIR/server.key, and give runs --tls-dir DIR.
+    Tls {
+        /// Where the CA goes (ca.pem, server.pem, server.key).
+        dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -402,13 +409,17 @@ impl Args for WorkloadArgs {
             let arg = clap::Arg::new(p.flag)
                 .long(p.flag)
                 .value_name(p.value_name)
-                .help(p.help)
-                // Checked here so that clap names the flag in the error.
-                .value_parser(move |text: &str| {
-                    Overrides::default()
-                        .set(p.flag, text)
-                        .map(|()| text.to_string())
-                });
+                .help(p.help);
+            let arg = match p.bare {
+                Some(v) => arg.num_args(0..=1).default_missing_value(v),
+                None => arg,
+            }
+            // Checked here so that clap names the flag in the error.
+            .value_parser(move |text: &str| {
+                Overrides::default()
+                    .set(p.flag, text)
+                    .map(|()| text.to_string())
+            });
             cmd.arg(match p.alias {
                 Some(alias) => arg.visible_alias(alias),
                 None => arg,
@@ -456,13 +467,21 @@ pub struct RunArgs {
     /// workload addrmap`, and addrmap.txt in the run directory; needs
     /// --server-port). Without an address: the reference proxy as the
     /// surrogate.
-    #[arg(long, value_name = "HOST:PORT", num_args = 0..=1, conflicts_with = "direct", value_parser = host_port)]
-    pub reverse: Option<Option<SocketAddr>>,
+    /// `https://HOST:PORT` speaks TLS to it (as --tls).
+    #[arg(long, value_name = "[https://]HOST:PORT", num_args = 0..=1, conflicts_with = "direct", value_parser = surrogate)]
+    pub reverse: Option<Option<Surrogate>>,
 
     /// No proxy: robots talk to the origin servers directly (the
     /// no-proxy baseline, and what the workload offers).
     #[arg(long)]
     pub direct: bool,
+
+    /// The test CA for HTTPS (made there by `cacheoff tls DIR` or the
+    /// first run that names it): origin servers present its server.pem,
+    /// robots trust its ca.pem alone. Default: a new one in the run
+    /// directory's tls/.
+    #[arg(long, value_name = "DIR")]
+    pub tls_dir: Option<PathBuf>,
 
     /// What the proxy under test is, for reports (e.g. "Squid 5.7, 2 GB").
     #[arg(long, value_name = "TEXT")]
@@ -491,6 +510,34 @@ pub struct RunArgs {
     // --agents, --roles, ... (a run over many hosts).
     #[command(flatten)]
     pub fleet: FleetArgs,
+}
+
+/// A surrogate under test: `HOST:PORT`, or `https://HOST:PORT` to speak
+/// TLS to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Surrogate {
+    pub addr: SocketAddr,
+    pub tls: bool,
+}
+
+pub fn surrogate(s: &str) -> Result<Surrogate, String> {
+    let (rest, tls) = match s.split_once("://") {
+        Some(("https", rest)) => (rest, true),
+        Some(("http", rest)) => (rest, false),
+        Some((scheme, _)) => return Err(format!("{s}: the scheme is http or https, not {scheme}")),
+        None => (s, false),
+    };
+    Ok(Surrogate {
+        addr: host_port(rest.trim_end_matches('/'))?,
+        tls,
+    })
+}
+
+impl RunArgs {
+    /// `--reverse`'s address, if one was given.
+    pub fn reverse_addr(&self) -> Option<Option<SocketAddr>> {
+        self.reverse.map(|r| r.map(|s| s.addr))
+    }
 }
 
 /// `HOST:PORT` with HOST an address or a name (resolved now: a name in

@@ -71,6 +71,7 @@ impl Options {
             trace: None,
             metrics: self.metrics.clone(),
             fleet: None,
+            tls_dir: None,
         }
     }
 }

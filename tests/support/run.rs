@@ -213,6 +213,7 @@ pub fn run_reverse(
         trace: None,
         metrics: None,
         fleet: None,
+        tls_dir: None,
     };
     let r = cacheoff::run_cmd::run_setup(dir.path(), setup, &argv, &StopHandle::new())
         .map_err(|f| f.error)

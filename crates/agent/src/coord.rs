@@ -37,6 +37,9 @@ pub struct RunConfig {
     pub trace: Option<TraceFeed>,
     /// This host's part of a run many hosts run (`None`: all of it).
     pub share: Option<Share>,
+    /// The run's test CA: origin servers take TLS with its certificate,
+    /// and robots trust it (needed when the workload asks for TLS).
+    pub tls: Option<Arc<cacheoff_tls::Pki>>,
 }
 
 /// A replayed trace: called once on each worker's thread with `(worker,
@@ -158,6 +161,11 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
         None => (cfg.workers.max(1), cfg.workers.max(1), 0),
     };
     let runs_robots = share.as_ref().is_none_or(|s| !s.workers.is_empty());
+    let tls = match &cfg.tls {
+        Some(pki) => Some(crate::shared::Tls::new(pki, &wl)?),
+        None if wl.robots.tls => return Err(AgentError::NoTestCa),
+        None => None,
+    };
     let hosts = wl.robots.hosts() as usize;
     if hosts * total > cacheoff_workload::MAX_GALAXIES {
         return Err(AgentError::TooManyWorlds {
@@ -235,6 +243,7 @@ pub fn run(cfg: RunConfig, sink: &mut dyn Sink, stop: &StopHandle) -> Result<Run
         robot_ip: share.as_ref().and_then(|s| s.robot_ip),
         abort_key: cacheoff_base::rng::key(wl.seed, cacheoff_base::rng::Stream::Aborts),
         trace: cfg.trace,
+        tls,
         workload: wl,
     });
     sink.started(&servers, shared.start);

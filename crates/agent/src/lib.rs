@@ -26,8 +26,10 @@ mod ledger;
 mod link;
 mod local;
 mod merge;
+mod reply;
 mod robot;
 mod server;
+mod server_h2;
 mod share;
 mod shared;
 mod timeline;
@@ -37,7 +39,7 @@ pub use coord::{run, BoundServers, RunConfig, Sink, StopHandle, TraceFeed, Trace
 pub use fds::{note_io_error, raise_fd_limit, raise_fd_limits, FdLimits};
 pub use gather::Gather;
 pub use share::Share;
-pub use shared::Via;
+pub use shared::{Tls, Via};
 pub use timeline::{Jump, Timeline};
 
 use std::net::SocketAddr;
@@ -77,4 +79,8 @@ pub enum AgentError {
     },
     #[error("worker {0} stopped unexpectedly")]
     WorkerDied(usize),
+    #[error("the workload asks robots for TLS, but the run has no test CA")]
+    NoTestCa,
+    #[error("TLS: {0}")]
+    Tls(#[from] cacheoff_tls::TlsError),
 }

@@ -173,3 +173,20 @@ impl Clients {
         }
     }
 }
+
+/// Counts a robot connection as open (`Clients::open_conns`) for as long
+/// as it lives.
+pub struct OpenGuard(Rc<Clients>);
+
+impl OpenGuard {
+    pub fn new(clients: &Rc<Clients>) -> OpenGuard {
+        clients.open_conns.set(clients.open_conns.get() + 1);
+        OpenGuard(clients.clone())
+    }
+}
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        self.0.open_conns.set(self.0.open_conns.get() - 1);
+    }
+}

@@ -7,16 +7,15 @@ use crate::link::{End, Link};
 use crate::local::Local;
 use cacheoff_base::rng::{seeded, stream, Rng, SimRng, Stream};
 use cacheoff_http::body;
-use cacheoff_http::date;
-use cacheoff_http::echo::echo_of;
 use cacheoff_http::request::{parse_request, RequestHead};
-use cacheoff_http::response::{write_response_head, ResponseSpec};
 use cacheoff_http::status;
-use cacheoff_http::Method;
 use cacheoff_stats::ErrorKind;
+use cacheoff_tls::Stream as Io;
+use cacheoff_workload::HttpVersion;
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// Bodies up to this size are copied behind the head and go out in one
@@ -34,15 +33,12 @@ pub async fn serve(ctx: Rc<Local>, idx: u32, own: bool, listener: TcpListener) {
             worker: ctx.id,
         }
     };
-    let rng = Rc::new(std::cell::RefCell::new(stream(
-        ctx.shared.workload.seed,
-        id,
-    )));
+    let rng = Rc::new(RefCell::new(stream(ctx.shared.workload.seed, id)));
     loop {
         match listener.accept().await {
             Ok((s, _)) => {
                 let _ = s.set_nodelay(true);
-                tokio::task::spawn_local(connection(ctx.clone(), idx, s, rng.clone()));
+                tokio::task::spawn_local(accepted(ctx.clone(), idx, s, rng.clone()));
             }
             // Out of descriptors or similar: back off instead of spinning.
             Err(e) => {
@@ -53,11 +49,59 @@ pub async fn serve(ctx: Rc<Local>, idx: u32, own: bool, listener: TcpListener) {
     }
 }
 
-async fn connection(
+/// What a new connection speaks: TLS (a handshake record first), HTTP/2
+/// with prior knowledge (its preface), or HTTP/1.x. Only looked at when
+/// the run has TLS or HTTP/2 at all.
+async fn accepted(ctx: Rc<Local>, idx: u32, s: TcpStream, rng: Rc<RefCell<SimRng>>) {
+    let shared = &ctx.shared;
+    let sniff = shared.tls.is_some() || shared.workload.robots.http == HttpVersion::Http2;
+    if !sniff {
+        return connection(ctx, idx, Io::Plain(s), rng).await;
+    }
+    let mut first = [0u8; 4];
+    let n = match tokio::time::timeout(shared.workload.servers.idle_timeout.0, peek(&s, &mut first))
+        .await
+    {
+        Ok(Ok(n)) => n,
+        _ => return,
+    };
+    let stream = match (&shared.tls, first[0]) {
+        // A TLS handshake record.
+        (Some(tls), 0x16) if n > 0 => match cacheoff_tls::accept(&tls.server, s).await {
+            Ok(t) => t,
+            Err(_) => return ctx.error(ErrorKind::OriginTlsFailed),
+        },
+        _ => Io::Plain(s),
+    };
+    let h2 = match &stream {
+        Io::Plain(_) => n == 4 && &first == b"PRI ",
+        _ => stream.alpn() == Some(cacheoff_tls::ALPN_H2),
+    };
+    if h2 {
+        crate::server_h2::serve(ctx, idx, stream, rng).await
+    } else {
+        connection(ctx, idx, stream, rng).await
+    }
+}
+
+/// Peeks until `buf` is full or the peer stopped sending.
+async fn peek(s: &TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        let n = s.peek(buf).await?;
+        if n == 0 || n == buf.len() {
+            return Ok(n);
+        }
+        // Fewer bytes than asked for: wait for more (a TLS record or a
+        // request head never stops this short).
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     ctx: Rc<Local>,
     idx: u32,
-    mut s: TcpStream,
-    rng: Rc<std::cell::RefCell<SimRng>>,
+    mut s: S,
+    rng: Rc<RefCell<SimRng>>,
 ) {
     let cfg = &ctx.shared.workload.servers;
     let limit = cfg
@@ -94,85 +138,35 @@ async fn connection(
             let travel = end.request((head.head_len + body_len) as u64);
             tokio::time::sleep(travel).await;
         }
-        if !cfg.think_time.is_zero() {
-            let secs = cfg.think_time.sample(&mut *rng.borrow_mut());
-            tokio::time::sleep(Duration::from_secs_f64(secs)).await;
-        }
-        if let Some(us) = head.ttfb_us.filter(|&us| us > 0) {
-            // A replayed trace's origin took this long to answer.
-            tokio::time::sleep(Duration::from_micros(u64::from(us))).await;
-        }
-        let Some(info) = object_of(&ctx, &head, idx) else {
+        let keep_alive = head.keep_alive && served + 1 < limit;
+        let Some(crate::reply::Answer {
+            head: mut out,
+            seed,
+            body_len,
+            abort,
+        }) = crate::reply::answer(&ctx, idx, &head, &rng, keep_alive).await
+        else {
             ctx.error(ErrorKind::OriginBadRequest);
             let _ = s.write_all(&status::empty_reply(404)).await;
             return;
         };
         served += 1;
-        let keep_alive = head.keep_alive && served < limit;
-        let times = ctx.shared.times_now(&info);
-        let last_modified = times.last_modified.map(date::DateText::new);
-        let expires = date::DateText::new(times.expires);
-        // 304 only when the object has not changed since the IMS date; an
-        // object without Last-Modified is always sent whole.
-        let not_modified =
-            matches!((times.last_modified, head.ims), (Some(lm), Some(ims)) if lm <= ims as i64);
-        let status = if not_modified { 304 } else { 200 };
-        let md5 = (info.md5 && status == 200).then(|| body::content_md5(info.body_seed, info.size));
-        let mut out = ctx.bufs.take();
-        out.clear();
-        ctx.with_date(|date| {
-            write_response_head(
-                &mut out,
-                &ResponseSpec {
-                    status,
-                    content_length: info.size,
-                    cachable: info.cachable,
-                    date,
-                    last_modified: last_modified.as_ref().map(date::DateText::as_str),
-                    expires: Some(expires.as_str()),
-                    echo: head.xact.map(echo_of),
-                    keep_alive,
-                    content_type: ctx.shared.objects.mime(&info),
-                    content_md5: md5.as_deref(),
-                    http10: cfg.http10,
-                },
-            )
-        });
-        let send_body = head.method != Method::Head && !not_modified;
-        let body_len = if send_body { info.size } else { 0 };
-        let shared = &ctx.shared;
-        if head.xact.is_some_and(|x| {
-            shared
-                .workload
-                .aborts
-                .server_aborts(shared.abort_key, x.get())
-        }) {
-            // Abort on purpose: half the reply, then close.
+        if abort {
             let half = (out.len() as u64 + body_len) / 2;
-            let _ = write_range(&mut s, &out, info.body_seed, body_len, 0, half).await;
+            let _ = write_range(&mut s, &out, seed, body_len, 0, half).await;
             ctx.bufs.give(out);
             return;
         }
         let ok = match &mut link {
             Some(end) => {
                 let rounds = end.response(out.len() as u64 + body_len);
-                write_paced(&mut s, &out, info.body_seed, body_len, &rounds).await
+                write_paced(&mut s, &out, seed, body_len, &rounds).await
             }
             None if body_len <= ONE_WRITE => {
-                body::append(&mut out, info.body_seed, 0, body_len);
+                body::append(&mut out, seed, 0, body_len);
                 s.write_all(&out).await.is_ok()
             }
-            None => {
-                write_range(
-                    &mut s,
-                    &out,
-                    info.body_seed,
-                    body_len,
-                    0,
-                    out.len() as u64 + body_len,
-                )
-                .await
-            }
+            None => write_range(&mut s, &out, seed, body_len, 0, out.len() as u64 + body_len).await,
         };
         ctx.bufs.give(out);
         if !ok || !keep_alive {
@@ -182,8 +176,8 @@ async fn connection(
 }
 
 /// Writes bytes `from..to` of `head` followed by `body_len` body bytes.
-async fn write_range(
-    s: &mut TcpStream,
+async fn write_range<S: AsyncWrite + Unpin>(
+    s: &mut S,
     head: &[u8],
     seed: u64,
     body_len: u64,
@@ -211,8 +205,8 @@ async fn write_range(
 }
 
 /// Writes the response in the link's rounds, waiting before each.
-async fn write_paced(
-    s: &mut TcpStream,
+async fn write_paced<S: AsyncWrite + Unpin>(
+    s: &mut S,
     head: &[u8],
     seed: u64,
     body_len: u64,
@@ -229,15 +223,9 @@ async fn write_paced(
     true
 }
 
-/// Maps the URL path to its object, which must live on this server.
-fn object_of(ctx: &Local, head: &RequestHead, idx: u32) -> Option<cacheoff_workload::ObjectInfo> {
-    let info = ctx.shared.objects.parse_path(head.path())?;
-    (info.server == idx).then_some(info)
-}
-
 /// Reads one request head; `Ok(None)` on a clean close or idle timeout.
-async fn read_head(
-    s: &mut TcpStream,
+async fn read_head<S: AsyncRead + Unpin>(
+    s: &mut S,
     buf: &mut Vec<u8>,
     idle: Duration,
 ) -> Result<Option<RequestHead>, ()> {
@@ -259,7 +247,11 @@ async fn read_head(
     }
 }
 
-async fn skip_body(s: &mut TcpStream, buf: &mut Vec<u8>, mut len: usize) -> Result<(), ()> {
+async fn skip_body<S: AsyncRead + Unpin>(
+    s: &mut S,
+    buf: &mut Vec<u8>,
+    mut len: usize,
+) -> Result<(), ()> {
     let have = buf.len().min(len);
     buf.drain(..have);
     len -= have;

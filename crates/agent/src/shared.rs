@@ -62,6 +62,31 @@ pub struct Shared {
     pub abort_key: u64,
     /// The trace replayed instead of the plan.
     pub trace: Option<crate::TraceFeed>,
+    /// With a test CA: origin servers take TLS, robots speak it when the
+    /// workload asks.
+    pub tls: Option<Tls>,
+}
+
+/// The run's TLS: robots trust the run's CA alone; origin servers
+/// present the certificate it signed.
+pub struct Tls {
+    pub client: std::sync::Arc<cacheoff_tls::ClientConfig>,
+    pub server: std::sync::Arc<cacheoff_tls::ServerConfig>,
+}
+
+impl Tls {
+    /// Robots offer the workload's HTTP version over ALPN and resume
+    /// sessions as it says.
+    pub fn new(pki: &cacheoff_tls::Pki, w: &Workload) -> Result<Tls, cacheoff_tls::TlsError> {
+        let alpn = match w.robots.http {
+            cacheoff_workload::HttpVersion::Http1 => cacheoff_tls::ALPN_HTTP1,
+            cacheoff_workload::HttpVersion::Http2 => cacheoff_tls::ALPN_H2,
+        };
+        Ok(Tls {
+            client: cacheoff_tls::client_config(&pki.ca, &[alpn], w.robots.tls_resume)?,
+            server: cacheoff_tls::server_config(pki)?,
+        })
+    }
 }
 
 impl Shared {

@@ -270,6 +270,7 @@ fn run_share(
         workers: cfg.workers,
         trace: None,
         share: Some(share),
+        tls: None,
     };
     let mut sink = Forward {
         local: &mut local,

@@ -8,6 +8,7 @@
 //! the proxy claims against the echo (`claims`).
 
 mod claims;
+mod connections;
 mod distributions;
 mod headline;
 mod over_time;
@@ -135,6 +136,7 @@ pub fn render(run: &Run) -> Result<String, ReportError> {
     o.push_str("<h2 id=\"errors\">Errors</h2>");
     tables::errors(&mut o, &run.total());
     claims::section(&mut o, &run.total());
+    connections::section(&mut o, &m.workload, &run.total());
     let _ = write!(
         o,
         "<h2 id=\"workload\">Workload</h2><pre>{}</pre>",

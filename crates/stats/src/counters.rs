@@ -174,6 +174,10 @@ counter_table! {
         ViaNone via_none: "successful transactions whose reply had no Via claiming a hit or a miss",
         AgeHitWasMiss age_hit_was_miss: "successful transactions whose Age above 0 suggested a stored copy that the echo shows was a miss",
         AgeNone age_none: "successful transactions whose reply had no Age above 0 (Age never claims a miss)",
+        TlsHandshakes tls_handshakes: "TLS handshakes robots completed",
+        TlsResumed tls_resumed: "TLS handshakes that resumed an earlier session",
+        Tunnels tunnels: "CONNECT tunnels a forward proxy opened for robots (HTTPS through a proxy: no hit can be seen inside one)",
+        H2Refused h2_refused: "connections on which robots offered HTTP/2 and the server chose HTTP/1.1 (ALPN); they carry HTTP/1.1",
     }
     gauges {
         conns_open: "robot connections open at the end of the interval",

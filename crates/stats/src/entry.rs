@@ -50,6 +50,11 @@ pub struct Latency {
 }
 
 impl Latency {
+    /// No samples (a span without any, or a run from before the figure).
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
     pub(crate) fn of(h: &Histogram<u64>) -> Latency {
         if h.is_empty() {
             return Latency::default();
@@ -175,6 +180,13 @@ pub struct Entry {
     /// Transactions aborted on purpose, as the workload asks.
     pub aborts: Aborted,
     pub conns: Conns,
+    /// Robots' TLS handshakes, apart from response times (which include
+    /// them when a transaction opened its connection).
+    #[serde(default, skip_serializing_if = "Latency::is_empty")]
+    pub tls_handshake_ms: Latency,
+    /// Robots' `CONNECT` tunnels through a forward proxy.
+    #[serde(default, skip_serializing_if = "Latency::is_empty")]
+    pub tunnel_ms: Latency,
     /// Successful transactions per request type name.
     pub request_types: BTreeMap<String, u64>,
     /// Successful transactions and body bytes per content type name.
@@ -201,6 +213,8 @@ struct Parts {
     rt_ms: LatencySet,
     rt_polygraph_ms: LatencySet,
     send_lag_ms: Latency,
+    tls_handshake_ms: Latency,
+    tunnel_ms: Latency,
     conns_open: u64,
     conns_open_max: u64,
     request_types: BTreeMap<String, u64>,
@@ -255,6 +269,8 @@ impl Parts {
                 open_max: self.conns_open_max,
                 opened: c.conns_opened,
             },
+            tls_handshake_ms: self.tls_handshake_ms,
+            tunnel_ms: self.tunnel_ms,
             request_types: self.request_types,
             content_types: self.content_types,
             firsts: self.firsts,
@@ -282,6 +298,8 @@ impl Entry {
             rt_ms: LatencySet::of(&a.snap.rt),
             rt_polygraph_ms: LatencySet::of(&a.snap.rt_polygraph),
             send_lag_ms: Latency::of(&a.snap.send_lag),
+            tls_handshake_ms: Latency::of(&a.snap.tls_handshake),
+            tunnel_ms: Latency::of(&a.snap.tunnel),
             conns_open: c.conns_open,
             conns_open_max: a.conns_open_max,
             request_types: RequestType::ALL
@@ -332,6 +350,8 @@ impl Entry {
         p.rt_ms = LatencySet::fold(each().map(|e| &e.rt_ms));
         p.rt_polygraph_ms = LatencySet::fold(each().map(|e| &e.rt_polygraph_ms));
         p.send_lag_ms = Latency::fold(each().map(|e| &e.send_lag_ms));
+        p.tls_handshake_ms = Latency::fold(each().map(|e| &e.tls_handshake_ms));
+        p.tunnel_ms = Latency::fold(each().map(|e| &e.tunnel_ms));
         p.entry(name)
     }
 

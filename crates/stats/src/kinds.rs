@@ -30,6 +30,9 @@ closed_set! {
         IdleTimeout = "idle_timeout": "the response stalled: no byte arrived for longer than the idle timeout",
         FalseHit = "false_hit": "a hit served from a copy no cache may hold: the reply to a request that had finished before a POST emptied caches of the URL, the POST's own reply, or the reply to a transaction never sent",
         Unfinished = "unfinished": "the run ended (or was interrupted) with the transaction still in flight, or still waiting in its robot's backlog for a connection, and it did not finish within timeouts.drain: every issued request ends as a transaction, an abort or an error",
+        TlsFailed = "tls_failed": "the robot's TLS handshake failed (the certificate does not cover the server's name or is not from the run's CA, or the peer does not speak TLS)",
+        TunnelRefused = "tunnel_refused": "the forward proxy answered a CONNECT with a status other than 2xx, or closed the connection instead",
+        OriginTlsFailed = "origin_tls_failed": "an origin server's TLS handshake with a client (the proxy) failed",
     }
 }
 

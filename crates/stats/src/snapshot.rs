@@ -101,6 +101,12 @@ pub struct Snapshot {
     pub send_lag: Histogram<u64>,
     /// Body sizes of replies that carried the whole object, in bytes.
     pub sizes: Histogram<u64>,
+    /// TLS handshakes of robots' connections, from the end of the TCP
+    /// connect (or the tunnel) to the handshake's end.
+    pub tls_handshake: Histogram<u64>,
+    /// `CONNECT` tunnels: from the end of the TCP connect to the proxy's
+    /// `2xx`.
+    pub tunnel: Histogram<u64>,
     /// The first hit, miss and connection.
     pub firsts: Firsts,
 }
@@ -113,6 +119,8 @@ impl Default for Snapshot {
             rt_polygraph: RtHists::new(),
             send_lag: new_hist(),
             sizes: new_size_hist(),
+            tls_handshake: new_hist(),
+            tunnel: new_hist(),
             firsts: Firsts::default(),
         }
     }
@@ -174,6 +182,19 @@ impl Snapshot {
         self.counters.issued_late += u64::from(lag_us > LATE_SEND_US);
     }
 
+    /// Counts a robot's TLS handshake of `us` microseconds.
+    pub fn record_tls_handshake(&mut self, us: u64, resumed: bool) {
+        self.counters.tls_handshakes += 1;
+        self.counters.tls_resumed += u64::from(resumed);
+        self.tls_handshake.saturating_record(us.max(1));
+    }
+
+    /// Counts a `CONNECT` tunnel set up in `us` microseconds.
+    pub fn record_tunnel(&mut self, us: u64) {
+        self.counters.tunnels += 1;
+        self.tunnel.saturating_record(us.max(1));
+    }
+
     /// Counts a deliberate abort (`by_server`: the origin's).
     pub fn record_abort(&mut self, by_server: bool) {
         if by_server {
@@ -194,6 +215,8 @@ impl Snapshot {
         self.rt_polygraph.add(&o.rt_polygraph);
         let _ = self.send_lag.add(&o.send_lag);
         let _ = self.sizes.add(&o.sizes);
+        let _ = self.tls_handshake.add(&o.tls_handshake);
+        let _ = self.tunnel.add(&o.tunnel);
         self.firsts.add(&o.firsts);
     }
 
@@ -204,6 +227,8 @@ impl Snapshot {
         self.rt_polygraph.reset();
         self.send_lag.reset();
         self.sizes.reset();
+        self.tls_handshake.reset();
+        self.tunnel.reset();
         self.firsts = Firsts::default();
     }
 }

@@ -11,6 +11,9 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+/// Histograms a snapshot carries on the wire, in the order of `hists`.
+const HISTS: usize = 10;
+
 /// The wire form of a [`Snapshot`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WireSnapshot {
@@ -57,7 +60,7 @@ impl Snapshot {
     pub fn from_wire(w: &WireSnapshot) -> Result<Snapshot, WireError> {
         let counters =
             Counters::from_numbers(&w.counters).ok_or(WireError::Counters(w.counters.len()))?;
-        if w.hists.len() != 8 {
+        if w.hists.len() != HISTS {
             return Err(WireError::HistCount(w.hists.len()));
         }
         let mut snap = Snapshot {
@@ -81,7 +84,7 @@ impl Snapshot {
         Ok(snap)
     }
 
-    fn hists(&self) -> [&Histogram<u64>; 8] {
+    fn hists(&self) -> [&Histogram<u64>; HISTS] {
         let RtHists { all, hit, miss } = &self.rt;
         let p = &self.rt_polygraph;
         [
@@ -93,10 +96,12 @@ impl Snapshot {
             &p.miss,
             &self.send_lag,
             &self.sizes,
+            &self.tls_handshake,
+            &self.tunnel,
         ]
     }
 
-    fn hists_mut(&mut self) -> [&mut Histogram<u64>; 8] {
+    fn hists_mut(&mut self) -> [&mut Histogram<u64>; HISTS] {
         let RtHists { all, hit, miss } = &mut self.rt;
         let p = &mut self.rt_polygraph;
         [
@@ -108,6 +113,8 @@ impl Snapshot {
             &mut p.miss,
             &mut self.send_lag,
             &mut self.sizes,
+            &mut self.tls_handshake,
+            &mut self.tunnel,
         ]
     }
 }
@@ -198,7 +205,7 @@ mod tests {
         w.hists.pop();
         assert!(matches!(
             Snapshot::from_wire(&w),
-            Err(WireError::HistCount(7))
+            Err(WireError::HistCount(n)) if n == HISTS - 1
         ));
     }
 }

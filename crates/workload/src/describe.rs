@@ -11,6 +11,20 @@ fn pct(v: f64) -> String {
     format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
 }
 
+/// What robots speak, e.g. "HTTP/2 over TLS (sessions resumed)".
+fn protocol(r: &crate::model::RobotConfig) -> String {
+    let http = if r.http10 {
+        "HTTP/1.0 with keep-alive".to_string()
+    } else {
+        r.http.to_string()
+    };
+    match (r.tls, r.tls_resume) {
+        (false, _) => http,
+        (true, true) => format!("{http} over TLS (sessions resumed)"),
+        (true, false) => format!("{http} over TLS (a full handshake per connection)"),
+    }
+}
+
 fn last_ip(first: Ipv4Addr, count: u32) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(first) + count.saturating_sub(1))
 }
@@ -59,11 +73,7 @@ pub fn describe(w: &Workload) -> String {
             r.count,
             r.first_ip,
             last_ip(r.first_ip, r.count),
-            if r.http10 {
-                "HTTP/1.0 with keep-alive"
-            } else {
-                "HTTP/1.1"
-            },
+            protocol(r),
             r.max_conns,
             r.conn_reuse,
             r.backlog

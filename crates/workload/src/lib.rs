@@ -40,7 +40,8 @@ pub use expect::{expected_offered, Offered};
 pub use file::{builtin_names, load, load_text, LoadError};
 pub use lifecycle::{LifeCycle, ObjectTimes};
 pub use model::{
-    Aborts, Arrivals, LinkConfig, RequestMix, RobotConfig, ServerConfig, Timeouts, Workload,
+    Aborts, Arrivals, HttpVersion, LinkConfig, RequestMix, RobotConfig, ServerConfig, Timeouts,
+    Workload,
 };
 pub use objects::{
     embedded_oid, split_oid, ObjectInfo, ObjectSpace, Place, MAX_EMBEDDED, MAX_GALAXIES,

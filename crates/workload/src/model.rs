@@ -86,6 +86,17 @@ pub struct RobotConfig {
     /// than HTTP/1.1.
     #[serde(default)]
     pub http10: bool,
+    /// The HTTP version robots speak (HTTP/2: a robot's requests share one
+    /// connection per server).
+    #[serde(default, skip_serializing_if = "HttpVersion::is_default")]
+    pub http: HttpVersion,
+    /// Speak HTTPS: TLS to the origin servers, through a `CONNECT` tunnel
+    /// of a forward proxy, or to a surrogate.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tls: bool,
+    /// Resume TLS sessions on new connections, as browsers do.
+    #[serde(default = "default_tls_resume")]
+    pub tls_resume: bool,
     /// WAN emulation on the robots' connections (WebAxe-4's client side).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<LinkConfig>,
@@ -103,6 +114,46 @@ impl RobotConfig {
     /// The client host of robot `robot` (hosts get contiguous, even shares).
     pub fn host_of(&self, robot: u32) -> u32 {
         (u64::from(robot) * u64::from(self.hosts()) / u64::from(self.count.max(1))) as u32
+    }
+}
+
+fn default_tls_resume() -> bool {
+    true
+}
+
+/// The HTTP version robots speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum HttpVersion {
+    #[default]
+    #[serde(rename = "1.1")]
+    Http1,
+    #[serde(rename = "2")]
+    Http2,
+}
+
+impl HttpVersion {
+    fn is_default(&self) -> bool {
+        *self == HttpVersion::Http1
+    }
+}
+
+impl std::str::FromStr for HttpVersion {
+    type Err = String;
+    fn from_str(s: &str) -> Result<HttpVersion, String> {
+        match s.trim() {
+            "1.1" | "1" => Ok(HttpVersion::Http1),
+            "2" | "h2" => Ok(HttpVersion::Http2),
+            other => Err(format!("{other:?}: the HTTP version is 1.1 or 2")),
+        }
+    }
+}
+
+impl std::fmt::Display for HttpVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            HttpVersion::Http1 => "HTTP/1.1",
+            HttpVersion::Http2 => "HTTP/2",
+        })
     }
 }
 

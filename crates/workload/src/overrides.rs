@@ -9,6 +9,7 @@
 //! `Overrides::apply`, the one place where overrides take effect.
 
 use crate::dist::{Dist, Quantity};
+use crate::model::HttpVersion;
 use crate::raw::RawWorkload;
 use cacheoff_base::{Bytes, Dur, Rate, UnitError};
 use serde::{de, Deserialize, Deserializer};
@@ -74,6 +75,9 @@ pub struct Param {
     pub default: Option<&'static str>,
     /// The help line.
     pub help: &'static str,
+    /// The value the flag takes when given without one (`--tls` is
+    /// `--tls on`).
+    pub bare: Option<&'static str>,
 }
 
 /// `Some(x)` for an optional column that is there, `None` otherwise.
@@ -107,6 +111,7 @@ macro_rules! overrides {
             value: $value:literal,
             key: $key:literal,
             $(default: $default:literal,)?
+            $(bare: $bare:literal,)?
             help: $help:literal,
             $(parse: $parse:expr,)?
             apply: |$w:ident, $v:ident| $apply:expr,
@@ -130,6 +135,7 @@ macro_rules! overrides {
                 key: $key,
                 default: column!($($default)?),
                 help: $help,
+                bare: column!($($bare)?),
             },)*];
 
             /// Sets the parameter of `--flag` (or its alias) from its
@@ -292,8 +298,45 @@ overrides! {
         value: "N",
         key: "robots.max_conns",
         default: "`4`",
-        help: "Most connections a robot keeps open at once",
+        help: "Most connections a robot keeps open at once (HTTP/2: most requests it has in flight)",
         apply: |w, v| w.robots.max_conns = v,
+    }
+    http: HttpVersion {
+        flag: "http",
+        value: "VERSION",
+        key: "robots.http",
+        default: "`\"1.1\"`",
+        help: "HTTP version robots speak, 1.1 or 2; 2 multiplexes a robot's requests over one connection per server (ALPN h2 over TLS, prior knowledge in the clear)",
+        apply: |w, v| w.robots.http = v,
+    }
+    tls: bool {
+        flag: "tls",
+        value: "on/off",
+        key: "robots.tls",
+        default: "`false`",
+        bare: "on",
+        help: "Robots speak HTTPS: TLS to the origin servers (--direct), a CONNECT tunnel per origin server through a forward proxy, TLS to a surrogate (--reverse https://HOST:PORT sets it)",
+        parse: switch,
+        apply: |w, v| w.robots.tls = v,
+    }
+    tls_resume: bool {
+        flag: "tls-resume",
+        value: "on/off",
+        key: "robots.tls_resume",
+        default: "`true`",
+        bare: "on",
+        help: "Resume TLS sessions on new connections, as browsers do; off makes every handshake a full one",
+        parse: switch,
+        apply: |w, v| w.robots.tls_resume = v,
+    }
+}
+
+/// `on`/`off` (or `true`/`false`, `yes`/`no`).
+fn switch(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" => Ok(true),
+        "off" | "false" | "no" => Ok(false),
+        other => Err(format!("{other:?}: say on or off")),
     }
 }
 
@@ -320,6 +363,9 @@ mod tests {
             "server-ips" => "127.6.0.1",
             "server-port" => "8080",
             "max-conns" => "2",
+            "http" => "2",
+            "tls" => "on",
+            "tls-resume" => "off",
             other => panic!("no example for --{other}: add one"),
         }
     }

@@ -7,8 +7,8 @@ use crate::content::ContentType;
 use crate::dist::{count_dist, time_dist, Dist, Quantity};
 use crate::lifecycle::LifeCycle;
 use crate::model::{
-    default_max_head, Aborts, Arrivals, LinkConfig, RequestMix, RobotConfig, ServerConfig,
-    Timeouts, Workload,
+    default_max_head, Aborts, Arrivals, HttpVersion, LinkConfig, RequestMix, RobotConfig,
+    ServerConfig, Timeouts, Workload,
 };
 use crate::overrides::PeakRate;
 use crate::popularity::Popularity;
@@ -33,6 +33,9 @@ pub(crate) struct RawRobots {
     max_head: Bytes,
     arrivals: Arrivals,
     http10: bool,
+    pub http: HttpVersion,
+    pub tls: bool,
+    pub tls_resume: bool,
     link: Option<LinkConfig>,
 }
 
@@ -50,6 +53,9 @@ impl Default for RawRobots {
             max_head: default_max_head(),
             arrivals: Arrivals::Poisson,
             http10: false,
+            http: HttpVersion::Http1,
+            tls: false,
+            tls_resume: true,
             link: None,
         }
     }
@@ -232,6 +238,9 @@ impl RawWorkload {
                 max_head: robots.max_head,
                 arrivals: robots.arrivals,
                 http10: robots.http10,
+                http: robots.http,
+                tls: robots.tls,
+                tls_resume: robots.tls_resume,
                 link: robots.link,
             },
             servers: ServerConfig {

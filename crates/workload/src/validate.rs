@@ -133,6 +133,23 @@ impl Workload {
                 return Err(err(param, v.to_string(), "must be a probability in 0..1"));
             }
         }
+        let r = &self.robots;
+        if r.http == crate::HttpVersion::Http2 {
+            if r.http10 {
+                return Err(err(
+                    "robots.http",
+                    "\"2\"".into(),
+                    "robots.http10 asks for HTTP/1.0: choose one",
+                ));
+            }
+            if r.link.is_some() {
+                return Err(err(
+                    "robots.http",
+                    "\"2\"".into(),
+                    "WAN emulation on the robots' side (robots.link) is not modelled over HTTP/2",
+                ));
+            }
+        }
         let pop = &self.popularity;
         if let (Some(t), Some(b)) = (pop.working_set_time, pop.working_set_size) {
             return Err(err(

@@ -1,11 +1,16 @@
-//! A robot's connections: opening them from the robot's own address,
-//! keeping idle ones for reuse, and the limits on both; with `robots.link`,
-//! each carries the robot's end of the emulated link ([`Wire`]).
+//! A robot's connections: opening them from the robot's own address
+//! (through a `CONNECT` tunnel and TLS where the run asks), keeping idle
+//! ones for reuse, and the limits on both; with `robots.link`, each
+//! carries the robot's end of the emulated link ([`Wire`]). Over HTTP/2 a
+//! "connection" is a lane of a shared [`H2Conn`].
 
+use super::h2::{H2Conn, Lane};
 use crate::link::{End, Link};
-use crate::local::Clients;
+use crate::local::{Clients, OpenGuard};
 use cacheoff_base::rng::{seeded, Rng, SimRng};
 use cacheoff_stats::ErrorKind;
+use cacheoff_tls::Stream;
+use cacheoff_workload::HttpVersion;
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -17,11 +22,17 @@ use tokio::net::{TcpSocket, TcpStream};
 /// Head reads (and the body bytes that come with them).
 pub const HEAD_CHUNK: usize = 4 * 1024;
 
-/// Where a connection goes: the proxy, or an origin server by index.
+/// Where a connection goes: the proxy (or surrogate), or an origin server
+/// by index (directly, or through a forward proxy's tunnel).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
     Proxy,
     Server(u32),
+}
+
+enum Io {
+    Stream(Stream),
+    H2(Lane),
 }
 
 /// A connection's socket and, with `robots.link`, the robot's end of the
@@ -30,8 +41,10 @@ pub enum Target {
 /// and response bytes are read no further than the current slow-start
 /// round and held for the round's wait as they arrive.
 pub struct Wire {
-    stream: TcpStream,
+    io: Io,
     link: Option<End>,
+    /// A stream's own count as open (a lane's is its connection's).
+    _open: Option<OpenGuard>,
 }
 
 impl Wire {
@@ -40,36 +53,50 @@ impl Wire {
         if let Some(end) = &mut self.link {
             tokio::time::sleep(end.request(request.len() as u64)).await;
         }
-        self.stream.write_all(request).await
+        match &mut self.io {
+            Io::Stream(s) => s.write_all(request).await,
+            Io::H2(lane) => lane.send(request).await,
+        }
     }
 
     /// Writes what the socket takes at once (nothing over an emulated
-    /// link, whose travel time comes first, or on any error: the async
-    /// send that follows meets it again); returns the bytes written.
+    /// link, whose travel time comes first, over TLS or HTTP/2, or on any
+    /// error: the async send that follows meets it again); returns the
+    /// bytes written.
     pub fn try_send(&mut self, request: &[u8]) -> usize {
-        if self.link.is_some() {
-            return 0;
+        match (&self.io, &self.link) {
+            (Io::Stream(s), None) => s
+                .plain()
+                .map_or(0, |tcp| tcp.try_write(request).unwrap_or(0)),
+            _ => 0,
         }
-        self.stream.try_write(request).unwrap_or(0)
     }
 
     /// Reads into `buf`'s spare capacity, as `read_buf` does.
     pub async fn read_buf(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
-        let Some(end) = &mut self.link else {
-            return self.stream.read_buf(buf).await;
+        let s = match &mut self.io {
+            Io::Stream(s) => s,
+            Io::H2(lane) => return lane.read_buf(buf).await,
         };
-        let n = (&mut self.stream).take(end.room()).read_buf(buf).await?;
+        let Some(end) = &mut self.link else {
+            return s.read_buf(buf).await;
+        };
+        let n = s.take(end.room()).read_buf(buf).await?;
         hold(end, n).await;
         Ok(n)
     }
 
     /// Reads into `buf`, as `read` does.
     pub async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let s = match &mut self.io {
+            Io::Stream(s) => s,
+            Io::H2(lane) => return lane.read(buf).await,
+        };
         let Some(end) = &mut self.link else {
-            return self.stream.read(buf).await;
+            return s.read(buf).await;
         };
         let room = usize::try_from(end.room()).map_or(buf.len(), |r| r.min(buf.len()));
-        let n = self.stream.read(&mut buf[..room]).await?;
+        let n = s.read(&mut buf[..room]).await?;
         hold(end, n).await;
         Ok(n)
     }
@@ -100,15 +127,6 @@ pub struct Conn {
     pub buf: Vec<u8>,
     /// The request's URL path, kept to be reused.
     pub path: String,
-    clients: Rc<Clients>,
-}
-
-impl Drop for Conn {
-    fn drop(&mut self) {
-        self.clients
-            .open_conns
-            .set(self.clients.open_conns.get() - 1);
-    }
 }
 
 impl Conn {
@@ -118,7 +136,28 @@ impl Conn {
     pub fn reuse(mut self, keep_alive: bool) -> Option<Conn> {
         self.uses += 1;
         self.held_since = Instant::now();
-        (keep_alive && self.uses < self.limit).then_some(self)
+        (keep_alive && self.uses < self.limit && self.usable()).then_some(self)
+    }
+
+    /// An HTTP/2 lane whose connection ended or is used up is not.
+    fn usable(&self) -> bool {
+        match &self.wire.io {
+            Io::Stream(..) => true,
+            Io::H2(lane) => lane.conn.usable(),
+        }
+    }
+
+    fn new(wire: Wire, target: Target, limit: u32, held_since: Instant) -> Conn {
+        Conn {
+            wire,
+            target,
+            uses: 0,
+            limit,
+            idle_since: Instant::now(),
+            held_since,
+            buf: Vec::with_capacity(HEAD_CHUNK),
+            path: String::new(),
+        }
     }
 }
 
@@ -130,6 +169,8 @@ pub struct Pool {
     /// Draws each connection's reuse limit and seeds its link's draws.
     rng: RefCell<SimRng>,
     idle: RefCell<Vec<Conn>>,
+    /// Live HTTP/2 connections, by target: new lanes open on them.
+    h2: RefCell<Vec<(Target, Rc<H2Conn>)>>,
     /// Slots held by tasks running transactions.
     pub drivers: Cell<u32>,
 }
@@ -140,6 +181,7 @@ impl Pool {
             ip,
             rng: RefCell::new(rng),
             idle: RefCell::new(Vec::new()),
+            h2: RefCell::new(Vec::new()),
             drivers: Cell::new(0),
         }
     }
@@ -152,7 +194,7 @@ impl Pool {
     /// Takes a fresh idle connection to `target`, closing stale ones.
     pub fn take_idle(&self, target: Target, keep_alive: Duration) -> Option<Conn> {
         let mut idle = self.idle.borrow_mut();
-        idle.retain(|c| c.idle_since.elapsed() < keep_alive);
+        idle.retain(|c| c.idle_since.elapsed() < keep_alive && c.usable());
         let i = idle.iter().position(|c| c.target == target)?;
         let mut conn = idle.swap_remove(i);
         conn.held_since = Instant::now();
@@ -162,6 +204,9 @@ impl Pool {
     /// Keeps `conn` for a later request.
     pub fn put_idle(&self, mut conn: Conn) {
         conn.idle_since = Instant::now();
+        if let Io::H2(lane) = &conn.wire.io {
+            lane.conn.idle_since.set(conn.idle_since);
+        }
         self.idle.borrow_mut().push(conn);
     }
 
@@ -175,14 +220,107 @@ impl Pool {
         }
     }
 
-    /// Opens a connection to `target` from the robot's address.
-    pub async fn connect(&self, clients: &Rc<Clients>, target: Target) -> Result<Conn, ErrorKind> {
+    /// A live HTTP/2 connection to `target`, forgetting those that ended,
+    /// are used up, or sat without a lane for the keep-alive time.
+    fn live_h2(&self, target: Target, keep_alive: Duration) -> Option<Rc<H2Conn>> {
+        let mut list = self.h2.borrow_mut();
+        list.retain(|(_, c)| {
+            c.usable() && (Rc::strong_count(c) > 1 || c.idle_since.get().elapsed() < keep_alive)
+        });
+        list.iter()
+            .find(|(t, _)| *t == target)
+            .map(|(_, c)| c.clone())
+    }
+
+    /// Opens a connection to `target` from the robot's address for a
+    /// request to origin server `server` (its name is the TLS server
+    /// name; through a forward proxy, its address is the tunnel's end).
+    /// Over HTTP/2, a new lane on a live connection when there is one.
+    pub async fn connect(
+        &self,
+        clients: &Rc<Clients>,
+        target: Target,
+        server: u32,
+    ) -> Result<Conn, ErrorKind> {
         let began = Instant::now();
         let shared = clients.shared();
-        let addr: SocketAddr = match target {
-            Target::Proxy => shared.via.addr().expect("proxy target only with a proxy"),
-            Target::Server(i) => shared.servers[i as usize],
+        let w = &shared.workload;
+        let h2 = w.robots.http == HttpVersion::Http2;
+        if h2 {
+            if let Some(c) = self.live_h2(target, w.timeouts.keep_alive.0) {
+                return Ok(Conn::new(lane_wire(&c), target, u32::MAX, began));
+            }
+        }
+        let (addr, tunnel) = match (target, shared.via.addr()) {
+            (Target::Proxy, Some(a)) => (a, false),
+            (Target::Proxy, None) => unreachable!("proxy target only with a proxy"),
+            // A forward proxy carries TLS to a server in a tunnel.
+            (Target::Server(_), Some(a)) => (a, true),
+            (Target::Server(i), None) => (shared.servers[i as usize], false),
         };
+        let mut tcp = self.tcp(clients, addr).await?;
+        let limit_timer = began + w.timeouts.connect.0;
+        if tunnel {
+            let t0 = Instant::now();
+            let authority = &shared.server_hosts[server as usize];
+            within(limit_timer, open_tunnel(&mut tcp, authority)).await?;
+            let us = t0.elapsed().as_micros() as u64;
+            clients.local.stats.borrow_mut().record_tunnel(us);
+        }
+        let stream = match &shared.tls {
+            Some(tls) if w.robots.tls => {
+                let t0 = Instant::now();
+                let name = cacheoff_workload::server_name(server as usize);
+                let s = within(limit_timer, async {
+                    cacheoff_tls::connect(&tls.client, &name, tcp)
+                        .await
+                        .map_err(|_| ErrorKind::TlsFailed)
+                })
+                .await?;
+                let us = t0.elapsed().as_micros() as u64;
+                clients
+                    .local
+                    .stats
+                    .borrow_mut()
+                    .record_tls_handshake(us, s.resumed());
+                s
+            }
+            _ => Stream::Plain(tcp),
+        };
+        let open = OpenGuard::new(clients);
+        let (limit, link) = {
+            let mut rng = self.rng.borrow_mut();
+            let limit = (w.robots.conn_reuse.sample(&mut *rng) as u32).max(1);
+            let link = w
+                .robots
+                .link
+                .as_ref()
+                .map(|l| End::new(Link::new(l), seeded(rng.gen())));
+            (limit, link)
+        };
+        if h2 {
+            if !w.robots.tls || stream.alpn() == Some(cacheoff_tls::ALPN_H2) {
+                let scheme = if w.robots.tls { "https" } else { "http" };
+                let c = H2Conn::handshake(stream, scheme, limit, open)
+                    .await
+                    .map_err(|_| ErrorKind::ConnReset)?;
+                let c = Rc::new(c);
+                self.h2.borrow_mut().push((target, c.clone()));
+                return Ok(Conn::new(lane_wire(&c), target, u32::MAX, began));
+            }
+            clients.local.stats.borrow_mut().counters.h2_refused += 1;
+        }
+        let wire = Wire {
+            io: Io::Stream(stream),
+            link,
+            _open: Some(open),
+        };
+        Ok(Conn::new(wire, target, limit, began))
+    }
+
+    /// A TCP connection to `addr` from the robot's address, counted.
+    async fn tcp(&self, clients: &Rc<Clients>, addr: SocketAddr) -> Result<TcpStream, ErrorKind> {
+        let shared = clients.shared();
         let socket = match addr {
             SocketAddr::V4(_) => TcpSocket::new_v4(),
             SocketAddr::V6(_) => TcpSocket::new_v6(),
@@ -210,31 +348,58 @@ impl Pool {
             Err(_) => return Err(ErrorKind::ConnectTimeout),
         };
         let _ = stream.set_nodelay(true);
-        let robots = &shared.workload.robots;
-        let mut rng = self.rng.borrow_mut();
-        let limit = (robots.conn_reuse.sample(&mut *rng) as u32).max(1);
-        let link = robots
-            .link
-            .as_ref()
-            .map(|l| End::new(Link::new(l), seeded(rng.gen())));
-        drop(rng);
+        let mut stats = clients.local.stats.borrow_mut();
+        stats.counters.conns_opened += 1;
+        stats.firsts.record_conn(shared.secs_at(Instant::now()));
+        Ok(stream)
+    }
+}
+
+fn lane_wire(c: &Rc<H2Conn>) -> Wire {
+    Wire {
+        io: Io::H2(c.lane()),
+        link: None,
+        _open: None,
+    }
+}
+
+/// `step` unless the connect timeout (ending at `deadline`) passes first.
+async fn within<T>(
+    deadline: Instant,
+    step: impl std::future::Future<Output = Result<T, ErrorKind>>,
+) -> Result<T, ErrorKind> {
+    tokio::time::timeout_at(deadline.into(), step)
+        .await
+        .unwrap_or(Err(ErrorKind::ConnectTimeout))
+}
+
+/// Asks the forward proxy for a tunnel to `authority` (`host:port`) and
+/// reads its answer: a `2xx` head, after which the bytes are the server's.
+async fn open_tunnel(tcp: &mut TcpStream, authority: &str) -> Result<(), ErrorKind> {
+    let request = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n");
+    tcp.write_all(request.as_bytes())
+        .await
+        .map_err(|_| ErrorKind::TunnelRefused)?;
+    let mut head = Vec::with_capacity(512);
+    loop {
+        // One byte at a time past what a head needs would be slow; the
+        // proxy sends nothing after its head until we speak TLS, so
+        // reading what is there cannot take the server's bytes.
+        if tcp
+            .read_buf(&mut head)
+            .await
+            .map_err(|_| ErrorKind::TunnelRefused)?
+            == 0
         {
-            let mut stats = clients.local.stats.borrow_mut();
-            stats.counters.conns_opened += 1;
-            stats.firsts.record_conn(shared.secs_at(Instant::now()));
+            return Err(ErrorKind::TunnelRefused);
         }
-        clients.open_conns.set(clients.open_conns.get() + 1);
-        Ok(Conn {
-            wire: Wire { stream, link },
-            target,
-            uses: 0,
-            limit,
-            idle_since: Instant::now(),
-            held_since: began,
-            buf: Vec::with_capacity(HEAD_CHUNK),
-            path: String::new(),
-            clients: clients.clone(),
-        })
+        match cacheoff_http::response::parse_response_within(&head, true, false, 64 * 1024) {
+            Ok(Some(h)) if (200..300).contains(&h.status) && h.head_len == head.len() => {
+                return Ok(())
+            }
+            Ok(Some(_)) | Err(_) => return Err(ErrorKind::TunnelRefused),
+            Ok(None) => {}
+        }
     }
 }
 

@@ -138,7 +138,8 @@ pub fn begin(clients: &Clients, conn: &mut Conn, due: &Due) -> Begun {
             method,
             host: &shared.server_hosts[p.info.server as usize],
             path: &path,
-            absolute: matches!(shared.via, Via::Proxy(_)),
+            // Inside a tunnel the request is the origin server's.
+            absolute: matches!(shared.via, Via::Proxy(_)) && !w.robots.tls,
             xact,
             keep_alive: true,
             ims: ims_date.as_deref(),

@@ -12,11 +12,13 @@
 mod claim;
 mod conns;
 mod exchange;
+mod h2;
 mod pacer;
 pub mod replay;
 mod verdict;
 
 use crate::local::Clients;
+use crate::shared::Via;
 use cacheoff_base::rng::{stream, Stream};
 use cacheoff_base::RequestType;
 use cacheoff_stats::{ErrorKind, Outcome, XactRecord};
@@ -119,11 +121,14 @@ async fn closed_loop(clients: Rc<Clients>, robot: Rc<Robot>) {
     robot.conns.drivers.set(robot.conns.drivers.get() - 1);
 }
 
+/// The proxy's connections carry every server's requests, except HTTPS
+/// through a forward proxy: a tunnel (and TLS session) per server.
 fn target_of(clients: &Clients, due: &Due) -> Target {
-    if clients.shared().via.addr().is_some() {
-        Target::Proxy
-    } else {
-        Target::Server(due.plan.info.server)
+    let shared = clients.shared();
+    match shared.via {
+        Via::Proxy(_) if shared.workload.robots.tls => Target::Server(due.plan.info.server),
+        Via::Proxy(_) | Via::Surrogate(_) => Target::Proxy,
+        Via::Direct => Target::Server(due.plan.info.server),
     }
 }
 
@@ -227,7 +232,11 @@ async fn run_one(
         (conn, _) => {
             let (reused, mut c) = match conn_for(clients, robot, conn, target) {
                 Some(c) => (true, c),
-                None => match robot.conns.connect(clients, target).await {
+                None => match robot
+                    .conns
+                    .connect(clients, target, due.plan.info.server)
+                    .await
+                {
                     Ok(c) => (false, c),
                     Err(kind) => {
                         clients.error(kind);
@@ -244,7 +253,11 @@ async fn run_one(
         // fresh one, as browsers do for idempotent requests. The Polygraph
         // clock restarts with that connect.
         drop(conn);
-        conn = match robot.conns.connect(clients, target).await {
+        conn = match robot
+            .conns
+            .connect(clients, target, due.plan.info.server)
+            .await
+        {
             Ok(c) => c,
             Err(kind) => {
                 clients.error(kind);
