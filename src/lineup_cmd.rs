@@ -31,6 +31,8 @@ pub fn run(a: &LineupArgs) -> Result<(), Failure> {
         ("peak-rate", &a.peak_rate),
         ("cache-size", &a.cache_size),
         ("plateau", &a.plateau),
+        ("tls", &a.tls.then(|| "on".to_string())),
+        ("http", &a.http),
     ] {
         if let Some(v) = value {
             cacheoff_workload::Overrides::default()

@@ -106,6 +106,7 @@ fn squid_s_x_cache_is_read_and_true() {
         parent: None,
         dir: dir.path().join("squid"),
         exe: env!("CARGO_BIN_EXE_cacheoff").into(),
+        tls: None,
     };
     let mut squid = ProductSpec::builtin("squid")
         .unwrap()

@@ -333,3 +333,65 @@ fn every_product_side_by_side_on_one_stream_with_spe() {
     // Every product stopped with the lineup.
     assert!(products_running(&out).is_empty());
 }
+
+/// HTTPS and HTTP/2 through the surrogates that take them: robots and the
+/// product's own log agree on the hit ratio within a point, every
+/// connection was a TLS handshake, and HTTP/2 was what ALPN chose.
+#[test]
+#[ignore = "needs nginx and Traffic Server from Debian (.ci/run installs them)"]
+fn https_and_http2_through_nginx_and_traffic_server_agree_with_their_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, s) = lineup(
+        dir.path(),
+        "reverse_workload = \"polymix-4\"\nbaseline = false\n[msl]\nenabled = false\n",
+        &[
+            "--product",
+            "nginx:reverse",
+            "--product",
+            "trafficserver:reverse",
+            "--tls",
+            "--http",
+            "2",
+            "--no-downtime",
+        ],
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        process::stderr(&o)
+    );
+    assert!(
+        dir.path().join("out/tls/ca.pem").exists(),
+        "one CA for the lineup"
+    );
+    for name in ["nginx", "trafficserver"] {
+        let p = product(&s, name, "reverse");
+        let run = dir.path().join(format!("out/{name}-reverse/run"));
+        let summary: Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap())
+                .unwrap_or_else(|e| panic!("{name}: {e} {p:#}"));
+        let c = &summary["total"]["counts"];
+        assert_eq!(
+            summary["total"]["errors"]["total"], 0,
+            "{name}: {summary:#}"
+        );
+        assert!(c["tls_handshakes"].as_u64().unwrap() > 0, "{name}: {c:#}");
+        assert_eq!(c["tls_handshakes"], c["conns_opened"], "{name}");
+        assert_eq!(c["h2_refused"], 0, "{name}: HTTP/2 over ALPN");
+        let log: Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("product-log.json")).unwrap())
+                .unwrap();
+        let ratio = |hits: &str, all: &str| {
+            log[hits].as_f64().unwrap() * 100.0 / log[all].as_f64().unwrap().max(1.0)
+        };
+        let (robots, product_log) = (
+            ratio("robot_hits", "robot_xacts"),
+            ratio("log_hits", "log_requests"),
+        );
+        assert!(log["robot_hits"].as_u64().unwrap() > 0, "{name}: {log:#}");
+        assert!(
+            (robots - product_log).abs() <= 1.0,
+            "{name}: robots {robots:.2}% vs its log {product_log:.2}%"
+        );
+    }
+}

@@ -123,6 +123,14 @@ pub struct LineupArgs {
     /// Compress time: the workloads' plateaus last this long.
     #[arg(long, value_name = "TIME")]
     pub plateau: Option<String>,
+    /// Robots speak HTTPS: to the surrogates (with the lineup's test CA,
+    /// products whose file says `tls = true`), through CONNECT tunnels of
+    /// the forward proxies, to the origin servers in the baselines.
+    #[arg(long)]
+    pub tls: bool,
+    /// HTTP version robots speak (1.1 or 2).
+    #[arg(long, value_name = "VERSION")]
+    pub http: Option<String>,
     /// Find each product's peak first (`cacheoff peak` with this
     /// response-time limit, e.g. 'p99<=50ms'): it becomes the product's
     /// peak rate.

@@ -60,6 +60,7 @@ impl Options {
         bound: Option<Arc<BoundServers>>,
         label: String,
     ) -> Setup {
+        let tls_dir = workload.robots.tls.then(|| self.out.join("tls"));
         Setup {
             workload,
             via,
@@ -71,7 +72,9 @@ impl Options {
             trace: None,
             metrics: self.metrics.clone(),
             fleet: None,
-            tls_dir: None,
+            // One test CA for the whole lineup, made by its first HTTPS
+            // run or product.
+            tls_dir,
         }
     }
 }
@@ -257,8 +260,17 @@ fn contend_in(
 ) -> anyhow::Result<()> {
     let w = workload_for(l, c.mode, &c.settings).map_err(|f| f.error)?;
     let bound = Arc::new(BoundServers::bind(&w).context("cannot bind the origin servers")?);
-    let running = product::start(c, &w, &bound, dir, None)?;
+    // A surrogate takes HTTPS with the lineup's test CA; a forward proxy
+    // only tunnels it.
+    let pki = match (w.robots.tls, c.mode) {
+        (true, Mode::Reverse) => {
+            crate::tls_cmd::test_ca(&w, Some(opts.out.join("tls")), dir).map_err(|f| f.error)?
+        }
+        _ => None,
+    };
+    let running = product::start(c, &w, &bound, dir, None, pki.as_deref())?;
     let addr = running.addr();
+    let robots_addr = running.robots_addr();
     let label = running.label();
     f.version = running.version();
     console::print(&format!("{label} listening on {addr}"));
@@ -267,7 +279,7 @@ fn contend_in(
     let msl = (l.msl.enabled).then(|| product::msl_beside(addr, c.mode, &l.msl));
     let via = match c.mode {
         Mode::Forward => Via::Proxy(addr),
-        Mode::Reverse => Via::Surrogate(addr),
+        Mode::Reverse => Via::Surrogate(robots_addr),
     };
     let w = match &l.peak {
         Some(p) if !stop.is_stopped() => {

@@ -64,6 +64,8 @@ pub fn check_installed(all: &[Contender]) -> anyhow::Result<()> {
 /// A product the lineup started, with what the summary says of it.
 pub struct Running {
     inner: cacheoff_products::Running,
+    /// Where it takes HTTPS, when started with the test CA.
+    tls_addr: Option<SocketAddr>,
     label: String,
     version: Option<String>,
 }
@@ -71,6 +73,11 @@ pub struct Running {
 impl Running {
     pub fn addr(&self) -> SocketAddr {
         self.inner.listen()
+    }
+
+    /// The address robots use: the HTTPS one when there is one.
+    pub fn robots_addr(&self) -> SocketAddr {
+        self.tls_addr.unwrap_or_else(|| self.addr())
     }
 
     /// `Squid 5.7 (64MB memory, 64MB disk)`.
@@ -100,14 +107,16 @@ fn free_port() -> anyhow::Result<SocketAddr> {
 }
 
 /// Starts `c` in `dir/product` for workload `w`, its origin servers
-/// `bound`, fetching through `parent` if given (SPE: the Collector), and
-/// waits until it answers.
+/// `bound`, fetching through `parent` if given (SPE: the Collector),
+/// taking HTTPS with `pki`'s certificate if given, and waits until it
+/// answers.
 pub fn start(
     c: &Contender,
     w: &Workload,
     bound: &BoundServers,
     dir: &Path,
     parent: Option<SocketAddr>,
+    pki: Option<&cacheoff_tls::Pki>,
 ) -> anyhow::Result<Running> {
     let size = w
         .cache_size
@@ -123,10 +132,29 @@ pub fn start(
         parent,
         dir: dir.join("product"),
         exe: exe.clone(),
+        tls: match pki {
+            Some(p) => Some(cacheoff_products::TlsSettings {
+                listen: free_port()?,
+                cert: p.cert_path(),
+                key: p.key_path(),
+            }),
+            None => None,
+        },
     };
     let mut inner = c.spec.start(c.mode, &settings)?;
     inner.wait_ready(READY_TIMEOUT)?;
     crate::preflight::check(inner.listen()).map_err(|f| f.error)?;
+    let tls_addr = settings.tls.as_ref().map(|t| t.listen);
+    if let Some(a) = tls_addr {
+        // A terminator of its own (hitch) may listen a little later.
+        let t = std::time::Instant::now();
+        while std::net::TcpStream::connect(a).is_err() {
+            if t.elapsed() > READY_TIMEOUT {
+                anyhow::bail!("{}: nothing listens for HTTPS on {a}", c.spec.name);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+    }
     let number = c.spec.version(&exe).ok().and_then(|v| v.number);
     let version = number.as_ref().map_or(String::new(), |n| format!(" {n}"));
     // The disk cache as the product got it: some need more than asked.
@@ -143,6 +171,7 @@ pub fn start(
     );
     Ok(Running {
         inner,
+        tls_addr,
         label,
         version: number,
     })

@@ -160,7 +160,7 @@ fn start_contender(
     collector: SocketAddr,
 ) -> anyhow::Result<product::Running> {
     let w = workload_for(l, Mode::Forward, &c.settings).map_err(|f| f.error)?;
-    product::start(c, &w, bound, dir, Some(collector))
+    product::start(c, &w, bound, dir, Some(collector), None)
 }
 
 /// The robots through the Multiplier; the Multiplier's summary.

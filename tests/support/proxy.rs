@@ -63,6 +63,7 @@ pub fn squid_under(
         parent: Some(parent),
         dir: dir.join("squid"),
         exe: env!("CARGO_BIN_EXE_cacheoff").into(),
+        tls: None,
     };
     let mut r = spec.start(Mode::Forward, &settings).unwrap();
     r.wait_ready(std::time::Duration::from_secs(60)).unwrap();

@@ -46,6 +46,7 @@ fn run(product: &str, mode: Mode) {
         parent: None,
         dir: dir.path().join(product),
         exe: "/bin/true".into(),
+        tls: None,
     };
     let mut running = spec.start(pmode, &settings).unwrap();
     running.wait_ready(Duration::from_secs(60)).unwrap();

@@ -33,4 +33,4 @@ pub use spec::{
     Arg, CommandSpec, CondArg, FileSpec, LogSpec, Mode, ProductSpec, ReadySpec, Requirement,
     StopSpec, PROBE_MARK,
 };
-pub use start::{parse_version, Disk, Settings, Version};
+pub use start::{parse_version, Disk, Settings, TlsSettings, Version};

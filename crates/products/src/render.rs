@@ -110,8 +110,10 @@ pub fn nginx_upstreams(map: &AddrMap) -> String {
 /// Traffic Server `remap.config`: one `map` rule per origin name.
 pub fn ats_remap(map: &AddrMap) -> String {
     let mut o = String::new();
+    // HTTPS from robots (a `tls` port) reaches the same origins in the clear.
     for (_, name, a) in each(map) {
         let _ = writeln!(o, "map http://{name}/ http://{a}/");
+        let _ = writeln!(o, "map https://{name}/ http://{a}/");
     }
     o
 }
@@ -173,7 +175,8 @@ mod tests {
     fn traffic_server_remaps_each_name() {
         assert_eq!(
             ats_remap(&map()),
-            "map http://s1.bench.tst/ http://127.2.0.1:8080/\nmap http://s2.bench.tst/ http://127.2.0.2:8081/\n"
+            "map http://s1.bench.tst/ http://127.2.0.1:8080/\nmap https://s1.bench.tst/ http://127.2.0.1:8080/\n\
+             map http://s2.bench.tst/ http://127.2.0.2:8081/\nmap https://s2.bench.tst/ http://127.2.0.2:8081/\n"
         );
     }
 

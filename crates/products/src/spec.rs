@@ -236,6 +236,10 @@ pub struct ProductSpec {
     /// Whether a disk cache can be configured.
     #[serde(default = "yes")]
     pub disk_cache: bool,
+    /// Whether its templates take HTTPS (`{{tls_listen}}`) as well, in
+    /// reverse mode, when started with TLS settings.
+    #[serde(default)]
+    pub tls: bool,
     /// The smallest cache file it runs with, in MiB: a smaller disk cache
     /// is given this size (see [`ProductSpec::disk_size`]).
     pub min_disk_mb: Option<u64>,

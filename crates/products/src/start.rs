@@ -48,6 +48,17 @@ pub struct Settings<'a> {
     pub dir: PathBuf,
     /// The cacheoff executable (the reference proxy's binary).
     pub exe: PathBuf,
+    /// HTTPS beside plain HTTP (products with `tls = true`, reverse mode).
+    pub tls: Option<TlsSettings>,
+}
+
+/// Where a product takes HTTPS, and the certificate it presents (the
+/// test CA's, `cacheoff_tls::Pki`).
+#[derive(Debug, Clone)]
+pub struct TlsSettings {
+    pub listen: SocketAddr,
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 /// What a product's binary says it is.
@@ -181,6 +192,11 @@ impl ProductSpec {
         if settings.disk.is_some() && !self.disk_cache {
             return Err(unsupported("no disk cache"));
         }
+        if settings.tls.is_some() && !(self.tls && mode == Mode::Reverse) {
+            return Err(unsupported(
+                "no HTTPS (its product file has no `tls = true`, or not in this mode)",
+            ));
+        }
         if mode == Mode::Reverse && settings.addrmap.is_none() {
             return Err(unsupported("reverse mode needs the origin address map"));
         }
@@ -244,6 +260,23 @@ impl ProductSpec {
             v.insert("parent_port", p.port().to_string());
         }
         v.insert(mode.name(), "1".into());
+        if let Some(t) = &settings.tls {
+            // Copies in the run directory, which the product's user owns.
+            let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| self.io("read", p, e));
+            let (cert, key) = (read(&t.cert)?, read(&t.key)?);
+            let write = |name: &str, text: &str| {
+                let p = dir.join(name);
+                std::fs::write(&p, text).map_err(|e| self.io("write", &p, e))?;
+                Ok::<_, Error>(path_str(&p))
+            };
+            v.insert("tls", "1".into());
+            v.insert("tls_listen", t.listen.to_string());
+            v.insert("tls_listen_host", t.listen.ip().to_string());
+            v.insert("tls_listen_port", t.listen.port().to_string());
+            v.insert("tls_cert", write("tls-cert.pem", &cert)?);
+            v.insert("tls_key", write("tls-key.pem", &key)?);
+            v.insert("tls_pem", write("tls.pem", &(key + &cert))?);
+        }
         if let Some(map) = settings.addrmap {
             render::check_names(map).map_err(|m| self.setup("address map", m))?;
             v.insert("origin_map", map.to_text());
@@ -450,6 +483,7 @@ mod tests {
             parent: None,
             dir: PathBuf::from("/nonexistent"),
             exe: PathBuf::from("/nonexistent/cacheoff"),
+            tls: None,
         };
         let with_parent = Settings {
             parent: Some(SocketAddr::from(([127, 0, 0, 1], 3129))),

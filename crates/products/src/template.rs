@@ -40,6 +40,13 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("nginx_origin_map", "reverse: the lines of a `map $host …` block, each origin name to its upstream"),
     ("nginx_upstreams", "reverse: one nginx `upstream` block per origin"),
     ("ats_remap", "reverse: Traffic Server `remap.config` lines, one `map` per origin"),
+    ("tls", "set when the product also takes HTTPS (a product file with `tls = true`, started with TLS settings)"),
+    ("tls_listen", "the address to take HTTPS on, `HOST:PORT`"),
+    ("tls_listen_host", "its host"),
+    ("tls_listen_port", "its port"),
+    ("tls_cert", "the test CA's server certificate chain (PEM), absolute"),
+    ("tls_key", "its private key (PEM, PKCS#8), absolute"),
+    ("tls_pem", "the key followed by the chain in one PEM file in the run directory (as hitch wants it)"),
 ];
 
 /// Whether `name` is one of [`VARIABLES`].

@@ -26,6 +26,7 @@ const KEYS: &[&str] = &[
     "requires.path",
     "requires.package",
     "disk_cache",
+    "tls",
     "min_disk_mb",
     "user_when_root",
     "price_usd",
@@ -70,6 +71,7 @@ modes = ["reverse"]
 parent_modes = ["reverse"]
 parent_only_modes = ["forward"]
 disk_cache = false
+tls = false
 min_disk_mb = 9
 user_when_root = "nobody"
 price_usd = 0

@@ -358,6 +358,7 @@ fn scenario(name: &str, mode: Mode) {
         parent: None,
         dir: dir.path().join(name),
         exe: exe.clone(),
+        tls: None,
     };
     let t0 = Instant::now();
     let mut r = spec.start(mode, &settings).unwrap();
@@ -475,6 +476,7 @@ fn trafficserver_runs_with_a_tiny_cache() {
             parent: None,
             dir: dir.path().join("trafficserver"),
             exe: cacheoff_exe(),
+            tls: None,
         };
         let mut r = spec.start(Mode::Reverse, &settings).unwrap();
         r.wait_ready(READY)
@@ -503,6 +505,7 @@ fn dropping_a_running_product_kills_it() {
         parent: None,
         dir: dir.path().join("squid"),
         exe: cacheoff_exe(),
+        tls: None,
     };
     let mut r = spec.start(Mode::Forward, &settings).unwrap();
     r.wait_ready(READY).unwrap_or_else(|e| panic!("{e}"));
@@ -534,6 +537,7 @@ fn a_failed_start_is_explained() {
         parent: None,
         dir: dir.path().join("nginx"),
         exe: cacheoff_exe(),
+        tls: None,
     };
     let mut r = spec.start(Mode::Reverse, &settings).unwrap();
     let e = r
@@ -555,6 +559,7 @@ fn unsupported_modes_and_missing_maps_are_refused_before_anything_starts() {
         parent: None,
         dir: dir.path().join("x"),
         exe: cacheoff_exe(),
+        tls: None,
     };
     let varnish = ProductSpec::builtin("varnish").unwrap();
     let e = varnish

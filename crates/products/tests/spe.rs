@@ -177,6 +177,7 @@ fn start(name: &str, parent: SocketAddr, dir: &std::path::Path) -> Option<Runnin
         parent: Some(parent),
         dir: dir.join(name),
         exe: cacheoff_exe(),
+        tls: None,
     };
     let t = Instant::now();
     let mut r = spec.start(Mode::Forward, &settings).unwrap();

@@ -307,7 +307,11 @@ overrides! {
         key: "robots.http",
         default: "`\"1.1\"`",
         help: "HTTP version robots speak, 1.1 or 2; 2 multiplexes a robot's requests over one connection per server (ALPN h2 over TLS, prior knowledge in the clear)",
-        apply: |w, v| w.robots.http = v,
+        apply: |w, v| {
+            w.robots.http = v;
+            // HTTP/2 replaces a workload's HTTP/1.0 dialect.
+            w.robots.http10 &= v == HttpVersion::Http1;
+        },
     }
     tls: bool {
         flag: "tls",

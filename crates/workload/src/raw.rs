@@ -32,7 +32,7 @@ pub(crate) struct RawRobots {
     backlog: u32,
     max_head: Bytes,
     arrivals: Arrivals,
-    http10: bool,
+    pub http10: bool,
     pub http: HttpVersion,
     pub tls: bool,
     pub tls_resume: bool,
