@@ -56,6 +56,7 @@ pub fn run(a: &LineupArgs) -> Result<(), Failure> {
     }
     l.downtime.enabled &= !a.no_downtime;
     l.msl.enabled &= !a.no_msl;
+    l.conform &= !a.no_conform;
     let out = a.out.clone().unwrap_or_else(|| {
         let stamp = cacheoff_rundir::now_rfc3339().replace([':', '.'], "");
         PathBuf::from("lineups").join(stamp)

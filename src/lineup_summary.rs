@@ -54,6 +54,7 @@ pub fn write(
                 time_wait_s: Some(m.time_wait_s),
                 pass: Some(m.pass),
             }),
+            conformance: f.conformance,
         });
     }
     let products_file = out.join(PRODUCTS_FILE);
@@ -122,6 +123,7 @@ fn never_ran(c: &Contender, f: &Finished) -> ProductSummary {
         errors: 0,
         downtime: DowntimeSummary::default(),
         msl: MslSummary::default(),
+        conformance: f.conformance,
         disqualified: if f.failures.is_empty() {
             vec!["did not run".into()]
         } else {

@@ -366,6 +366,13 @@ fn https_and_http2_through_nginx_and_traffic_server_agree_with_their_logs() {
     );
     for name in ["nginx", "trafficserver"] {
         let p = product(&s, name, "reverse");
+        // The conformance suite ran against each, beside the figures.
+        let score = &p["conformance"];
+        assert!(score["passed"].as_u64().unwrap() > 50, "{name}: {p:#}");
+        assert!(dir
+            .path()
+            .join(format!("out/{name}-reverse/conform/conform.json"))
+            .exists());
         let run = dir.path().join(format!("out/{name}-reverse/run"));
         let summary: Value =
             serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap())

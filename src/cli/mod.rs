@@ -136,6 +136,9 @@ pub struct LineupArgs {
     /// peak rate.
     #[arg(long, value_name = "STAT<=TIME")]
     pub find_peak: Option<String>,
+    /// Skip the HTTP caching conformance suite (`cacheoff conform`).
+    #[arg(long)]
+    pub no_conform: bool,
     /// Skip the downtime test.
     #[arg(long)]
     pub no_downtime: bool,

@@ -19,6 +19,8 @@ struct RawLineup {
     #[serde(default)]
     settings: BTreeMap<String, toml::Value>,
     baseline: Option<bool>,
+    /// Run the HTTP caching conformance suite against each product.
+    conform: Option<bool>,
     #[serde(default)]
     downtime: RawDowntime,
     #[serde(default)]
@@ -148,6 +150,8 @@ pub struct Lineup {
     /// Workload flags every run gets, in order.
     pub settings: Vec<(String, String)>,
     pub baseline: bool,
+    /// `cacheoff conform` against each product (a start of its own).
+    pub conform: bool,
     pub downtime: Downtime,
     pub msl: Msl,
     /// Find each product's peak rate first.
@@ -162,6 +166,7 @@ impl Default for Lineup {
             reverse_workload: "webaxe-4".into(),
             settings: Vec::new(),
             baseline: true,
+            conform: true,
             downtime: Downtime::default(),
             msl: Msl::default(),
             peak: None,
@@ -246,6 +251,7 @@ impl Lineup {
             reverse_workload: raw.reverse_workload.unwrap_or(d.reverse_workload),
             settings: settings(&raw.settings, "settings")?,
             baseline: raw.baseline.unwrap_or(true),
+            conform: raw.conform.unwrap_or(true),
             downtime,
             msl: Msl {
                 enabled: raw.msl.enabled.unwrap_or(true),

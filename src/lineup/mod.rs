@@ -91,6 +91,8 @@ pub struct Finished {
     /// The peak search (`[peak]`), and the rate it found.
     pub peak_dir: Option<PathBuf>,
     pub peak_rate_xps: Option<f64>,
+    /// The conformance suite's score (`[conformance]`).
+    pub conformance: Option<cacheoff_report::compare::Conformance>,
     /// Why a step could not be done (the product did not start, …).
     pub failures: Vec<String>,
 }
@@ -333,7 +335,24 @@ fn contend_in(
     if let Some(e) = main_error {
         return Err(e);
     }
-    stopped
+    stopped?;
+    if l.conform && !stop.is_stopped() {
+        match product::conform(c, &dir.join("conform")) {
+            Ok(score) => {
+                console::print(&format!(
+                    "conformance: {} passed, {} failed, {} optional not done ({:.1}% passed)",
+                    score.passed,
+                    score.failed,
+                    score.optional,
+                    score.percent()
+                ));
+                f.conformance = Some(score);
+            }
+            // Our set-up, not the product's caching: the score stays unknown.
+            Err(e) => console::print(&format!("cacheoff: conformance suite not run: {e:#}")),
+        }
+    }
+    Ok(())
 }
 
 /// Finds the contender's peak rate (into `DIR/peak`) and returns its

@@ -9,6 +9,7 @@ use super::Contender;
 use anyhow::{anyhow, Context};
 use cacheoff_agent::BoundServers;
 use cacheoff_products::{Disk, LogCounts, Mode, ProductSpec, Settings};
+use cacheoff_report::compare::Conformance;
 use cacheoff_workload::Workload;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::Path;
@@ -174,6 +175,53 @@ pub fn start(
         tls_addr,
         label,
         version: number,
+    })
+}
+
+/// Runs the HTTP caching conformance suite against `c`, started anew in
+/// `dir/product` in front of the suite's own origin (a surrogate's only
+/// name), with a 64 MB cache; the report goes to `dir/conform.json`.
+pub fn conform(c: &Contender, dir: &Path) -> anyhow::Result<Conformance> {
+    let origin = Arc::new(
+        cacheoff_conform::Origin::bind((Ipv4Addr::LOCALHOST, 0).into())
+            .context("the conformance suite's origin")?,
+    );
+    let map = cacheoff_workload::AddrMap::for_servers(&[origin.addr()]);
+    let settings = Settings {
+        listen: free_port()?,
+        mem: 64 << 20,
+        disk: None,
+        addrmap: (c.mode == Mode::Reverse).then_some(&map),
+        parent: None,
+        dir: dir.join("product"),
+        exe: exe()?,
+        tls: None,
+    };
+    let mut running = c.spec.start(c.mode, &settings)?;
+    let report = running.wait_ready(READY_TIMEOUT).map(|_| {
+        cacheoff_conform::run(
+            cacheoff_conform::Target {
+                mode: match c.mode {
+                    Mode::Forward => cacheoff_conform::Mode::Forward,
+                    Mode::Reverse => cacheoff_conform::Mode::Reverse,
+                },
+                proxy: settings.listen,
+                origin: origin.addr(),
+                host: Some(map.entries()[0].0.clone()),
+            },
+            origin.clone(),
+        )
+    });
+    let stopped = running.stop();
+    let report = report?;
+    stopped?;
+    let file = dir.join("conform.json");
+    std::fs::write(&file, report.json())
+        .with_context(|| format!("cannot write {}", file.display()))?;
+    Ok(Conformance {
+        passed: report.passed as u32,
+        failed: report.failed as u32,
+        optional: report.optional as u32,
     })
 }
 

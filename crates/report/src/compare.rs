@@ -14,7 +14,7 @@ mod products;
 
 pub use downtime::{time_till_first, Downtime};
 pub use page::{html, markdown};
-pub use products::{Msl, Product, Products};
+pub use products::{Conformance, Msl, Product, Products};
 
 use crate::html::{MAX_ERROR_PERCENT, MIN_DHR_PERCENT, MIN_TIME_WAIT_S};
 use crate::{relative_path, ReportError, Run, RunState};
@@ -97,6 +97,8 @@ pub struct Row {
     /// with a `top2` phase) through a proxy.
     pub dhr_rule: bool,
     pub msl: Option<Msl>,
+    /// The conformance suite's score.
+    pub conformance: Option<Conformance>,
     /// Why the run is disqualified ([`Row::check_rules`] when built).
     pub disqualified: Vec<String>,
 }
@@ -228,6 +230,7 @@ fn row(run: &Run, product: Option<&Product>, baseline: Option<&Run>) -> Result<R
         errors_percent: h.errors.percent,
         dhr_rule: mode != Mode::Direct && m.workload.phases.iter().any(|p| p.name == "top2"),
         msl: product.and_then(|p| p.msl),
+        conformance: product.and_then(|p| p.conformance),
         disqualified: Vec::new(),
     };
     row.disqualified = row.check_rules();
@@ -304,6 +307,7 @@ pub(crate) mod sample {
             errors_percent: 0.0,
             dhr_rule: true,
             msl: None,
+            conformance: None,
             disqualified: Vec::new(),
         }
     }

@@ -57,6 +57,10 @@ pub struct ProductSummary {
     pub errors: u64,
     pub downtime: DowntimeSummary,
     pub msl: MslSummary,
+    /// The HTTP caching conformance suite's score; `null` when it did not
+    /// run.
+    #[serde(default)]
+    pub conformance: Option<crate::compare::Conformance>,
     pub disqualified: Vec<String>,
     #[serde(default)]
     pub label: String,
@@ -164,6 +168,7 @@ impl ProductSummary {
                 time_wait_s: r.msl.and_then(|m| m.time_wait_s),
                 pass: r.msl.and_then(|m| m.verdict()),
             },
+            conformance: r.conformance,
             disqualified: r.disqualified.clone(),
             label: r.label.clone(),
             version: r.version.clone(),

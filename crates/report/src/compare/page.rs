@@ -150,6 +150,9 @@ const COLUMNS: &[Column] = &[
             r.msl.and_then(|m| m.time_wait_s)
         })),
     ),
+    more("Conformance, % passed", 1, |r| {
+        r.conformance.map(|c| c.percent())
+    }),
 ];
 
 /// A value with `digits` decimals, or at least two significant digits

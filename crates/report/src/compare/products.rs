@@ -44,6 +44,27 @@ pub struct Product {
     /// The MSL test's result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub msl: Option<Msl>,
+    /// The HTTP caching conformance suite's score (`cacheoff conform`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conformance: Option<Conformance>,
+}
+
+/// `cacheoff conform`'s score: checks passed and failed (and the optional
+/// ones the product does not do, which count neither way).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Conformance {
+    pub passed: u32,
+    pub failed: u32,
+    #[serde(default)]
+    pub optional: u32,
+}
+
+impl Conformance {
+    /// Passed checks as a share of those passed or failed, in percent.
+    pub fn percent(&self) -> f64 {
+        f64::from(self.passed) * 100.0 / f64::from((self.passed + self.failed).max(1))
+    }
 }
 
 /// The MSL test: how long the product kept a closed connection in
