@@ -13,20 +13,22 @@ set -euo pipefail
 # product, Debian package, the binary cacheoff runs (paths checked with
 # `dpkg -L`: Debian puts traffic_server in /usr/bin, the others in /usr/sbin),
 # then the other files a product needs (its product file's `[[requires]]`):
-# nginx loads ngx_cache_purge to purge what a POST changes.
+# nginx loads ngx_cache_purge to purge what a POST changes; hitch is the
+# TLS terminator in front of Varnish for HTTPS runs.
 products=(
   "squid squid /usr/sbin/squid"
   "varnish varnish /usr/sbin/varnishd"
   "nginx nginx /usr/sbin/nginx"
   "trafficserver trafficserver /usr/bin/traffic_server"
   "nginx-cache-purge libnginx-mod-http-cache-purge /usr/lib/nginx/modules/ngx_http_cache_purge_module.so"
+  "hitch hitch /usr/sbin/hitch"
 )
 # A binary is executable; a module (.so) is a plain file.
 present() { if [[ $1 == *.so ]]; then [ -f "$1" ]; else [ -x "$1" ]; fi; }
 # Process names of the products' daemons (traffic_manager supervises
 # traffic_server; cache-main is varnishd's child; the varnish package also
 # has a varnishncsa logging service).
-daemons='^(squid|varnishd|cache-main|varnishncsa|nginx|traffic_server|traffic_manager)$'
+daemons='^(squid|varnishd|cache-main|varnishncsa|nginx|traffic_server|traffic_manager|hitch)$'
 
 check_only=false
 case "${1:-}" in

@@ -92,6 +92,10 @@ pub struct CommandSpec {
     /// product running.
     #[serde(default)]
     pub after_ready: bool,
+    /// Started only when this variable has a value (`tls`: a TLS
+    /// terminator in front of the product).
+    #[serde(default, rename = "if")]
+    pub when: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -485,6 +489,12 @@ impl ProductSpec {
             for (i, c) in cmds.iter().enumerate() {
                 if c.command.is_empty() {
                     return Err(format!("{what} {}: the command is empty", i + 1));
+                }
+                if let Some(w) = c.when.as_ref().filter(|w| !crate::template::is_variable(w)) {
+                    return Err(format!(
+                        "{what} {}: unknown variable {{{{{w}}}}} in `if`",
+                        i + 1
+                    ));
                 }
                 for a in &c.command {
                     match a {

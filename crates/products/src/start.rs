@@ -308,7 +308,13 @@ impl ProductSpec {
         }
         let commands = |list: &[CommandSpec], what: &str| -> Result<Vec<Launch>, Error> {
             let mut out = Vec::new();
-            for c in list.iter().filter(|c| applies(&c.modes, mode)) {
+            let wanted = |c: &&CommandSpec| {
+                applies(&c.modes, mode)
+                    && c.when
+                        .as_ref()
+                        .is_none_or(|w| v.get(w.as_str()).is_some_and(|x| !x.is_empty()))
+            };
+            for c in list.iter().filter(wanted) {
                 let mut argv = Vec::new();
                 for a in &c.command {
                     match a {

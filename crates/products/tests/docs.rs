@@ -41,10 +41,12 @@ const KEYS: &[&str] = &[
     "init.name",
     "init.command",
     "init.modes",
+    "init.if",
     "process.name",
     "process.command",
     "process.modes",
     "process.after_ready",
+    "process.if",
     "ready.forward_request",
     "ready.reverse_request",
     "ready.probe_logged",
@@ -91,11 +93,13 @@ modes = ["forward"]
 name = "x-init"
 command = ["{{binary}}", "-z"]
 modes = ["forward"]
+if = "disk"
 [[process]]
 name = "x"
 command = ["{{binary}}", { if = "disk", args = ["{{disk_dir}}"] }]
 modes = ["forward", "reverse"]
 after_ready = false
+if = "tls"
 [ready]
 forward_request = "GET /cacheoff-ready HTTP/1.0\r\n\r\n"
 reverse_request = "GET /cacheoff-ready HTTP/1.0\r\n\r\n"

@@ -290,7 +290,14 @@ async fn read_head(
         } else {
             (w.timeouts.idle.0, ErrorKind::IdleTimeout)
         };
-        let n = read_timed(limit, kind, conn.wire.read_buf(&mut conn.buf)).await?;
+        let n = match read_timed(limit, kind, conn.wire.read_buf(&mut conn.buf)).await {
+            // TLS reports a close without close_notify as an unexpected
+            // end: before any response byte, the connection was stale.
+            Err(Unsuccessful::Error(ErrorKind::PrematureClose)) if conn.buf.is_empty() => {
+                return Err(Unsuccessful::StaleConn)
+            }
+            r => r?,
+        };
         if n == 0 {
             return Err(if conn.buf.is_empty() {
                 Unsuccessful::StaleConn
