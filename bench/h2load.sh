@@ -39,7 +39,7 @@ common=(--reverse "https://127.0.0.1:$port" --server-port "$origin_port" --tls-d
 # --- cacheoff, closed loop, HTTP/2: 100 robots x 10 streams -------------
 # H2LOAD_PERF=FILE records a CPU profile of this run (perf record -g).
 perf_wrap=()
-[ -n "${H2LOAD_PERF:-}" ] && perf_wrap=(perf record -F 499 -g -o "$H2LOAD_PERF" --)
+[ -n "${H2LOAD_PERF:-}" ] && perf_wrap=(perf record -F 499 ${H2LOAD_PERF_CG:--g} -o "$H2LOAD_PERF" --)
 "${perf_wrap[@]}" "$bin" run bench/h2load.toml "${common[@]}" --http 2 --duration "${secs}s" -o "$work/h2" >/dev/null
 cx=$(jq -r '.phases[] | select(.name=="meas") | .rate_xps' "$work/h2/summary.json")
 cerr=$(jq -r '.total.errors.total' "$work/h2/summary.json")
@@ -49,7 +49,7 @@ crefused=$(jq -r '.total.counts.h2_refused' "$work/h2/summary.json")
 
 # --- h2load on the same nginx: one URL of the run, cached ---------------
 kill -USR1 "$(cat "$work/nginx.pid")"; sleep 0.5   # flush the access log
-url=$(grep -m1 '^/' "$work/access.log")
+url=$(awk '/^\// && !/cacheoff-preflight/ {print; exit}' "$work/access.log")
 [ -n "$url" ] || { echo "no URL in nginx's log" >&2; exit 1; }
 target="https://127.0.0.1:$port$url"
 code=$(curl -sk -o /dev/null -w '%{http_code}' --http2 "$target")
