@@ -228,7 +228,10 @@ fn row(run: &Run, product: Option<&Product>, baseline: Option<&Run>) -> Result<R
         cache_age_h,
         errors: h.errors.total,
         errors_percent: h.errors.percent,
-        dhr_rule: mode != Mode::Direct && m.workload.phases.iter().any(|p| p.name == "top2"),
+        // Inside a forward proxy's CONNECT tunnels (HTTPS) no hit is possible.
+        dhr_rule: mode != Mode::Direct
+            && !(mode == Mode::Forward && m.workload.robots.tls)
+            && m.workload.phases.iter().any(|p| p.name == "top2"),
         msl: product.and_then(|p| p.msl),
         conformance: product.and_then(|p| p.conformance),
         disqualified: Vec::new(),
