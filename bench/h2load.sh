@@ -42,7 +42,7 @@ perf_wrap=()
 [ -n "${H2LOAD_PERF:-}" ] && perf_wrap=(perf record -F 499 ${H2LOAD_PERF_CG:--g} -o "$H2LOAD_PERF" --)
 "${perf_wrap[@]}" "$bin" run bench/h2load.toml "${common[@]}" --http 2 --duration "${secs}s" -o "$work/h2" >/dev/null
 cx=$(jq -r '.phases[] | select(.name=="meas") | .rate_xps' "$work/h2/summary.json")
-cerr=$(jq -r '.total.errors.total' "$work/h2/summary.json")
+cerr=$(jq -r '.total.errors | "\(.total) \(.by_kind | tostring)"' "$work/h2/summary.json")
 chit=$(jq -r '.phases[] | select(.name=="meas") | .dhr.measured' "$work/h2/summary.json")
 crefused=$(jq -r '.total.counts.h2_refused' "$work/h2/summary.json")
 [ "$crefused" = 0 ] || { echo "nginx did not speak HTTP/2 to cacheoff" >&2; exit 1; }
