@@ -22,6 +22,7 @@
 mod coord;
 mod fds;
 mod gather;
+mod h1text;
 mod ledger;
 mod link;
 mod local;

@@ -64,7 +64,7 @@ async fn stream(
             Err(_) => return,
         }
     }
-    let head = match parse_request(&http1_head(&parts), false) {
+    let head = match parse_request(&crate::h1text::request_head(&parts), false) {
         Ok(Some(h)) => h,
         _ => {
             ctx.error(ErrorKind::OriginBadRequest);
@@ -117,29 +117,6 @@ fn send_empty(respond: &mut SendResponse<Bytes>, status: u16) {
     }
 }
 
-/// The request as HTTP/1.1 text: what the origin's parser reads.
-fn http1_head(parts: &http::request::Parts) -> Vec<u8> {
-    let mut b = Vec::with_capacity(256);
-    b.extend_from_slice(parts.method.as_str().as_bytes());
-    b.push(b' ');
-    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    b.extend_from_slice(path.as_bytes());
-    b.extend_from_slice(b" HTTP/1.1\r\n");
-    if let Some(a) = parts.uri.authority() {
-        b.extend_from_slice(b"Host: ");
-        b.extend_from_slice(a.as_str().as_bytes());
-        b.extend_from_slice(b"\r\n");
-    }
-    for (name, value) in &parts.headers {
-        b.extend_from_slice(name.as_str().as_bytes());
-        b.extend_from_slice(b": ");
-        b.extend_from_slice(value.as_bytes());
-        b.extend_from_slice(b"\r\n");
-    }
-    b.extend_from_slice(b"\r\n");
-    b
-}
-
 /// The reply's HTTP/1.1 head as an HTTP/2 response: its status and
 /// fields, without those HTTP/2 forbids.
 fn h2_head(head: &[u8]) -> Option<http::Response<()>> {
@@ -178,7 +155,7 @@ mod tests {
             .body(())
             .unwrap()
             .into_parts();
-        let text = http1_head(&parts);
+        let text = crate::h1text::request_head(&parts);
         let head = parse_request(&text, false).unwrap().unwrap();
         assert_eq!(head.path(), "/x/1?y");
         assert_eq!(head.ims, Some(0));

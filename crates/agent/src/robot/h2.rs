@@ -163,7 +163,7 @@ impl Lane {
         let before = buf.len();
         if let Some(response) = self.response.take() {
             let (parts, body) = response.await.map_err(h2_io)?.into_parts();
-            write_head(buf, &parts);
+            crate::h1text::response_head(buf, &parts);
             self.body = Some(body);
             return Ok(buf.len() - before);
         }
@@ -206,20 +206,6 @@ impl Lane {
             }
         }
     }
-}
-
-/// `HTTP/1.1 <status> \r\n` and every field, then the blank line.
-fn write_head(buf: &mut Vec<u8>, parts: &http::response::Parts) {
-    buf.extend_from_slice(b"HTTP/1.1 ");
-    buf.extend_from_slice(parts.status.as_str().as_bytes());
-    buf.extend_from_slice(b" \r\n");
-    for (name, value) in &parts.headers {
-        buf.extend_from_slice(name.as_str().as_bytes());
-        buf.extend_from_slice(b": ");
-        buf.extend_from_slice(value.as_bytes());
-        buf.extend_from_slice(b"\r\n");
-    }
-    buf.extend_from_slice(b"\r\n");
 }
 
 /// An HTTP/2 failure as the I/O error the exchange classifies.
