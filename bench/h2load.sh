@@ -40,7 +40,14 @@ common=(--reverse "https://127.0.0.1:$port" --server-port "$origin_port" --tls-d
 # H2LOAD_PERF=FILE records a CPU profile of this run (perf record -g).
 perf_wrap=()
 [ -n "${H2LOAD_PERF:-}" ] && perf_wrap=(perf record -F 499 ${H2LOAD_PERF_CG:--g} -o "$H2LOAD_PERF" --)
-"${perf_wrap[@]}" "$bin" run bench/h2load.toml "${common[@]}" --http 2 --duration "${secs}s" -o "$work/h2" >/dev/null
+# CPU seconds (user + system) of each generator, per request it made.
+cpu_time=(/usr/bin/time -f '%U %S' -o "$work/cacheoff.cpu")
+[ -n "${H2LOAD_PERF:-}" ] && cpu_time=()
+# H2LOAD_STAT=1: syscalls and context switches of each generator, per
+# request (perf stat).
+stat_events=task-clock,context-switches,syscalls:sys_enter_write,syscalls:sys_enter_writev,syscalls:sys_enter_sendto,syscalls:sys_enter_sendmsg,syscalls:sys_enter_read,syscalls:sys_enter_recvfrom,syscalls:sys_enter_epoll_wait
+stat_wrap() { [ -n "${H2LOAD_STAT:-}" ] && echo perf stat -x, -e "$stat_events" -o "$work/$1.stat" --; }
+"${cpu_time[@]}" "${perf_wrap[@]}" $(stat_wrap cacheoff) "$bin" run bench/h2load.toml "${common[@]}" --http 2 --duration "${secs}s" -o "$work/h2" >/dev/null
 cx=$(jq -r '.phases[] | select(.name=="meas") | .rate_xps' "$work/h2/summary.json")
 cerr=$(jq -r '.total.errors | "\(.total) \(.by_kind | tostring)"' "$work/h2/summary.json")
 chit=$(jq -r '.phases[] | select(.name=="meas") | .dhr.measured' "$work/h2/summary.json")
@@ -54,7 +61,7 @@ url=$(awk '/^\// && !/cacheoff-preflight/ {print; exit}' "$work/access.log")
 target="https://127.0.0.1:$port$url"
 code=$(curl -sk -o /dev/null -w '%{http_code}' --http2 "$target")
 [ "$code" = 200 ] || { echo "nginx answers $code for $url" >&2; exit 1; }
-h2_out=$(h2load -D "$secs" -c 100 -m 10 -t 2 "$target" 2>&1)
+h2_out=$(/usr/bin/time -f '%U %S' -o "$work/h2load.cpu" $(stat_wrap h2load) h2load -D "$secs" -c 100 -m 10 -t 2 "$target" 2>&1)
 hx=$(awk '/^finished in/ {gsub(",",""); print $4}' <<<"$h2_out")
 hfail=$(awk '/^requests:/ {print $10 + $12}' <<<"$h2_out")
 proto=$(awk -F': ' '/Application protocol/ {print $2}' <<<"$h2_out")
@@ -72,11 +79,27 @@ n=$(awk -v r="$chs" -v s="$secs" 'BEGIN { n = int(r * s); if (n < 2000) n = 2000
 hs_out=$(h2load -n "$n" -c "$n" -m 1 -t 2 "$target" 2>&1 || true)
 hhs=$(awk '/^finished in/ {gsub(",",""); print $4}' <<<"$hs_out")
 
+# Microseconds of CPU per request: cacheoff's over all its transactions
+# (warm-up included), h2load's over the requests it finished.
+cxacts=$(jq -r '.total.xacts' "$work/h2/summary.json")
+hxacts=$(awk '/^requests:/ {print $8}' <<<"$h2_out")
+us_per() { [ -s "$1" ] && awk -v n="$2" '{ if (n > 0) printf "%.1f", ($1 + $2) * 1e6 / n; else print "?" }' "$1" || echo "?"; }
+ccpu=$(us_per "$work/cacheoff.cpu" "$cxacts")
+hcpu=$(us_per "$work/h2load.cpu" "$hxacts")
+
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", (b > 0 ? 100 * a / b : 0) }'; }
 echo "machine: $(nproc) cores, $(uname -r); $("$bin" --version) ($(git rev-parse --short HEAD 2>/dev/null || echo '?')); $(h2load --version 2>&1 | head -1); nginx $(nginx -v 2>&1 | cut -d/ -f2)"
 printf 'h2load -> nginx (HTTPS, h2, 100 conns x 10 streams, 1 URL cached): %10.1f req/s (failed %s)\n' "$hx" "$hfail"
 printf 'cacheoff closed-loop -> nginx (same shape, hits %s%%):             %10.1f req/s (%s%% of h2load; errors %s)\n' \
   "$chit" "$cx" "$(pct "$cx" "$hx")" "$cerr"
+printf 'CPU per request (user + system): h2load %s us, cacheoff %s us\n' "$hcpu" "$ccpu"
+if [ -n "${H2LOAD_STAT:-}" ]; then
+  for g in h2load cacheoff; do
+    n=$([ "$g" = h2load ] && echo "$hxacts" || echo "$cxacts")
+    echo "$g, per request:"
+    awk -F, -v n="$n" '$3 != "" && $1 ~ /^[0-9.]+$/ { sub("syscalls:sys_enter_", "", $3); printf "  %-18s %8.3f\n", $3, $1 / n }' "$work/$g.stat"
+  done
+fi
 printf 'h2load TLS handshakes (a connection per request):                 %10.1f /s\n' "$hhs"
 printf 'cacheoff TLS handshakes (conn_reuse 1, no resumption):            %10.1f /s (%s%% of h2load; errors %s, resumed %s)\n' \
   "$chs" "$(pct "$chs" "$hhs")" "$chs_err" "$chs_resumed"

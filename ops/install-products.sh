@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every proxy product a cache-off drives, from Debian: Squid,
-# Varnish, nginx (Debian's nginx has proxy_cache) and Apache Traffic Server.
+# Varnish, nginx (Debian's nginx has proxy_cache), Apache Traffic Server and
+# h2o (a baseline surrogate without a cache).
 # Idempotent: when all binaries are present it only reports them, without
 # apt. cacheoff starts each product itself, in its own directory with its
 # own configuration, so the packages' services must not be started by the
@@ -22,13 +23,14 @@ products=(
   "trafficserver trafficserver /usr/bin/traffic_server"
   "nginx-cache-purge libnginx-mod-http-cache-purge /usr/lib/nginx/modules/ngx_http_cache_purge_module.so"
   "hitch hitch /usr/sbin/hitch"
+  "h2o h2o /usr/bin/h2o"
 )
 # A binary is executable; a module (.so) is a plain file.
 present() { if [[ $1 == *.so ]]; then [ -f "$1" ]; else [ -x "$1" ]; fi; }
 # Process names of the products' daemons (traffic_manager supervises
 # traffic_server; cache-main is varnishd's child; the varnish package also
 # has a varnishncsa logging service).
-daemons='^(squid|varnishd|cache-main|varnishncsa|nginx|traffic_server|traffic_manager|hitch)$'
+daemons='^(squid|varnishd|cache-main|varnishncsa|nginx|traffic_server|traffic_manager|hitch|h2o)$'
 
 check_only=false
 case "${1:-}" in

@@ -6,6 +6,8 @@
 //! - [`response`]: write a server's response head; parse a response head
 //!   ([`ResponseHead`]) and its [`Framing`].
 //! - [`chunked`]: incremental chunked-body decoder.
+//! - [`claim`]: what a reply's headers claim (hit or miss), as read by
+//!   the robots and the Multiplier.
 //! - [`HeadScanner`]: finds where a head ends across reads, so a reader
 //!   parses it once it is whole instead of after every read.
 //! - [`HttpError`]: why a message was refused, and the status
@@ -22,6 +24,7 @@
 
 pub mod body;
 pub mod chunked;
+pub mod claim;
 pub mod date;
 pub mod echo;
 mod error;

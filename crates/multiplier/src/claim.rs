@@ -5,6 +5,7 @@
 //! through the Collector (a miss), another id was served from the proxy's
 //! own store (a hit), and none did not come through the Collector.
 
+use cacheoff_http::claim::{self, Claims, Said};
 use cacheoff_http::echo::parse_hex;
 pub use cacheoff_http::echo::{COLLECTED_HEADER, COPY_HEADER};
 
@@ -34,33 +35,12 @@ pub fn stamp(headers: &[(String, Vec<u8>)]) -> Option<u64> {
         .find_map(|(_, v)| parse_hex(v))
 }
 
-/// How the Collector (`cacheoff proxy --collector`) ends its `X-Cache`,
-/// so a proxy under test passing it on is not taken to claim it.
-pub const COLLECTOR_X_CACHE: &str = "from cacheoff-collector";
-
 /// What a proxy under test's reply says about itself: `Some(true)` a hit,
-/// `Some(false)` a miss, `None` nothing. Signals in order of trust:
-/// `Cache-Status` (RFC 9211, the last member is the proxy's own),
-/// `X-Varnish` (two transaction ids: a hit), the last `X-Cache` that is
-/// not the Collector's, the last `Via` entry's comment, then `Age` > 0
-/// alone, unless the headers are the Collector's (its `X-Cache` is
-/// there): its hits have an age too.
+/// `Some(false)` a miss, `None` nothing ([`Claims::strongest`]: the
+/// Collector's `Cache-Status` member and `X-Cache`, passed on, are no
+/// claim of the proxy's).
 pub fn claim(headers: &[(String, Vec<u8>)]) -> Option<bool> {
-    let last = |name: &str| {
-        headers
-            .iter()
-            .rev()
-            .filter(|(n, v)| n.eq_ignore_ascii_case(name) && !from_collector(n, v))
-            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
-            .next()
-    };
-    let relayed = headers.iter().any(|(n, v)| from_collector(n, v));
-    last("cache-status")
-        .and_then(|v| cache_status(&v))
-        .or_else(|| last("x-varnish").and_then(|v| x_varnish(&v)))
-        .or_else(|| last("x-cache").and_then(|v| x_cache(&v)))
-        .or_else(|| last("via").and_then(|v| via(&v)))
-        .or_else(|| last("age").filter(|_| !relayed).and_then(|v| age(&v)))
+    said(fields(headers).strongest())
 }
 
 /// The Collector's own verdict on its reply (its `X-Cache`).
@@ -69,85 +49,19 @@ pub fn collector_claim(headers: &[(String, Vec<u8>)]) -> Option<bool> {
         .iter()
         .rev()
         .find(|(n, _)| n.eq_ignore_ascii_case("x-cache"))
-        .and_then(|(_, v)| x_cache(&String::from_utf8_lossy(v)))
+        .and_then(|(_, v)| said(claim::x_cache(v.trim_ascii())))
 }
 
-fn from_collector(name: &str, value: &[u8]) -> bool {
-    name.eq_ignore_ascii_case("x-cache")
-        && String::from_utf8_lossy(value)
-            .trim_end()
-            .ends_with(COLLECTOR_X_CACHE)
+fn fields(headers: &[(String, Vec<u8>)]) -> Claims {
+    Claims::of_fields(headers.iter().map(|(n, v)| (n.as_bytes(), v.as_slice())))
 }
 
-/// `X-Varnish: 32770 3` (this transaction and the one that stored the
-/// object: a hit) or `X-Varnish: 32770` (a miss).
-fn x_varnish(v: &str) -> Option<bool> {
-    let ids = v.split_ascii_whitespace().count();
-    (ids > 0).then_some(ids >= 2)
-}
-
-/// The Collector's name in `Cache-Status` (`cacheoff proxy --collector`):
-/// its member, passed on by a proxy under test, is not that proxy's claim.
-const COLLECTOR_MEMBER: &str = "cacheoff-collector";
-
-/// `Cache-Status: origin; fwd=miss, proxy; hit`: the last member's params
-/// (not the Collector's); `fwd` with `collapsed` reused another request's
-/// reply: a hit.
-fn cache_status(v: &str) -> Option<bool> {
-    let member = v.rsplit(',').find(|m| {
-        let name = m.split(';').next().unwrap_or("").trim().trim_matches('"');
-        !name.eq_ignore_ascii_case(COLLECTOR_MEMBER)
-    })?;
-    let mut params = member.split(';').skip(1).map(|p| p.trim());
-    if params
-        .clone()
-        .any(|p| p.eq_ignore_ascii_case("hit") || p.eq_ignore_ascii_case("collapsed"))
-    {
-        return Some(true);
+fn said(s: Said) -> Option<bool> {
+    match s {
+        Said::Hit => Some(true),
+        Said::Miss => Some(false),
+        Said::Nothing => None,
     }
-    params
-        .any(|p| {
-            p.split_once('=')
-                .is_some_and(|(k, _)| k.trim().eq_ignore_ascii_case("fwd"))
-        })
-        .then_some(false)
-}
-
-/// `X-Cache: HIT from squid` (also `TCP_HIT`-less products' `HIT`);
-/// anything else that says something is a miss.
-fn x_cache(v: &str) -> Option<bool> {
-    let v = v.rsplit(',').next()?.trim();
-    if v.is_empty() {
-        return None;
-    }
-    Some(v.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("hit")))
-}
-
-/// The last `Via` entry's comment: Traffic Server's `[cHs f ]` codes
-/// (cache lookup `H` or `R`: a hit; `M`, `S`, `A`: a miss), or `HIT`.
-fn via(v: &str) -> Option<bool> {
-    let entry = v.rsplit(',').next()?;
-    let comment = &entry[entry.find('(')? + 1..];
-    if let Some(i) = comment.find("[c") {
-        match comment.as_bytes().get(i + 2) {
-            Some(b'H' | b'R') => return Some(true),
-            Some(b'M' | b'S' | b'A') => return Some(false),
-            _ => {}
-        }
-    }
-    comment
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|w| w.eq_ignore_ascii_case("hit"))
-        .then_some(true)
-}
-
-/// `Age` > 0: the reply spent time in a cache.
-fn age(v: &str) -> Option<bool> {
-    v.trim()
-        .parse::<u64>()
-        .ok()
-        .filter(|&a| a > 0)
-        .map(|_| true)
 }
 
 #[cfg(test)]

@@ -29,10 +29,7 @@ mod stats;
 mod wire;
 
 pub use cacheoff_rundir::spe::{Interval, Mismatch, Summary};
-pub use claim::{
-    claim, collector_claim, stamp, verdict, Verdict, COLLECTED_HEADER, COLLECTOR_X_CACHE,
-    COPY_HEADER,
-};
+pub use claim::{claim, collector_claim, stamp, verdict, Verdict, COLLECTED_HEADER, COPY_HEADER};
 pub use compare::compare;
 pub use config::{parse_proxies, parse_proxy, Config, IntervalHook, ProxyArgError, ProxyUnderTest};
 pub use facts::Facts;

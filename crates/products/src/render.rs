@@ -118,6 +118,19 @@ pub fn ats_remap(map: &AddrMap) -> String {
     o
 }
 
+/// Entries of h2o's `hosts:` map (YAML, indented for it): per origin
+/// name, everything proxied to its server with the Host kept.
+pub fn h2o_hosts(map: &AddrMap) -> String {
+    let mut o = String::new();
+    for (_, name, a) in each(map) {
+        let _ = writeln!(
+            o,
+            "  \"{name}\":\n    paths:\n      \"/\":\n        proxy.reverse.url: \"http://{a}/\"\n        proxy.preserve-host: ON"
+        );
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,8 +194,18 @@ mod tests {
     }
 
     #[test]
+    fn h2o_has_a_host_per_name_keeping_the_host() {
+        assert_eq!(
+            h2o_hosts(&map()),
+            "  \"s1.bench.tst\":\n    paths:\n      \"/\":\n        proxy.reverse.url: \"http://127.2.0.1:8080/\"\n        proxy.preserve-host: ON\n\
+             \x20 \"s2.bench.tst\":\n    paths:\n      \"/\":\n        proxy.reverse.url: \"http://127.2.0.2:8081/\"\n        proxy.preserve-host: ON\n"
+        );
+    }
+
+    #[test]
     fn ipv6_servers_keep_their_brackets_where_a_port_follows() {
         let m = AddrMap::parse("s1.bench.tst [::1]:8080\n").unwrap();
+        assert!(h2o_hosts(&m).contains("http://[::1]:8080/"));
         assert!(ats_remap(&m).contains("http://[::1]:8080/"));
         assert!(nginx_upstreams(&m).contains("server [::1]:8080;"));
         assert!(varnish_backends(&m).contains(".host = \"::1\";"));

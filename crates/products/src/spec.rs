@@ -237,6 +237,10 @@ pub struct ProductSpec {
     /// Files it needs besides the binary (checked with it).
     #[serde(default)]
     pub requires: Vec<Requirement>,
+    /// Whether it caches at all: one that does not (h2o 2.2) is a
+    /// baseline whose every reply is a miss, and its `log.hits` is empty.
+    #[serde(default = "yes")]
+    pub caches: bool,
     /// Whether a disk cache can be configured.
     #[serde(default = "yes")]
     pub disk_cache: bool,
@@ -296,6 +300,7 @@ const BUILTIN: &[(&str, &str)] = &[
         "reference",
         include_str!("../../../products/reference.toml"),
     ),
+    ("h2o", include_str!("../../../products/h2o.toml")),
 ];
 
 pub fn applies(modes: &Option<Vec<Mode>>, mode: Mode) -> bool {
@@ -451,8 +456,13 @@ impl ProductSpec {
         if self.ready.file.is_some() != self.ready.text.is_some() {
             return Err("ready.file and ready.text go together".into());
         }
-        if self.log.hits.is_empty() {
+        if self.caches && self.log.hits.is_empty() {
             return Err("log.hits: name at least one result that is a hit".into());
+        }
+        if !self.caches && !self.log.hits.is_empty() {
+            return Err(
+                "log.hits: a product that does not cache (caches = false) has no hits".into(),
+            );
         }
         for m in self.all_modes() {
             let first = self.processes.iter().find(|p| applies(&p.modes, m));
@@ -609,10 +619,13 @@ hits = ["HIT"]
     }
 
     #[test]
-    fn every_builtin_product_can_be_a_child_of_the_collector() {
+    fn every_builtin_product_that_caches_can_be_a_child_of_the_collector() {
         for n in ProductSpec::builtin_names() {
             let s = ProductSpec::builtin(n).unwrap();
-            assert_eq!(s.modes_with_parent(), [Mode::Forward], "{n}");
+            // A baseline without a cache has nothing to compare in SPE:
+            // every reply would be the Collector's.
+            let want: &[Mode] = if s.caches { &[Mode::Forward] } else { &[] };
+            assert_eq!(s.modes_with_parent(), want, "{n}");
         }
     }
 
@@ -659,6 +672,11 @@ hits = ["HIT"]
             ("price_usd = 0", "price_usd = -1", "price_usd"),
             ("field = 3", "field = 3\nfiled = 4", "filed"),
             ("hits = [\"HIT\"]", "hits = []", "log.hits"),
+            (
+                "price_usd = 0",
+                "price_usd = 0\ncaches = false",
+                "caches = false",
+            ),
             (
                 "modes = [\"forward\"]",
                 "modes = [\"forward\"]\nparent_modes = [\"reverse\"]",

@@ -286,6 +286,7 @@ impl ProductSpec {
             v.insert("nginx_origin_map", render::nginx_origin_map(map));
             v.insert("nginx_upstreams", render::nginx_upstreams(map));
             v.insert("ats_remap", render::ats_remap(map));
+            v.insert("h2o_hosts", render::h2o_hosts(map));
         }
         let r = |what: &str, t: &str| {
             template::render(t, &v).map_err(|e| self.setup(what, e.to_string()))
@@ -502,6 +503,9 @@ mod tests {
         };
         for name in ProductSpec::builtin_names() {
             let spec = ProductSpec::builtin(name).unwrap();
+            if !spec.caches {
+                continue;
+            }
             spec.check_settings(Mode::Forward, &with_parent)
                 .unwrap_or_else(|e| panic!("{e}"));
             let e = spec

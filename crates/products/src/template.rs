@@ -40,6 +40,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("nginx_origin_map", "reverse: the lines of a `map $host …` block, each origin name to its upstream"),
     ("nginx_upstreams", "reverse: one nginx `upstream` block per origin"),
     ("ats_remap", "reverse: Traffic Server `remap.config` lines, one `map` per origin"),
+    ("h2o_hosts", "reverse: entries of h2o's `hosts:` map, one per origin name, proxied to its server"),
     ("tls", "set when the product also takes HTTPS (a product file with `tls = true`, started with TLS settings)"),
     ("tls_listen", "the address to take HTTPS on, `HOST:PORT`"),
     ("tls_listen_host", "its host"),

@@ -23,6 +23,7 @@ const KEYS: &[&str] = &[
     "modes",
     "parent_modes",
     "parent_only_modes",
+    "caches",
     "requires.path",
     "requires.package",
     "disk_cache",
@@ -72,6 +73,7 @@ version_args = ["-v"]
 modes = ["reverse"]
 parent_modes = ["reverse"]
 parent_only_modes = ["forward"]
+caches = true
 disk_cache = false
 tls = false
 min_disk_mb = 9

@@ -488,6 +488,64 @@ fn trafficserver_runs_with_a_tiny_cache() {
     }
 }
 
+/// h2o caches nothing (a baseline surrogate): each name reaches its own
+/// origin server every time, any other name gets h2o's 404, the log
+/// counts every request and no hit; it is power-cut and restarted like
+/// the others.
+#[test]
+#[ignore = "needs h2o (ops/install-products.sh); .ci/run runs it"]
+fn h2o_relays_every_request_by_host_and_caches_nothing() {
+    let Some(spec) = product("h2o", Mode::Reverse) else {
+        return;
+    };
+    assert!(!spec.caches && spec.log.hits.is_empty());
+    let exe = cacheoff_exe();
+    let version = spec.version(&exe).unwrap();
+    assert!(version.number.is_some(), "{version:?}");
+    let dir = run_dir();
+    let (o1, o2) = (Origin::start("s1"), Origin::start("s2"));
+    let map = AddrMap::for_servers(&[o1.addr, o2.addr]);
+    let settings = Settings {
+        listen: SocketAddr::from(([127, 0, 0, 1], free_port())),
+        mem: 16 << 20,
+        disk: None,
+        addrmap: Some(&map),
+        parent: None,
+        dir: dir.path().join("h2o"),
+        exe,
+        tls: None,
+    };
+    let mut r = spec.start(Mode::Reverse, &settings).unwrap();
+    r.wait_ready(READY).unwrap_or_else(|e| panic!("{e}"));
+    let ask = |r: &Running| {
+        for (o, name) in [(&o1, "s1"), (&o2, "s2")] {
+            let before = o.requests("/x");
+            let reply = get(r.listen(), "/x", &format!("{name}.bench.tst"));
+            assert_eq!(reply.status, 200, "{}", r.tails());
+            assert_eq!(reply.header("X-Origin"), Some(name));
+            assert_eq!(o.requests("/x"), before + 1, "{name}: not relayed");
+        }
+    };
+    ask(&r);
+    ask(&r);
+    assert_eq!(get(r.listen(), "/x", "elsewhere.invalid").status, 404);
+
+    let pids = r.pids();
+    r.power_cut().unwrap();
+    assert!(pids.iter().all(|p| !alive(*p)), "alive after the cut");
+    r.restart().unwrap();
+    r.wait_ready(READY).unwrap_or_else(|e| panic!("{e}"));
+    ask(&r);
+    r.stop().unwrap();
+    let c = r.hits_from_log().unwrap();
+    assert_eq!(
+        (c.requests, c.hits),
+        (7, 0),
+        "{}",
+        std::fs::read_to_string(r.access_log()).unwrap_or_default()
+    );
+}
+
 /// Dropping a running product (as an interrupted lineup does) leaves
 /// nothing running.
 #[test]

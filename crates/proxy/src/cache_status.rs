@@ -11,7 +11,7 @@ use cacheoff_http::{Method, RequestHead};
 /// The proxy's name in `Cache-Status`; the Collector's is its own, so a
 /// proxy under test passing it on is not taken to claim it.
 pub(crate) const NAME: &str = "cacheoff";
-pub(crate) const COLLECTOR_NAME: &str = "cacheoff-collector";
+pub(crate) const COLLECTOR_NAME: &str = cacheoff_http::claim::COLLECTOR;
 
 /// Why a request went to the origin (RFC 9211 §2.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
