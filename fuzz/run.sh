@@ -22,6 +22,7 @@ fi
 bin=target/x86_64-unknown-linux-gnu/release/$target
 seeds=("seeds/$target")
 [ "$target" = workload_file ] && seeds+=(../workloads)
+[ "$target" = pgl_file ] && seeds+=(../crates/pgl/tests/pgl ../crates/pgl/tests/pgl/include)
 
 if [ "$minutes" = 0 ]; then
   "$bin" -runs=0 "${seeds[@]}" 2>&1 | tail -1

@@ -23,6 +23,7 @@ pub mod run_cmd;
 mod sample_trace;
 mod tls_cmd;
 pub mod workload_cmd;
+pub mod workload_file;
 
 /// A failed command: the error and the exit code it maps to
 /// (1 = the run failed, 2 = usage or configuration error).

@@ -8,7 +8,7 @@ use anyhow::Context;
 use cacheoff_agent::{BoundServers, RunConfig, Sink, StopHandle, Via};
 use cacheoff_rundir::{Build, Manifest, Mode, RunDir, RunDirError, Summary};
 use cacheoff_stats::IntervalStats;
-use cacheoff_workload::{load, AddrMap, Workload};
+use cacheoff_workload::{AddrMap, Workload};
 use std::path::{Path, PathBuf};
 
 /// What a finished `run` leaves behind.
@@ -30,7 +30,7 @@ pub fn resolve_workload(a: &RunArgs) -> Result<Workload, Failure> {
         let proxy = cacheoff_proxy::ProxyConfig::new((std::net::Ipv4Addr::LOCALHOST, 0).into());
         o.cache_size = Some(cacheoff_base::Bytes(proxy.memory));
     }
-    let w = load(&a.workload, &o).map_err(Failure::usage)?;
+    let w = crate::workload_file::load(&a.workload, &o, &a.pgl)?;
     w.check_runnable().map_err(Failure::usage)?;
     Ok(w)
 }

@@ -1,4 +1,4 @@
-//! `cacheoff workload list|show|check`.
+//! `cacheoff workload list|show|check|addrmap|import`.
 
 use crate::cli::{AddrMapFormat, WorkloadCommand};
 use crate::console::print;
@@ -14,8 +14,12 @@ pub fn run(cmd: &WorkloadCommand) -> Result<(), Failure> {
             }
             Ok(())
         }
-        WorkloadCommand::Show { workload, settings } => {
-            let w = load(workload, &settings.0).map_err(Failure::usage)?;
+        WorkloadCommand::Show {
+            workload,
+            settings,
+            pgl,
+        } => {
+            let w = crate::workload_file::load(workload, &settings.0, pgl)?;
             print(&describe(&w));
             let e = expected_offered(&w);
             let pct = |v: f64| format!("{:.1}%", v * 100.0);
@@ -36,13 +40,34 @@ pub fn run(cmd: &WorkloadCommand) -> Result<(), Failure> {
             workload,
             format,
             settings,
+            pgl,
         } => {
-            let w = load(workload, &settings.0).map_err(Failure::usage)?;
+            let w = crate::workload_file::load(workload, &settings.0, pgl)?;
             print(&addr_map_text(&w, *format)?);
             Ok(())
         }
-        WorkloadCommand::Check { file } => {
-            let w = load(file, &Overrides::default()).map_err(Failure::usage)?;
+        WorkloadCommand::Import { file, output, pgl } => {
+            let imported = crate::workload_file::import(file, pgl, output.is_some())?;
+            let text = format!(
+                "# Imported by cacheoff from {file} (docs/pgl.md).\n{}",
+                imported.toml
+            );
+            // It must load as it is written.
+            cacheoff_workload::load_text(file, &text, &Overrides::default())
+                .map_err(Failure::usage)?;
+            match output {
+                Some(path) => {
+                    std::fs::write(path, text).map_err(|e| {
+                        Failure::run(anyhow::anyhow!("cannot write {}: {e}", path.display()))
+                    })?;
+                    print(&format!("{file} -> {}", path.display()));
+                }
+                None => print(text.trim_end()),
+            }
+            Ok(())
+        }
+        WorkloadCommand::Check { file, pgl } => {
+            let w = crate::workload_file::load(file, &Overrides::default(), pgl)?;
             let total: f64 = w.phases.iter().map(|p| p.duration.as_secs_f64()).sum();
             print(&format!(
                 "{file}: ok ({}: {} robots, {} servers, {} phases, {})",

@@ -1,16 +1,17 @@
 //! Command-line arguments. Values use human units: `13KB`, `2min`, `400/s`.
 
 use cacheoff_base::{Bytes, Dur};
-use cacheoff_workload::Overrides;
 use clap::{Args, Parser, Subcommand};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
 mod fleet;
 mod traffic;
+mod workload;
 
 pub use fleet::{AgentArgs, FleetArgs};
 pub use traffic::{CachableRule, MultiplierArgs, ReplayArgs, TraceArgs};
+pub use workload::{AddrMapFormat, PglArgs, WorkloadArgs, WorkloadCommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -366,105 +367,14 @@ pub enum ReportFormat {
     Csv,
 }
 
-#[derive(Debug, Subcommand)]
-pub enum WorkloadCommand {
-    /// The built-in workloads, one line each.
-    List,
-    /// Every parameter and phase of a workload, in plain English.
-    Show {
-        /// A built-in workload name or a workload file (TOML).
-        workload: String,
-        // --rate, --plateau, ... as for `run`.
-        #[command(flatten)]
-        settings: Box<WorkloadArgs>,
-    },
-    /// Check a workload file; errors name the line and column.
-    Check {
-        /// Workload file (TOML) or built-in name.
-        file: String,
-    },
-    /// The origin servers by name, for configuring a surrogate before
-    /// `run --reverse HOST:PORT` (needs --server-port).
-    Addrmap {
-        /// A built-in workload name or a workload file (TOML).
-        workload: String,
-        /// text (what `cacheoff proxy --origin-map` reads), squid
-        /// (cache_peer lines), varnish (backends and Host routing), nginx
-        /// (upstreams and a map) or trafficserver (remap.config).
-        #[arg(long, value_enum, default_value = "text")]
-        format: AddrMapFormat,
-        // --server-port, --servers, ... as for `run`.
-        #[command(flatten)]
-        settings: Box<WorkloadArgs>,
-    },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum AddrMapFormat {
-    Text,
-    Squid,
-    Varnish,
-    Nginx,
-    Trafficserver,
-}
-
-/// The workload settings of `cacheoff run`: one flag per row of the
-/// workload's parameter table ([`Overrides::PARAMS`]), which gives each its
-/// name, value name, help line and parser.
-#[derive(Debug, Clone, Default)]
-pub struct WorkloadArgs(pub Overrides);
-
-impl Args for WorkloadArgs {
-    fn augment_args(cmd: clap::Command) -> clap::Command {
-        Overrides::PARAMS.iter().fold(cmd, |cmd, p| {
-            let arg = clap::Arg::new(p.flag)
-                .long(p.flag)
-                .value_name(p.value_name)
-                .help(p.help);
-            let arg = match p.bare {
-                Some(v) => arg.num_args(0..=1).default_missing_value(v),
-                None => arg,
-            }
-            // Checked here so that clap names the flag in the error.
-            .value_parser(move |text: &str| {
-                Overrides::default()
-                    .set(p.flag, text)
-                    .map(|()| text.to_string())
-            });
-            cmd.arg(match p.alias {
-                Some(alias) => arg.visible_alias(alias),
-                None => arg,
-            })
-        })
-    }
-    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        Self::augment_args(cmd)
-    }
-}
-
-impl clap::FromArgMatches for WorkloadArgs {
-    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        let mut a = WorkloadArgs::default();
-        a.update_from_arg_matches(m)?;
-        Ok(a)
-    }
-    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
-        for p in Overrides::PARAMS {
-            if let Some(text) = m.get_one::<String>(p.flag) {
-                self.0
-                    .set(p.flag, text)
-                    .map_err(|e| clap::Error::raw(clap::error::ErrorKind::ValueValidation, e))?;
-            }
-        }
-        Ok(())
-    }
-}
-
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Workload to run: a built-in name (see `cacheoff workload list`) or a
-    /// workload file (TOML).
+    /// Workload to run: a built-in name (see `cacheoff workload list`), a
+    /// workload file (TOML), or a Web Polygraph workload file (.pg).
     pub workload: String,
+
+    #[command(flatten)]
+    pub pgl: PglArgs,
 
     /// Forward proxy under test (HOST:PORT). Without it (and without
     /// --direct or --reverse) the run starts cacheoff's reference proxy

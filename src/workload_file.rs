@@ -1,0 +1,48 @@
+//! A workload named on the command line: a built-in, a cacheoff workload
+//! file (TOML), or a Web Polygraph workload file (`.pg`, PGL), which is
+//! imported first (crates/pgl; docs/pgl.md) and then loaded like a TOML
+//! file, so both meet the same checks.
+
+use crate::cli::PglArgs;
+use crate::console::print;
+use crate::Failure;
+use cacheoff_workload::{load_text, Overrides, Workload};
+use std::path::Path;
+
+/// Whether `spec` names a PGL file.
+pub fn is_pgl(spec: &str) -> bool {
+    Path::new(spec)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("pg"))
+}
+
+/// Imports a PGL file; its mapping, notes and (with `--lenient`) what was
+/// left out go to the console when `say` is set.
+pub fn import(spec: &str, pgl: &PglArgs, say: bool) -> Result<cacheoff_pgl::Imported, Failure> {
+    let opts = cacheoff_pgl::Options {
+        include: pgl.include.clone(),
+        lenient: pgl.lenient,
+    };
+    let imported = cacheoff_pgl::import(Path::new(spec), &opts).map_err(Failure::usage)?;
+    if say {
+        for line in &imported.mapping {
+            print(&format!("{spec}: {line}"));
+        }
+        for n in &imported.notes {
+            print(&format!("note: {n}"));
+        }
+        for w in &imported.warnings {
+            print(&format!("warning: {w} (left out: --lenient)"));
+        }
+    }
+    Ok(imported)
+}
+
+/// The workload `spec` names, with the command line's overrides.
+pub fn load(spec: &str, o: &Overrides, pgl: &PglArgs) -> Result<Workload, Failure> {
+    if is_pgl(spec) {
+        let imported = import(spec, pgl, true)?;
+        return load_text(&format!("{spec} (imported)"), &imported.toml, o).map_err(Failure::usage);
+    }
+    cacheoff_workload::load(spec, o).map_err(Failure::usage)
+}

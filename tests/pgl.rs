@@ -1,0 +1,111 @@
+//! Web Polygraph workload files (`.pg`) through the command line: import
+//! to a workload file, the plain-English description with the address
+//! mapping, a refusal that names what is not modelled and where, and a
+//! compressed run of an imported PolyMix-3 through the reference proxy
+//! offering the built-in PolyMix-3's hit ratio.
+
+mod support;
+
+use cacheoff::cli::PglArgs;
+use cacheoff_base::{Bytes, Dur, Rate};
+use cacheoff_workload::Overrides;
+use support::process::{cacheoff, stderr, stdout};
+use support::run::{compressed, phase, roomy, run};
+
+fn pg(name: &str) -> String {
+    format!("{}/crates/pgl/tests/pgl/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn import_writes_a_workload_file_that_loads_and_show_describes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pm4.toml");
+    let o = cacheoff(&[
+        "workload",
+        "import",
+        &pg("polymix-4.pg"),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.starts_with("# Imported by cacheoff from"), "{text}");
+    // The mapping of the file's addresses is printed.
+    assert!(stdout(&o).contains("PolyMix4As"), "{}", stdout(&o));
+    let o = cacheoff(&["workload", "check", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = cacheoff(&[
+        "workload",
+        "show",
+        &pg("polymix-4.pg"),
+        "--cache-size",
+        "64MB",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(
+        s.contains("127.1.0.1") && s.contains("Expected offered hit ratio"),
+        "{s}"
+    );
+}
+
+#[test]
+fn a_file_with_what_cacheoff_does_not_model_is_refused_naming_the_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(pg("datacomm-1.pg"))
+        .unwrap()
+        .replace(
+            "#include \"include/phases.pg\"",
+            &format!("#include \"{}\"", pg("include/phases.pg")),
+        )
+        .replace(
+            "\taddresses = robotAddrs",
+            "\tcookie_sender = 10%;\n\taddresses = robotAddrs",
+        );
+    let file = dir.path().join("cookies.pg");
+    std::fs::write(&file, &text).unwrap();
+    let line = text
+        .lines()
+        .position(|l| l.contains("cookie_sender"))
+        .unwrap()
+        + 1;
+    let f = file.to_str().unwrap();
+    let o = cacheoff(&["run", f, "--direct", "--plateau", "2s", "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&format!("cookies.pg:{line}:")) && e.contains("Robot.cookie_sender"),
+        "{e}"
+    );
+    assert!(e.contains("--lenient"), "{e}");
+    // With --lenient it is left out, said so, and the rest is understood.
+    let o = cacheoff(&["workload", "show", f, "--lenient"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("cookie_sender"), "{}", stdout(&o));
+}
+
+#[test]
+fn an_imported_polymix_3_run_offers_the_builtin_s_hit_ratio() {
+    let o = Overrides {
+        rate: Some(Rate(200.0).into()),
+        cache_size: Some(Bytes(4 << 20)),
+        plateau: Some(Dur::secs(6.0)),
+        ..Default::default()
+    };
+    let imported =
+        roomy(cacheoff::workload_file::load(&pg("polymix-3.pg"), &o, &PglArgs::default()).unwrap());
+    let builtin = compressed("polymix-3", 200.0, 6.0, Some(4 << 20));
+    let through = |w| {
+        let p = support::proxy::reference(64 << 20);
+        let (_dir, r) = run(w, Some(p.addr()));
+        let t = &r.summary.total;
+        assert!(t.errors.percent < 1.0, "{:?}", t.errors.by_kind);
+        phase(&r.summary, "top2").dhr.offered
+    };
+    let (ours, theirs) = (through(imported), through(builtin));
+    eprintln!("offered DHR in top2: imported {ours:.2}%, built-in {theirs:.2}%");
+    assert!(
+        (ours - theirs).abs() <= 1.0,
+        "imported {ours}, built-in {theirs}"
+    );
+}
