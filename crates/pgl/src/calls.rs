@@ -99,7 +99,20 @@ impl Interp<'_> {
                     args: a,
                 })
             }
-            "table" => return err(span, "table() distributions (from a file) are not modelled"),
+            "table" => {
+                let (Some(Value::Str(file)), kind) = (vals.first(), vals.get(1)) else {
+                    return err(span, "table() takes a file name and, optionally, its type");
+                };
+                let (path, text) = self.find_file(file, span)?;
+                let kind = match kind {
+                    Some(Value::Str(k)) => Some(k.as_str()),
+                    _ => None,
+                };
+                Value::Dist(
+                    table(&text, kind)
+                        .map_err(|m| Diagnostic::at(span, format!("{}: {m}", path.display())))?,
+                )
+            }
             "popUnif" => {
                 want(0)?;
                 Value::Pop { zipf: None }
@@ -339,4 +352,54 @@ fn scheme_count(s: &SchemeAddrs, span: Span) -> R<Value> {
             "the bench's client_side.max_agent_load must be a rate to count its robots",
         ),
     }
+}
+
+/// A table distribution's file: a header `int_distr|size_distr|time_distr
+/// NAME = {`, then `value weight` lines (values in bytes and seconds),
+/// then `}`; `#` starts a comment. The type may also come from the call.
+fn table(text: &str, kind: Option<&str>) -> Result<Dist, String> {
+    let mut header = None;
+    let mut args = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() || line == "}" {
+            continue;
+        }
+        if header.is_none() && line.ends_with('{') {
+            header = line.split_whitespace().next().map(str::to_string);
+            continue;
+        }
+        let mut w = line.split_whitespace();
+        let (Some(v), Some(f), None) = (w.next(), w.next(), w.next()) else {
+            return Err(format!("line {}: `value weight` expected", i + 1));
+        };
+        let num = |s: &str| {
+            s.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| {
+                    format!(
+                        "line {}: {s:?} is not a number (wildcards are not modelled)",
+                        i + 1
+                    )
+                })
+        };
+        args.push(num(v)?);
+        args.push(num(f)?);
+    }
+    if args.is_empty() {
+        return Err("an empty table".into());
+    }
+    let kind = match kind.or(header.as_deref()) {
+        Some("size" | "size_distr") => DistKind::Size,
+        Some("time" | "time_distr") => DistKind::Time,
+        Some("float" | "float_distr") => DistKind::Float,
+        Some("int" | "int_distr") | None => DistKind::Int,
+        Some(other) => return Err(format!("{other:?} is not a table type")),
+    };
+    Ok(Dist {
+        kind,
+        name: "table",
+        args,
+    })
 }

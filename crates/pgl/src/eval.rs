@@ -163,39 +163,38 @@ impl<'s> Interp<'s> {
         if self.depth >= MAX_INCLUDE_DEPTH {
             return Err(Diagnostic::at(span, "#include nested too deep"));
         }
-        let here = self
-            .sources
-            .path(span.file)
-            .parent()
-            .map(FsPath::to_path_buf);
-        let mut tried = Vec::new();
-        let candidates = here.iter().chain(self.includes.dirs.iter());
-        let mut found = None;
-        for dir in candidates {
-            let p = dir.join(name);
-            match std::fs::read_to_string(&p) {
-                Ok(text) => {
-                    found = Some((p, text));
-                    break;
-                }
-                Err(_) => tried.push(p.display().to_string()),
-            }
-        }
-        let Some((path, text)) = found else {
-            return Err(Diagnostic::at(
-                span,
-                format!(
-                    "cannot find {name:?} (looked in {}; --include DIR adds a place)",
-                    tried.join(", ")
-                ),
-            ));
-        };
+        let (path, text) = self.find_file(name, span)?;
         let file = self.sources.add(path, text);
         let stmts = crate::parse::parse(self.sources, file)?;
         self.depth += 1;
         let r = self.run(&stmts);
         self.depth -= 1;
         r
+    }
+
+    /// A file named in the file at `span`: next to that file, then in the
+    /// include directories, in order.
+    pub(crate) fn find_file(&self, name: &str, span: Span) -> R<(PathBuf, String)> {
+        let here = self
+            .sources
+            .path(span.file)
+            .parent()
+            .map(FsPath::to_path_buf);
+        let mut tried = Vec::new();
+        for dir in here.iter().chain(self.includes.dirs.iter()) {
+            let p = dir.join(name);
+            match std::fs::read_to_string(&p) {
+                Ok(text) => return Ok((p, text)),
+                Err(_) => tried.push(p.display().to_string()),
+            }
+        }
+        Err(Diagnostic::at(
+            span,
+            format!(
+                "cannot find {name:?} (looked in {}; --include DIR adds a place)",
+                tried.join(", ")
+            ),
+        ))
     }
 
     fn declare(

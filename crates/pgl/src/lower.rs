@@ -137,6 +137,14 @@ fn dist(d: &Dist) -> String {
         DistKind::Size => fmt_bytes(x),
         _ => format!("{x}"),
     };
+    if d.name == "table" {
+        let bins: Vec<String> = d
+            .args
+            .chunks(2)
+            .map(|b| format!("{} {}", arg(b[0]), b[1]))
+            .collect();
+        return format!("table({})", bins.join(", "));
+    }
     let args: Vec<String> = d.args.iter().map(|&x| arg(x)).collect();
     format!("{}({})", d.name, args.join(","))
 }
@@ -395,6 +403,12 @@ impl Lowering {
                     "private and foreign interests are not modelled (every object is public)",
                 ));
             }
+        }
+        if let Some((_, s)) = f.value("dns_resolver") {
+            self.notes.push(Diagnostic::at(
+                s,
+                "Robot.dns_resolver: cacheoff's robots reach servers by address, no resolver is needed",
+            ));
         }
         f.rest(&mut self.unmodelled);
         Ok(())

@@ -54,6 +54,10 @@ fn div(a: Q, b: Q, span: Span) -> R<Q> {
             k: a.k / b.k,
             param: Some(Param::FillShare),
         }),
+        (None, Some(Param::Peak)) => Ok(Q {
+            k: a.k / b.k,
+            param: Some(Param::InvPeak),
+        }),
         _ => err(
             span,
             format!("cannot divide {a} by {b}: the result has no rule cacheoff can keep"),

@@ -27,7 +27,7 @@ pub fn symbol(p: Param) -> Value {
     match p {
         Param::Peak | Param::FillRate => Value::Rate(Q::of(p)),
         Param::CacheSize => Value::Size(Q::of(p)),
-        Param::FillShare => Value::Float(Q::of(p)),
+        Param::FillShare | Param::InvPeak => Value::Float(Q::of(p)),
     }
 }
 

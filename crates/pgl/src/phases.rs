@@ -47,6 +47,28 @@ fn factor(v: &Value, span: crate::ast::Span, what: &str) -> Result<Factor, Diagn
 }
 
 impl Lowering {
+    /// A factor; one robot's share (`1.0 / count(R.addresses)`) is 0, said
+    /// so: cacheoff's population ramps start from no robot.
+    fn factor(
+        &mut self,
+        v: &Value,
+        span: crate::ast::Span,
+        what: &str,
+    ) -> Result<Factor, Diagnostic> {
+        if let Value::Float(Q {
+            param: Some(Param::InvPeak),
+            ..
+        }) = v
+        {
+            self.notes.push(Diagnostic::at(
+                span,
+                format!("{what}: one robot's share is taken as 0 (cacheoff's ramps start from no robot)"),
+            ));
+            return Ok(Factor::Number(0.0));
+        }
+        factor(v, span, what)
+    }
+
     pub(crate) fn phases(&mut self, p: &Program) -> Result<(), Diagnostic> {
         let mut prev = [Factor::Number(1.0); 4];
         let mut out: Vec<(Table, f64, bool)> = Vec::new();
@@ -74,12 +96,14 @@ impl Lowering {
                             k,
                             param: Some(Param::CacheSize),
                         }) => k,
-                        v => return err(
-                            s,
-                            format!(
+                        v => {
+                            return err(
+                                s,
+                                format!(
                                 "goal.fill_size must be a multiple of the cache size, not {v:?}"
                             ),
-                        ),
+                            )
+                        }
                     });
                 }
                 if let Some((v, s)) = gf.value("xactions") {
@@ -125,11 +149,11 @@ impl Lowering {
             }
             for (i, (pgl, ours)) in FACTORS.iter().enumerate() {
                 let beg = match f.value(&format!("{pgl}_beg")) {
-                    Some((v, s)) => factor(&v, s, pgl)?,
+                    Some((v, s)) => self.factor(&v, s, pgl)?,
                     None => prev[i],
                 };
                 let end = match f.value(&format!("{pgl}_end")) {
-                    Some((v, s)) => factor(&v, s, pgl)?,
+                    Some((v, s)) => self.factor(&v, s, pgl)?,
                     None => beg,
                 };
                 prev[i] = end;

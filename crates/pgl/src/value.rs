@@ -18,6 +18,9 @@ pub enum Param {
     FillRate,
     /// The fill rate's share of the peak (fill rate ÷ peak rate).
     FillShare,
+    /// One over the peak rate: a number over a count of robots that
+    /// follows the peak (`1.0 / count(R.addresses)`, one robot's share).
+    InvPeak,
 }
 
 impl Param {
@@ -27,6 +30,7 @@ impl Param {
             Param::CacheSize => "the cache size",
             Param::FillRate => "the fill rate",
             Param::FillShare => "the fill rate's share of the peak",
+            Param::InvPeak => "one over the peak request rate",
         }
     }
 }

@@ -160,6 +160,28 @@ fn constructs_import_into_the_model() {
     assert!(t.contains("model = \"zipf(0.6)\""), "{t}");
     assert!(t.contains("working_set_time = \"10min\""), "{t}");
     assert!(t.contains("peak_rate = \"800/s\""), "{t}");
+    // A table file's bins, seconds as times.
+    assert!(
+        t.contains("think_time = \"table(100ms 60, 500ms 30, 2s 10)\""),
+        "{t}"
+    );
+    assert!(
+        imported.notes.iter().any(|n| n.contains("dns_resolver")),
+        "{:?}",
+        imported.notes
+    );
+    assert!(
+        imported
+            .notes
+            .iter()
+            .any(|n| n.contains("one robot's share")),
+        "{:?}",
+        imported.notes
+    );
+    assert_eq!(
+        w.phases[0].population_begin,
+        cacheoff_workload::Load::Factor(0.0)
+    );
     assert_eq!(w.phases.len(), 3);
     assert!(w.phases[1].measured, "the longest timed phase");
     assert!(
