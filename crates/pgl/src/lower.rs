@@ -307,10 +307,11 @@ impl Lowering {
                 robots.insert("max_count".into(), T::Integer(1_000_000));
                 if let Some(Value::Rate(q)) = host {
                     if let Some(h) = q.number() {
-                        robots.insert(
-                            "per_host".into(),
-                            T::Integer((h / per_robot).round() as i64),
-                        );
+                        let per_host = (h / per_robot).round() as i64;
+                        robots.insert("per_host".into(), T::Integer(per_host));
+                        self.mapping.push(format!(
+                            "client hosts: {per_host} robots each (max_host_load {h}/s), each with its own working set (robots.per_host)"
+                        ));
                     }
                 }
                 self.mapping.push(format!(
