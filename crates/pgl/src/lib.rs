@@ -16,6 +16,7 @@ mod origin;
 mod params;
 pub mod parse;
 mod phases;
+mod requests;
 pub mod source;
 mod types;
 pub mod value;
