@@ -197,12 +197,16 @@ impl Lowering {
         let mut robots = Vec::new();
         let mut servers = Vec::new();
         let mut bench = None;
+        let mut bench_at = Span::default();
         let mut pipes = Vec::new();
         for (v, span) in &p.used {
             match v {
                 Value::Record(r) if r.ty == "Robot" => robots.push((r.clone(), *span)),
                 Value::Record(r) if r.ty == "Server" => servers.push((r.clone(), *span)),
-                Value::Record(r) if r.ty == "Bench" => bench = Some(r.clone()),
+                Value::Record(r) if r.ty == "Bench" => {
+                    bench = Some(r.clone());
+                    bench_at = *span;
+                }
                 Value::Record(r) if r.ty == "NetPipe" => pipes.push((r.clone(), *span)),
                 Value::Record(r) if r.ty == "AddrMap" => {
                     self.notes.push(Diagnostic::at(
@@ -237,6 +241,7 @@ impl Lowering {
             );
         };
         self.params(p);
+        self.peak_left_open(bench.as_ref(), bench_at);
         self.server(server, *sspan, bench.as_ref())?;
         self.robot(robot, *rspan, bench.as_ref())?;
         for (pipe, span) in &pipes {
@@ -262,6 +267,16 @@ impl Lowering {
             if let Some(text) = text {
                 self.t.insert(key.into(), T::String(text));
             }
+        }
+    }
+
+    /// A bench without a peak rate leaves it to the command line.
+    fn peak_left_open(&mut self, bench: Option<&Record>, span: Span) {
+        if bench.is_some() && !self.t.contains_key("peak_rate") {
+            self.notes.push(Diagnostic::at(
+                span,
+                "the bench's peak_req_rate is undefined: --rate sets it (cacheoff's default is 400/s)",
+            ));
         }
     }
 

@@ -274,6 +274,20 @@ fn what_is_not_modelled_is_named_with_its_place_and_refused_unless_lenient() {
     };
     let ok = import_text(&path, text, &lenient).unwrap();
     assert_eq!(ok.warnings.len(), 1);
+    // A bench without a peak rate leaves it to --rate, and says so.
+    let open = std::fs::read_to_string(dir().join("polymix-4.pg"))
+        .unwrap()
+        .replace(
+            "TheBench.peak_req_rate = 500/sec;",
+            "TheBench.peak_req_rate = undef();",
+        );
+    let p4 = import_text(&dir().join("open-peak.pg"), open, &opts()).unwrap();
+    assert!(!p4.toml.contains("peak_rate"), "{}", p4.toml);
+    assert!(
+        p4.notes.iter().any(|n| n.contains("--rate")),
+        "{:?}",
+        p4.notes
+    );
     // The wait phase is left out, and said so.
     assert!(
         ok.notes.iter().any(|n| n.contains("\"wait\"")),
