@@ -79,6 +79,7 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         tls_dir: a.tls_dir.clone(),
     };
     let r = run_setup(&dir, setup, argv, &stop)?;
+    crate::workload_file::keep_source(&a.workload, &a.pgl, &r.dir);
     let verdict = conclude(&r, embedded, a.quiet);
     if let Some(m) = metrics {
         m.linger();

@@ -46,3 +46,28 @@ pub fn load(spec: &str, o: &Overrides, pgl: &PglArgs) -> Result<Workload, Failur
     }
     cacheoff_workload::load(spec, o).map_err(Failure::usage)
 }
+
+/// A Web Polygraph file run, as given, in its run directory.
+pub const PGL_SOURCE_FILE: &str = "workload.pg";
+/// That file as imported (docs/pgl.md).
+pub const PGL_IMPORT_FILE: &str = "workload.toml";
+
+/// A run of a Web Polygraph file keeps it (`workload.pg`) and what it was
+/// imported as (`workload.toml`, its includes resolved) in its run
+/// directory; failing to is said, not fatal: the manifest has the workload.
+pub fn keep_source(spec: &str, pgl: &PglArgs, dir: &Path) {
+    if !is_pgl(spec) {
+        return;
+    }
+    let kept = std::fs::copy(spec, dir.join(PGL_SOURCE_FILE))
+        .map_err(anyhow::Error::from)
+        .and_then(|_| {
+            let imported = import(spec, pgl, false).map_err(|f| f.error)?;
+            Ok(std::fs::write(dir.join(PGL_IMPORT_FILE), imported.toml)?)
+        });
+    if let Err(e) = kept {
+        print(&format!(
+            "cacheoff: cannot keep {spec} in the run directory: {e}"
+        ));
+    }
+}

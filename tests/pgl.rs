@@ -50,6 +50,27 @@ fn import_writes_a_workload_file_that_loads_and_show_describes_it() {
 }
 
 #[test]
+fn a_run_of_a_pg_file_keeps_it_and_its_import_in_the_run_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = cacheoff(&[
+        "run",
+        &pg("downtime.pg"),
+        "--direct",
+        "--plateau",
+        "3s",
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let source = std::fs::read_to_string(out.join("workload.pg")).unwrap();
+    assert_eq!(source, std::fs::read_to_string(pg("downtime.pg")).unwrap());
+    let toml = std::fs::read_to_string(out.join("workload.toml")).unwrap();
+    assert!(toml.contains("arrivals = \"constant\""), "{toml}");
+}
+
+#[test]
 fn a_file_with_what_cacheoff_does_not_model_is_refused_naming_the_place() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(pg("datacomm-1.pg"))
