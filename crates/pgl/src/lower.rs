@@ -220,30 +220,12 @@ impl Lowering {
                 )),
             }
         }
-        let [(robot, rspan)] = robots.as_slice() else {
-            let span = robots.get(1).map_or(Span::default(), |r| r.1);
-            return err(
-                span,
-                format!(
-                    "cacheoff runs one kind of robot; the file uses {}",
-                    robots.len()
-                ),
-            );
-        };
-        let [(server, sspan)] = servers.as_slice() else {
-            let span = servers.get(1).map_or(Span::default(), |s| s.1);
-            return err(
-                span,
-                format!(
-                    "cacheoff runs one kind of server; the file uses {}",
-                    servers.len()
-                ),
-            );
-        };
+        let (robot, rspan) = only_one(&robots, "robot")?;
+        let (server, sspan) = only_one(&servers, "server")?;
         self.params(p);
         self.peak_left_open(bench.as_ref(), bench_at);
-        self.server(server, *sspan, bench.as_ref())?;
-        self.robot(robot, *rspan, bench.as_ref())?;
+        self.server(server, sspan, bench.as_ref())?;
+        self.robot(robot, rspan, bench.as_ref())?;
         for (pipe, span) in &pipes {
             self.pipe(pipe, *span, robot, server)?;
         }
@@ -510,6 +492,21 @@ impl Lowering {
             ));
         }
         Ok(())
+    }
+}
+
+/// The one used agent of a kind; cacheoff runs one kind of robot and one
+/// of server.
+fn only_one<'a>(used: &'a [(Record, Span)], kind: &str) -> Result<(&'a Record, Span), Diagnostic> {
+    match used {
+        [(r, span)] => Ok((r, *span)),
+        _ => err(
+            used.get(1).map_or(Span::default(), |u| u.1),
+            format!(
+                "cacheoff runs one kind of {kind}; the file uses {}",
+                used.len()
+            ),
+        ),
     }
 }
 

@@ -93,16 +93,20 @@ fn constructs_evaluate_as_the_language_says() {
     assert_eq!(num("peak"), 800.0);
     assert_eq!(g["flags"], Value::Bool(true));
     // Units.
-    let Value::Array(sizes) = &g["sizes"] else {
-        panic!()
+    // Each item's quantity (bytes, seconds), whatever its unit was.
+    let quantities = |name: &str| -> Vec<f64> {
+        let Value::Array(items) = &g[name] else {
+            panic!("{name} is not an array")
+        };
+        items
+            .iter()
+            .map(|i| match i.value {
+                Value::Size(q) | Value::Time(q) => q.k,
+                ref v => panic!("{name}: {v:?}"),
+            })
+            .collect()
     };
-    let bytes: Vec<f64> = sizes
-        .iter()
-        .map(|i| match i.value {
-            Value::Size(q) => q.k,
-            _ => panic!(),
-        })
-        .collect();
+    let bytes = quantities("sizes");
     assert_eq!(
         bytes,
         [
@@ -117,16 +121,7 @@ fn constructs_evaluate_as_the_language_says() {
             512.0
         ]
     );
-    let Value::Array(times) = &g["times"] else {
-        panic!()
-    };
-    let secs: Vec<f64> = times
-        .iter()
-        .map(|i| match i.value {
-            Value::Time(q) => q.k,
-            _ => panic!(),
-        })
-        .collect();
+    let secs = quantities("times");
     assert_eq!(
         secs,
         [0.005, 0.25, 2.0, 2.0, 60.0, 3600.0, 3600.0, 86400.0, 15768000.0, 1.0]
@@ -304,4 +299,16 @@ fn includes_come_from_the_file_s_directory_then_the_include_path() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("sizes.pg") && e.contains("--include"), "{e}");
+}
+
+#[test]
+fn two_kinds_of_robot_are_refused_at_the_second() {
+    let text =
+        std::fs::read_to_string(dir().join("datacomm-1.pg")).unwrap() + "Robot R2 = R;\nuse(R2);\n";
+    let lines = text.lines().count();
+    let e = import_text(&dir().join("two.pg"), text, &opts())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("one kind of robot; the file uses 2"), "{e}");
+    assert!(e.contains(&format!("two.pg:{lines}:")), "{e}");
 }
