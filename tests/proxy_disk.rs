@@ -177,6 +177,12 @@ fn the_disk_store_survives_kill_9_and_never_serves_a_damaged_object() {
     }
 
     let mut p = start_proxy(&disk);
+    // Checked before any new fetch: later writes pass through tmp too.
+    assert_eq!(
+        files_under(&disk.join("tmp")),
+        0,
+        "leftovers of the kill were removed"
+    );
     let before = served.load(Ordering::SeqCst);
     for n in 0..30 {
         let (x, b) = fetch(p.addr, origin, n);
@@ -194,11 +200,6 @@ fn the_disk_store_survives_kill_9_and_never_serves_a_damaged_object() {
         let (_, b) = fetch(p.addr, origin, n);
         assert!(b == body(n), "object {n} differs from the origin's");
     }
-    assert_eq!(
-        files_under(&disk.join("tmp")),
-        0,
-        "leftovers of the kill were removed"
-    );
     p.child.kill().unwrap();
     p.child.wait().unwrap();
 
@@ -216,6 +217,12 @@ fn the_disk_store_survives_kill_9_and_never_serves_a_damaged_object() {
     bytes[mid] ^= 0xff;
     std::fs::write(&victim, bytes).unwrap();
     let mut p = start_proxy(&disk);
+    // Checked before any new fetch: later writes pass through tmp too.
+    assert_eq!(
+        files_under(&disk.join("tmp")),
+        0,
+        "leftovers of the kill were removed"
+    );
     let before = served.load(Ordering::SeqCst);
     let mut misses = 0;
     for n in (0..30).chain((100..104).map(|k| k * 10 + 9)) {
