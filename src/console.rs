@@ -206,6 +206,8 @@ mod tests {
             plan_digest: None,
             agents: None,
             partial: None,
+            resources: None,
+            resources_by_phase: Vec::new(),
         };
         let t = summary_table(&summary);
         // Line 0 names the clocks, line 1 the columns, line 2 is `meas`.
@@ -228,6 +230,7 @@ mod tests {
             robots: 1,
             load: 1.0,
             stats: entry("meas"),
+            resources: None,
         };
         let line = interval_line(&r, 10);
         let h = header().lines().nth(1).unwrap();

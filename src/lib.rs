@@ -17,11 +17,13 @@ pub mod multiplier_cmd;
 pub mod peak_cmd;
 mod preflight;
 pub mod proxy_cmd;
+mod recorder;
 pub mod replay_cmd;
 pub mod report_cmd;
 pub mod run_cmd;
 mod sample_trace;
 mod tls_cmd;
+pub mod watch;
 pub mod workload_cmd;
 pub mod workload_file;
 

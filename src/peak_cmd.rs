@@ -480,6 +480,7 @@ impl Runner<'_> {
             metrics: None,
             fleet: None,
             tls_dir: None,
+            watch: None,
         };
         let r = run_cmd::run_setup(&self.dir.join(name), setup, self.argv, self.stop)?;
         Ok(r.summary)

@@ -5,9 +5,8 @@ use crate::cli::RunArgs;
 use crate::console;
 use crate::Failure;
 use anyhow::Context;
-use cacheoff_agent::{BoundServers, RunConfig, Sink, StopHandle, Via};
+use cacheoff_agent::{BoundServers, RunConfig, StopHandle, Via};
 use cacheoff_rundir::{Build, Manifest, Mode, RunDir, RunDirError, Summary};
-use cacheoff_stats::IntervalStats;
 use cacheoff_workload::{AddrMap, Workload};
 use std::path::{Path, PathBuf};
 
@@ -77,6 +76,11 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         metrics: metrics.as_ref().map(|m| m.run.clone()),
         fleet,
         tls_dir: a.tls_dir.clone(),
+        watch: a
+            .watch
+            .as_deref()
+            .map(crate::watch::Watch::parse)
+            .transpose()?,
     };
     let r = run_setup(&dir, setup, argv, &stop)?;
     crate::workload_file::keep_source(&a.workload, &a.pgl, &r.dir);
@@ -339,6 +343,7 @@ pub fn run_in(
         metrics: None,
         fleet: None,
         tls_dir: None,
+        watch: None,
     };
     run_setup(dir, setup, argv, stop)
 }
@@ -365,6 +370,8 @@ pub struct Setup {
     /// The test CA (`--tls-dir`); else one in the run directory when
     /// the workload speaks TLS.
     pub tls_dir: Option<PathBuf>,
+    /// The product whose spending each interval records.
+    pub watch: Option<crate::watch::Watch>,
 }
 
 /// What `cacheoff replay` replays: the requests, and the trace's record
@@ -382,64 +389,6 @@ pub fn build() -> Build {
     Build {
         version: env!("CARGO_PKG_VERSION").into(),
         git_revision: env!("CACHEOFF_GIT_REV").into(),
-    }
-}
-
-/// The run directory and the console, fed by the run-time.
-pub(crate) struct Recorder<'a> {
-    dir: &'a mut RunDir,
-    on_start: Option<OnStart>,
-    path: &'a Path,
-    surrogate: bool,
-    quiet: bool,
-    xacts_so_far: u64,
-    /// The first write that failed; the run goes on and fails at the end.
-    error: Option<RunDirError>,
-    metrics: Option<std::sync::Arc<cacheoff_metrics::RunMetrics>>,
-}
-
-impl Sink for Recorder<'_> {
-    fn started(&mut self, servers: &[std::net::SocketAddr], start: std::time::Instant) {
-        if let Some(hook) = self.on_start.take() {
-            hook(start);
-        }
-        if let Err(e) = self.dir.servers_bound(servers) {
-            self.error.get_or_insert(e);
-        }
-        if self.surrogate {
-            let path = self.path.join(ADDR_MAP_FILE);
-            if let Err(source) = std::fs::write(&path, AddrMap::for_servers(servers).to_text()) {
-                self.error
-                    .get_or_insert(RunDirError::Write { path, source });
-            }
-        }
-    }
-    fn interval(&mut self, iv: &IntervalStats) {
-        if let Some(m) = &self.metrics {
-            m.interval(iv);
-        }
-        match self.dir.interval(iv) {
-            Ok(r) => {
-                self.xacts_so_far += r.stats.xacts;
-                if !self.quiet {
-                    console::print(&console::interval_line(&r, self.xacts_so_far));
-                }
-            }
-            Err(e) => {
-                self.error.get_or_insert(e);
-            }
-        }
-    }
-    fn warn(&mut self, message: &str) {
-        eprintln!("cacheoff: warning: {message}");
-    }
-}
-
-impl cacheoff_fleet::AgentsSink for Recorder<'_> {
-    fn agents(&mut self, agents: &[cacheoff_rundir::AgentRecord]) {
-        if let Err(e) = self.dir.set_agents(agents.to_vec()) {
-            self.error.get_or_insert(e);
-        }
     }
 }
 
@@ -465,6 +414,7 @@ pub fn run_setup(
         metrics,
         fleet,
         tls_dir,
+        watch,
     } = setup;
     if fleet.is_some() && (workload.robots.tls || tls_dir.is_some()) {
         return Err(Failure::usage(anyhow::anyhow!(
@@ -535,7 +485,13 @@ pub fn run_setup(
         ));
         console::print(console::header());
     }
-    let mut recorder = Recorder {
+    if let Some(w) = &watch {
+        run_dir
+            .watching(w.describe())
+            .context("cannot write the run directory")
+            .map_err(Failure::run)?;
+    }
+    let mut recorder = crate::recorder::Recorder {
         dir: &mut run_dir,
         on_start,
         path: dir,
@@ -544,6 +500,7 @@ pub fn run_setup(
         xacts_so_far: 0,
         error: None,
         metrics: metrics.clone(),
+        watch,
     };
     let stats = match ready {
         Some(ready) => {

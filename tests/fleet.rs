@@ -85,6 +85,7 @@ fn run_fleet(
         metrics: None,
         fleet: Some(fleet),
         tls_dir: None,
+        watch: None,
     };
     run_setup(dir, setup, &["fleet-test".into()], &StopHandle::new())
 }

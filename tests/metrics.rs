@@ -189,6 +189,7 @@ fn a_run_s_metrics_end_equal_to_its_summary() {
         metrics: Some(run),
         fleet: None,
         tls_dir: None,
+        watch: None,
     };
     let argv = ["metrics".to_string()];
     let r = cacheoff::run_cmd::run_setup(dir.path(), setup, &argv, &StopHandle::new())

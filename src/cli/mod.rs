@@ -427,6 +427,11 @@ pub struct RunArgs {
     /// running (docs/metrics.md).
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics: Option<SocketAddr>,
+    /// Sample what the product under test spends (CPU, memory, disk,
+    /// descriptors, threads) every interval: a pid (with its descendants)
+    /// or a cgroup2 directory (docs/resources.md).
+    #[arg(long, value_name = "PID|CGROUP-PATH")]
+    pub watch: Option<String>,
 
     // --agents, --roles, ... (a run over many hosts).
     #[command(flatten)]

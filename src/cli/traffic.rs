@@ -45,6 +45,11 @@ pub struct MultiplierArgs {
     /// running (docs/metrics.md).
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics: Option<SocketAddr>,
+    /// Sample what the product under test spends (CPU, memory, disk,
+    /// descriptors, threads) every interval: a pid (with its descendants)
+    /// or a cgroup2 directory (docs/resources.md).
+    #[arg(long, value_name = "PID|CGROUP-PATH")]
+    pub watch: Option<String>,
 }
 
 /// How a replay decides which objects are cachable.
@@ -123,6 +128,11 @@ pub struct ReplayArgs {
     /// running (docs/metrics.md).
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics: Option<SocketAddr>,
+    /// Sample what the product under test spends (CPU, memory, disk,
+    /// descriptors, threads) every interval: a pid (with its descendants)
+    /// or a cgroup2 directory (docs/resources.md).
+    #[arg(long, value_name = "PID|CGROUP-PATH")]
+    pub watch: Option<String>,
 }
 
 #[derive(Debug, Args)]

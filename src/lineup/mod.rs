@@ -75,6 +75,7 @@ impl Options {
             // One test CA for the whole lineup, made by its first HTTPS
             // run or product.
             tls_dir,
+            watch: None,
         }
     }
 }
@@ -296,7 +297,10 @@ fn contend_in(
         .then(|| product::log_counts(&running).ok())
         .flatten();
     let run_dir = dir.join("run");
-    let setup = opts.setup(w.clone(), via, Some(bound.clone()), label.clone());
+    let setup = Setup {
+        watch: product::lock(&running).watch(),
+        ..opts.setup(w.clone(), via, Some(bound.clone()), label.clone())
+    };
     let main = run_one(&run_dir, setup, stop);
     if main.is_ok() {
         f.run_dir = Some(run_dir.clone());
@@ -459,6 +463,7 @@ fn downtime_test(
     let setup = Setup {
         quiet: true,
         on_start: Some(on_start),
+        watch: product::lock(running).watch(),
         ..opts.setup(w, via, Some(bound.clone()), label.into())
     };
     let r = run_one(dir, setup, stop);

@@ -89,6 +89,11 @@ impl Running {
     pub fn version(&self) -> Option<String> {
         self.version.clone()
     }
+
+    /// Sampling what it spends, from now on.
+    pub fn watch(&self) -> Option<crate::watch::Watch> {
+        self.inner.watch_target().map(crate::watch::Watch::new)
+    }
 }
 
 impl PowerSwitch for Running {
@@ -320,7 +325,7 @@ pub fn stop(running: &Mutex<Running>) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn lock<T: ?Sized>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub fn lock<T: ?Sized>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 

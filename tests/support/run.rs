@@ -214,6 +214,7 @@ pub fn run_reverse(
         metrics: None,
         fleet: None,
         tls_dir: None,
+        watch: None,
     };
     let r = cacheoff::run_cmd::run_setup(dir.path(), setup, &argv, &StopHandle::new())
         .map_err(|f| f.error)

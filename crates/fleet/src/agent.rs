@@ -359,7 +359,7 @@ impl Sink for Forward<'_> {
     }
 
     fn interval(&mut self, iv: &IntervalStats) {
-        if let Err(e) = self.local.interval(iv) {
+        if let Err(e) = self.local.interval(iv, None) {
             self.error.get_or_insert(e.to_string());
         }
         let msg = FromAgent::Interval {

@@ -3,9 +3,11 @@
 //! group but kept the environment tag every process is started with),
 //! signals, and reaping. Linux only (`/proc`).
 
+use cacheoff_resources::Cgroup;
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -111,14 +113,23 @@ pub fn output_file(path: &Path) -> io::Result<File> {
 
 /// Spawns `argv` in `dir` with its output appended to `out`, tagged, in
 /// process group `group` (a new one, led by it, when `None`), with its
-/// open-files limit raised to the hard limit.
+/// open-files limit raised to the hard limit, inside `cgroup` when given.
 pub fn spawn(
     argv: &[String],
     dir: &Path,
     out: &Path,
     tag: &str,
     group: Option<i32>,
+    cgroup: Option<&Cgroup>,
 ) -> io::Result<Child> {
+    // Joined by the child itself before it runs, so that nothing it forks
+    // starts outside; paths made here, as the child may not allocate.
+    let procs: Vec<CString> = cgroup
+        .map(|c| c.procs_files())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|p| CString::new(p.into_os_string().into_vec()).ok())
+        .collect();
     let file = output_file(out)?;
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
@@ -130,16 +141,29 @@ pub fn spawn(
         .process_group(group.unwrap_or(0));
     // SAFETY: getrlimit/setrlimit are async-signal-safe.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             let mut l: libc::rlimit = std::mem::zeroed();
             if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 {
                 l.rlim_cur = l.rlim_max;
                 libc::setrlimit(libc::RLIMIT_NOFILE, &l);
             }
+            for p in &procs {
+                let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd >= 0 {
+                    libc::write(fd, b"0".as_ptr().cast(), 1);
+                    libc::close(fd);
+                }
+            }
             Ok(())
         });
     }
-    cmd.spawn()
+    let child = cmd.spawn()?;
+    if let Some(c) = cgroup {
+        // Checks the child's own move (a no-op when it worked) and notes a
+        // v1 memory cgroup it could not join.
+        let _ = c.add(child.id() as i32);
+    }
+    Ok(child)
 }
 
 /// The hard open-files limit products get.
@@ -285,7 +309,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let mut child = spawn(&argv, d.path(), &d.path().join("out"), &tag, None).unwrap();
+        let mut child = spawn(&argv, d.path(), &d.path().join("out"), &tag, None, None).unwrap();
         let pgid = child.id() as i32;
         // Generous: shells start slowly on a busy machine.
         let deadline = Instant::now() + Duration::from_secs(60);

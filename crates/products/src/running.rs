@@ -6,6 +6,7 @@ use crate::error::Error;
 use crate::log::{self, LogCounts};
 use crate::process::{self, members};
 use crate::spec::{LogSpec, Mode};
+use cacheoff_resources::{Cgroup, Target};
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -52,6 +53,8 @@ pub struct Running {
     /// The process group while the product runs (its leader stays
     /// unreaped until then, so the id cannot be reused).
     pub(crate) pgid: Option<i32>,
+    /// Its own cgroup, when the machine lets us make one: what it spends.
+    pub(crate) cgroup: Option<Cgroup>,
 }
 
 impl Running {
@@ -69,6 +72,15 @@ impl Running {
 
     pub fn listen(&self) -> SocketAddr {
         self.listen
+    }
+
+    /// What to sample for the product's spending: its cgroup, else its
+    /// first process and that one's descendants.
+    pub fn watch_target(&self) -> Option<Target> {
+        match &self.cgroup {
+            Some(c) => Target::parse(&c.path().to_string_lossy()).ok(),
+            None => self.pgid.and_then(|p| Target::parse(&p.to_string()).ok()),
+        }
     }
 
     /// The product's access log.
@@ -277,11 +289,13 @@ impl Running {
     pub(crate) fn run_init(&mut self, l: &Launch) -> Result<(), Error> {
         let out = self.dir.join(format!("init-{}.out", l.name));
         let mut child =
-            process::spawn(&l.argv, &self.dir, &out, &self.tag, None).map_err(|e| Error::Io {
-                product: self.product.clone(),
-                what: format!("run {}", l.argv[0]),
-                path: self.dir.clone(),
-                source: e,
+            process::spawn(&l.argv, &self.dir, &out, &self.tag, None, None).map_err(|e| {
+                Error::Io {
+                    product: self.product.clone(),
+                    what: format!("run {}", l.argv[0]),
+                    path: self.dir.clone(),
+                    source: e,
+                }
             })?;
         let deadline = Instant::now() + INIT_TIMEOUT;
         let status = loop {
@@ -334,7 +348,14 @@ impl Running {
             }
             let out = self.out_path(&self.launches[i].name);
             let argv = &self.launches[i].argv;
-            match process::spawn(argv, &self.dir, &out, &self.tag, self.pgid) {
+            match process::spawn(
+                argv,
+                &self.dir,
+                &out,
+                &self.tag,
+                self.pgid,
+                self.cgroup.as_ref(),
+            ) {
                 Ok(c) => {
                     if self.pgid.is_none() {
                         self.pgid = Some(c.id() as i32);

@@ -380,6 +380,13 @@ impl ProductSpec {
             tag: format!("{instance}-{}", std::process::id()),
             children: Vec::new(),
             pgid: None,
+            cgroup: match cacheoff_resources::Cgroup::create(&self.name) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    eprintln!("cacheoff: {}: {e}", self.name);
+                    None
+                }
+            },
             dir,
         };
         running.remove_stale()?;

@@ -70,6 +70,26 @@ pub(crate) fn mounts() -> Mounts {
         .unwrap_or_default()
 }
 
+/// Where our own process sits in the v1 memory hierarchy (from
+/// /proc/self/cgroup, e.g. `/system.slice/x`): products' memory cgroups go
+/// below it, so they stay inside whatever limits and accounts for us.
+fn own_v1_memory(v1: &Path) -> PathBuf {
+    let own = fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                let mut f = l.splitn(3, ':');
+                let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
+                controllers
+                    .split(',')
+                    .any(|c| c == "memory")
+                    .then(|| path.trim_start_matches('/').to_string())
+            })
+        })
+        .unwrap_or_default();
+    v1.join(own)
+}
+
 /// Pids listed in a cgroup.procs file (empty when unreadable).
 pub(crate) fn read_procs(dir: &Path) -> Vec<i32> {
     fs::read_to_string(dir.join("cgroup.procs"))
@@ -119,7 +139,7 @@ impl Cgroup {
         let leaf = dir.file_name().expect("made above").to_owned();
         let v1_memory = match m.v1_memory {
             Some(v1) if !dir.join("memory.current").exists() => {
-                let d = v1.join("cacheoff").join(leaf);
+                let d = own_v1_memory(&v1).join("cacheoff").join(leaf);
                 // Without it, memory comes from the processes' RSS.
                 fs::create_dir_all(&d).ok().map(|()| d)
             }
@@ -141,8 +161,9 @@ impl Cgroup {
             (Some(v2), Some(v1)) if !dir.join("memory.current").exists() => dir
                 .strip_prefix(v2)
                 .ok()
-                .map(|rel| v1.join(rel))
-                .filter(|d| {
+                .into_iter()
+                .flat_map(|rel| [own_v1_memory(v1).join(rel), v1.join(rel)])
+                .find(|d| {
                     let sorted = |mut v: Vec<i32>| {
                         v.sort_unstable();
                         v
@@ -169,6 +190,16 @@ impl Cgroup {
             }
         }
         Ok(())
+    }
+
+    /// The `cgroup.procs` files a process joins (cgroup2's, and the v1
+    /// memory cgroup's beside it), for a process to write `0` to itself
+    /// before it runs, so that nothing it forks starts outside.
+    pub fn procs_files(&self) -> Vec<PathBuf> {
+        std::iter::once(&self.dir)
+            .chain(&self.v1_memory)
+            .map(|d| d.join("cgroup.procs"))
+            .collect()
     }
 
     /// The cgroup2 directory.

@@ -32,6 +32,7 @@ mod records;
 mod replayed;
 mod run;
 pub mod spe;
+pub mod spending;
 
 pub use agents::{partial, AgentRecord, AgentState};
 pub use files::{FORMAT_VERSION, INTERVALS_FILE, MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE};
@@ -72,6 +73,8 @@ pub struct RunDir {
     intervals: LineLog,
     names: Names,
     replayed: Option<Replayed>,
+    /// The records so far, kept for the summary's spending when watched.
+    watched: Vec<IntervalRecord>,
 }
 
 impl RunDir {
@@ -91,6 +94,7 @@ impl RunDir {
             manifest,
             intervals,
             replayed: None,
+            watched: Vec::new(),
         };
         dir.write_manifest()?;
         Ok(dir)
@@ -135,15 +139,31 @@ impl RunDir {
         self.write_manifest()
     }
 
-    /// Appends one interval; returns the record written.
-    pub fn interval(&mut self, iv: &IntervalStats) -> Result<IntervalRecord, RunDirError> {
-        let record = self.names.record(iv);
+    /// The run samples what a product spends: `source` names it (and
+    /// goes into the manifest); each interval then carries its usage.
+    pub fn watching(&mut self, source: String) -> Result<(), RunDirError> {
+        self.manifest.watched = Some(source);
+        self.write_manifest()
+    }
+
+    /// Appends one interval, with what the watched product spent in it;
+    /// returns the record written.
+    pub fn interval(
+        &mut self,
+        iv: &IntervalStats,
+        usage: Option<cacheoff_resources::IntervalUsage>,
+    ) -> Result<IntervalRecord, RunDirError> {
+        let mut record = self.names.record(iv);
+        record.resources = usage;
         self.intervals
             .append(&record)
             .map_err(|source| RunDirError::Write {
                 path: self.path.join(INTERVALS_FILE),
                 source,
             })?;
+        if self.manifest.watched.is_some() {
+            self.watched.push(record.clone());
+        }
         Ok(record)
     }
 
@@ -166,6 +186,14 @@ impl RunDir {
     pub fn finish(mut self, run: &RunStats) -> Result<Summary, RunDirError> {
         let mut summary = self.names.summary(run);
         summary.ceiling = self.replayed.as_ref().map(|r| r.ceiling);
+        if let Some(source) = &self.manifest.watched {
+            let cache = self.manifest.workload.cache_size.map(|b| b.0);
+            summary.resources_by_phase = spending::by_phase(&self.watched, source, cache);
+            summary.resources = spending::measured(
+                &summary.resources_by_phase,
+                summary.measured_phase.as_deref(),
+            );
+        }
         if let Some(agents) = &self.manifest.agents {
             summary.partial = Some(partial(agents));
             summary.agents = Some(agents.clone());

@@ -46,6 +46,10 @@ pub struct Manifest {
     /// A run many hosts ran (`--agents`): its agents and their shares.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agents: Option<Vec<crate::AgentRecord>>,
+    /// The product whose spending the run sampled (a cgroup or a pid and
+    /// its descendants, with where each figure came from).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watched: Option<String>,
 }
 
 /// How robots reached the origin servers.
@@ -106,6 +110,7 @@ impl Manifest {
             servers: Vec::new(),
             workload,
             agents: None,
+            watched: None,
         }
     }
 }

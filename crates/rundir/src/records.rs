@@ -3,6 +3,7 @@
 //! for which phase the headline figures come from.
 
 use crate::files::FORMAT_VERSION;
+use cacheoff_resources::{IntervalUsage, Resources};
 use cacheoff_stats::{Accum, Distributions, Entry, IntervalStats, RunStats};
 use cacheoff_workload::{Phase, Workload};
 use serde::{Deserialize, Serialize};
@@ -22,6 +23,10 @@ pub struct IntervalRecord {
     pub load: f64,
     #[serde(flatten)]
     pub stats: Entry,
+    /// What the watched product spent in the interval (`--watch`, or a
+    /// product cacheoff started); absent when nothing was watched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<IntervalUsage>,
 }
 
 /// `summary.json`.
@@ -56,6 +61,12 @@ pub struct Summary {
     /// load is missing from part of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<bool>,
+    /// What the watched product spent in the measured phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Resources>,
+    /// The same for every phase, in schedule order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources_by_phase: Vec<Resources>,
 }
 
 pub const SUMMARY_FORMAT: &str = "cacheoff-summary";
@@ -98,6 +109,7 @@ impl Names {
             robots: iv.robots,
             load: iv.load,
             stats: acc.entry(name, &self.content_types),
+            resources: None,
         }
     }
 
@@ -130,6 +142,8 @@ impl Names {
             ceiling: None,
             agents: None,
             partial: None,
+            resources: None,
+            resources_by_phase: Vec::new(),
         }
     }
 }

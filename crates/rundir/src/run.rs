@@ -145,6 +145,30 @@ impl Run {
             .unwrap_or_else(|| self.total())
     }
 
+    /// What the watched product spent, per phase: the summary's, or
+    /// derived from the intervals when there is no summary.
+    pub fn resources_by_phase(&self) -> Vec<cacheoff_resources::Resources> {
+        if let Some(s) = &self.summary {
+            return s.resources_by_phase.clone();
+        }
+        let Some(source) = &self.manifest.watched else {
+            return Vec::new();
+        };
+        let cache = self.manifest.workload.cache_size.map(|b| b.0);
+        crate::spending::by_phase(&self.intervals, source, cache)
+    }
+
+    /// The measured phase's spending, if the run watched a product.
+    pub fn resources(&self) -> Option<cacheoff_resources::Resources> {
+        match &self.summary {
+            Some(s) => s.resources.clone(),
+            None => crate::spending::measured(
+                &self.resources_by_phase(),
+                self.measured_phase().as_deref(),
+            ),
+        }
+    }
+
     /// Writes the report card (rendered by the caller) as `report.html`,
     /// atomically; returns its path.
     pub fn write_report(&self, html: &str) -> Result<PathBuf, RunDirError> {

@@ -74,7 +74,7 @@ fn write_run(dir: &Path) -> RunStats {
             load: 1.0,
             snap: snap(xacts),
         };
-        let record = run_dir.interval(&iv).unwrap();
+        let record = run_dir.interval(&iv, None).unwrap();
         assert_eq!(record.stats.xacts, xacts);
         run.phases[phase]
             .get_or_insert_with(Accum::default)

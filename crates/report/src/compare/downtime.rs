@@ -142,6 +142,7 @@ mod tests {
             robots: 3,
             load: 1.0,
             stats,
+            resources: None,
         }
     }
 

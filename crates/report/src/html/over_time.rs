@@ -186,6 +186,7 @@ mod tests {
             robots: 7,
             load: 0.5,
             stats,
+            resources: None,
         }
     }
 

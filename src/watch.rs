@@ -1,0 +1,48 @@
+//! What the product under test spends, sampled once per interval: a
+//! product cacheoff started (its cgroup) or one named by `--watch
+//! PID|CGROUP-PATH`. The figures and their sources: docs/resources.md.
+
+use crate::Failure;
+use cacheoff_resources::{IntervalUsage, Sample, Sampler, Target};
+
+pub struct Watch {
+    sampler: Sampler,
+    last: Sample,
+}
+
+impl Watch {
+    pub fn new(target: Target) -> Watch {
+        let mut sampler = Sampler::new(target);
+        let last = sampler.sample();
+        Watch { sampler, last }
+    }
+
+    /// `--watch PID|CGROUP-PATH`.
+    pub fn parse(arg: &str) -> Result<Watch, Failure> {
+        Target::parse(arg)
+            .map(Watch::new)
+            .map_err(|e| Failure::usage(anyhow::anyhow!("--watch {arg}: {e}")))
+    }
+
+    /// What is watched and where each figure comes from, for the manifest.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({})",
+            self.sampler.target().describe(),
+            self.sampler.sources()
+        )
+    }
+
+    /// The run's time zero: spending before it is not the run's.
+    pub fn restart(&mut self) {
+        self.last = self.sampler.sample();
+    }
+
+    /// What was spent since the last call.
+    pub fn interval(&mut self) -> IntervalUsage {
+        let now = self.sampler.sample();
+        let usage = IntervalUsage::between(&self.last, &now);
+        self.last = now;
+        usage
+    }
+}
