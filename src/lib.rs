@@ -4,6 +4,7 @@
 //! `main` only parses and maps [`Failure`] to an exit code; tests call
 //! [`run`] or the subcommand functions in-process.
 
+pub mod ab_cmd;
 pub mod agent_cmd;
 pub mod cli;
 pub mod conform_cmd;
@@ -66,6 +67,7 @@ pub fn run(cli: cli::Cli) -> Result<(), Failure> {
             replay_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
         }
         cli::Command::Trace(args) => replay_cmd::write_sample(&args),
+        cli::Command::Ab(args) => ab_cmd::run(&args).map(|_| ()),
         cli::Command::Peak(args) => {
             peak_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
         }

@@ -64,6 +64,10 @@ pub enum Command {
     /// time and errors stay inside limits: steps of the workload's
     /// plateau at rates grown, then bisected, then confirmed (peak.json).
     Peak(Box<crate::peak_cmd::PeakArgs>),
+    /// Is a difference real? The same workload through A and through B in
+    /// alternating rounds, then for every headline figure B − A, its 95%
+    /// interval and a verdict (ab.json; docs/ab.md).
+    Ab(Box<crate::ab_cmd::AbArgs>),
     /// Wait for a coordinator (`cacheoff run --agents`) and run its share
     /// of a run over many hosts: robots, origin servers or both.
     Agent(AgentArgs),

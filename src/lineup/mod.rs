@@ -9,7 +9,7 @@
 
 pub mod downtime;
 pub mod file;
-mod product;
+pub(crate) mod product;
 pub mod spe;
 
 use crate::run_cmd::{run_setup, RunResult, Setup};

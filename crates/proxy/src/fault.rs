@@ -35,6 +35,7 @@ cacheoff_base::closed_set! {
         KeepAfterPost = "keep-after-post": "keep a URL's stored copy after a POST (or another unsafe method) to it",
         StripEcho = "strip-echo": "drop the origin's transaction-echo header from the reply",
         ClaimHit = "claim-hit": "say hit (Cache-Status: hit, X-Cache: HIT) on replies not served from the store",
+        SlowHit = "slow-hit": "answer each hit 1 ms late (a timerfd sleep): a known slowdown, for A/B tests",
     }
 }
 

@@ -111,6 +111,9 @@ fn not_modified(req: &RequestHead, obj: &Object, by_expires: bool) -> bool {
                 ))
 }
 
+/// How late the `slow-hit` fault answers a hit.
+const SLOW_HIT: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Writes a stored object: 304 if the client's `If-Modified-Since` is not
 /// older than its `Last-Modified`, else the whole reply (head only for
 /// HEAD). The Collector replays the recorded origin timing on hits.
@@ -122,6 +125,13 @@ pub(crate) async fn serve_stored(
 ) -> Done {
     let Xact { req, t0, sh, .. } = *x;
     let (cfg, faults) = (&sh.cfg, &sh.cfg.faults);
+    if how.stored_copy() && faults.strikes(Fault::SlowHit) {
+        let due = std::time::Instant::now() + SLOW_HIT;
+        match cacheoff_timer::PreciseTimer::new() {
+            Ok(mut t) => drop(t.sleep_until(due).await),
+            Err(_) => tokio::time::sleep_until(due.into()).await,
+        }
+    }
     let by_expires = req.ims.is_some()
         && obj.fresh.is_fresh(cfg.clock.unix_now())
         && faults.strikes(Fault::ImsByExpires);

@@ -1,0 +1,326 @@
+//! `cacheoff ab`: the same workload through A and through B in alternating
+//! rounds (A B, B A, B A, A B, …), then for every headline figure B − A
+//! with its 95% interval and a verdict. The statistics are `cacheoff_ab`'s
+//! (docs/ab.md); this module runs the runs.
+
+use crate::cli::{PglArgs, WorkloadArgs};
+use crate::lineup::{product, Contender};
+use crate::run_cmd::{run_setup, Setup};
+use crate::watch::Watch;
+use crate::{console, Failure};
+use anyhow::{anyhow, Context};
+use cacheoff_ab::{AbReport, RoundRuns, Side};
+use cacheoff_agent::{BoundServers, StopHandle, Via};
+use cacheoff_products::Mode;
+use cacheoff_rundir::RunDir;
+use cacheoff_workload::Workload;
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// The confidence level of every interval.
+pub const LEVEL: f64 = 0.95;
+/// What `--out DIR` holds besides the runs.
+pub const AB_FILE: &str = "ab.json";
+
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Exit status: 0 every run ran (whatever the verdicts), 1 a run failed, 2 bad input or set-up."
+)]
+pub struct AbArgs {
+    /// Workload of every run (a built-in, a TOML or a .pg file).
+    pub workload: String,
+    #[command(flatten)]
+    pub pgl: PglArgs,
+    /// A: a forward proxy already running (HOST:PORT), or a product
+    /// cacheoff starts afresh for each run, in a cgroup of its own (a
+    /// product file's name or path: reference, squid, varnish, ...).
+    #[arg(long, value_name = "ADDR|PRODUCT")]
+    pub a: String,
+    /// B, as A; differences are B's against A's.
+    #[arg(long, value_name = "ADDR|PRODUCT")]
+    pub b: String,
+    /// Rounds: each runs A and B once, back to back (an even number
+    /// cancels a linear drift of the machine; a multiple of 4 a quadratic
+    /// one).
+    #[arg(long, value_name = "N", default_value = "6")]
+    pub rounds: usize,
+    /// What A spends, when A is an address: a pid or a cgroup2 directory.
+    #[arg(long, value_name = "PID|CGROUP-PATH")]
+    pub a_watch: Option<String>,
+    /// What B spends, when B is an address.
+    #[arg(long, value_name = "PID|CGROUP-PATH")]
+    pub b_watch: Option<String>,
+    // --plateau, --peak-rate, --cache-size, ...
+    #[command(flatten)]
+    pub settings: WorkloadArgs,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// Output directory: ab.json and a run directory per run
+    /// (default: runs/<timestamp>-<workload>-ab).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Only a line per run and the table.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// One side of the experiment.
+pub enum Contestant {
+    /// Running already: its cache carries over from run to run.
+    Addr {
+        addr: SocketAddr,
+        watch: Option<String>,
+    },
+    /// Started afresh (empty cache) for each run, and stopped after it.
+    Product(Box<Contender>),
+}
+
+impl Contestant {
+    pub fn parse(arg: &str, watch: Option<String>) -> Result<Contestant, Failure> {
+        if let Ok(addr) = arg.parse::<SocketAddr>() {
+            return Ok(Contestant::Addr { addr, watch });
+        }
+        if watch.is_some() {
+            return Err(Failure::usage(anyhow!(
+                "{arg}: a product cacheoff starts is watched through its own cgroup; --a-watch/--b-watch are for addresses"
+            )));
+        }
+        let spec = product::spec(arg).map_err(Failure::usage)?;
+        if !spec.modes.contains(&Mode::Forward) {
+            return Err(Failure::usage(anyhow!(
+                "{arg}: cacheoff ab tests forward proxies, and this product has no forward mode"
+            )));
+        }
+        Ok(Contestant::Product(Box::new(Contender {
+            spec,
+            mode: Mode::Forward,
+            settings: Vec::new(),
+            price_usd: None,
+        })))
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Contestant::Addr { addr, .. } => addr.to_string(),
+            Contestant::Product(c) => c.spec.name.clone(),
+        }
+    }
+}
+
+/// An experiment, resolved.
+pub struct Experiment {
+    pub workload: Workload,
+    pub a: Contestant,
+    pub b: Contestant,
+    pub rounds: usize,
+    pub workers: usize,
+    pub out: PathBuf,
+    pub quiet: bool,
+}
+
+pub fn run(a: &AbArgs) -> Result<AbReport, Failure> {
+    if a.rounds == 0 {
+        return Err(Failure::usage(anyhow!("--rounds must be at least 1")));
+    }
+    let workload = crate::workload_file::load(&a.workload, &a.settings.0, &a.pgl)?;
+    workload.check_runnable().map_err(Failure::usage)?;
+    let out = a.out.clone().unwrap_or_else(|| {
+        let mut p = RunDir::default_path(&workload.name).into_os_string();
+        p.push("-ab");
+        p.into()
+    });
+    let e = Experiment {
+        a: Contestant::parse(&a.a, a.a_watch.clone())?,
+        b: Contestant::parse(&a.b, a.b_watch.clone())?,
+        rounds: a.rounds,
+        workers: a
+            .workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1),
+        out,
+        quiet: a.quiet,
+        workload,
+    };
+    let stop = StopHandle::new();
+    crate::run_cmd::install_signal_handlers(&stop);
+    let report = experiment(&e, &stop)?;
+    console::print(&cacheoff_ab::report_table(&report));
+    console::print(&format!(
+        "\nab: {}",
+        e.out.join(AB_FILE).display()
+    ));
+    Ok(report)
+}
+
+/// Runs every round into `e.out` and writes `ab.json`.
+pub fn experiment(e: &Experiment, stop: &StopHandle) -> Result<AbReport, Failure> {
+    std::fs::create_dir_all(&e.out)
+        .with_context(|| format!("cannot create {}", e.out.display()))
+        .map_err(Failure::usage)?;
+    let mut runs = Vec::new();
+    let mut summaries: Vec<[serde_json::Value; 2]> = Vec::new();
+    for (round, order) in cacheoff_ab::order(e.rounds).into_iter().enumerate() {
+        // A and B of a round see the same requests; rounds see new ones,
+        // so what a running cache kept from the last round is no hit.
+        let mut w = e.workload.clone();
+        w.seed = e.workload.seed.wrapping_add(round as u64);
+        let mut pair: [Option<serde_json::Value>; 2] = [None, None];
+        for side in order {
+            if stop.is_stopped() {
+                return Err(Failure::run(anyhow!("stopped before the experiment ended")));
+            }
+            let (who, slot) = match side {
+                Side::A => (&e.a, 0),
+                Side::B => (&e.b, 1),
+            };
+            let dir = e.out.join(run_name(round, side));
+            let summary = run_one(e, who, w.clone(), &dir, stop)?;
+            if !e.quiet {
+                console::print(&format!(
+                    "round {}/{} {}: {:.1} xact/s, DHR {:.1}%, hit mean {:.3} ms, {} errors ({})",
+                    round + 1,
+                    e.rounds,
+                    if slot == 0 { "A" } else { "B" },
+                    summary.rate_xps,
+                    summary.dhr.measured,
+                    summary.rt_ms.hit.mean,
+                    summary.errors.total,
+                    dir.display()
+                ));
+            }
+            pair[slot] = Some(read_summary(&dir)?);
+        }
+        let [Some(sa), Some(sb)] = pair else {
+            unreachable!("a round runs both sides")
+        };
+        summaries.push([sa, sb]);
+        runs.push(RoundRuns {
+            round,
+            first: order[0],
+            a_dir: run_name(round, Side::A),
+            b_dir: run_name(round, Side::B),
+        });
+    }
+    let pairs: Vec<[&serde_json::Value; 2]> = summaries.iter().map(|[a, b]| [a, b]).collect();
+    let report = AbReport {
+        workload: e.workload.name.clone(),
+        a: e.a.describe(),
+        b: e.b.describe(),
+        rounds: e.rounds,
+        plateau_s: plateau_s(&e.workload),
+        method: cacheoff_ab::METHOD_PAIRED.into(),
+        level: LEVEL,
+        runs,
+        figures: cacheoff_ab::judge_rounds(&pairs, LEVEL),
+    };
+    let path = e.out.join(AB_FILE);
+    let text = serde_json::to_string_pretty(&report).expect("the report is plain data");
+    std::fs::write(&path, text + "\n")
+        .with_context(|| format!("cannot write {}", path.display()))
+        .map_err(Failure::run)?;
+    Ok(report)
+}
+
+/// `round-03-b`: rounds from 1, as printed.
+fn run_name(round: usize, side: Side) -> String {
+    let s = match side {
+        Side::A => "a",
+        Side::B => "b",
+    };
+    format!("round-{:02}-{s}", round + 1)
+}
+
+/// The measured phase's length (the plateau `--plateau` sets).
+fn plateau_s(w: &Workload) -> f64 {
+    w.phases
+        .iter()
+        .rev()
+        .find(|p| p.measured)
+        .map_or(0.0, |p| p.duration.0.as_secs_f64())
+}
+
+/// One run through `who` into `dir`: its headline entry.
+fn run_one(
+    e: &Experiment,
+    who: &Contestant,
+    w: Workload,
+    dir: &Path,
+    stop: &StopHandle,
+) -> Result<cacheoff_stats::Entry, Failure> {
+    let setup = |via, bound, label, watch| Setup {
+        workload: w.clone(),
+        via,
+        bound,
+        label: Some(label),
+        workers: e.workers,
+        quiet: true,
+        on_start: None,
+        trace: None,
+        metrics: None,
+        fleet: None,
+        tls_dir: None,
+        watch,
+    };
+    let argv: Vec<String> = std::env::args().collect();
+    let r = match who {
+        Contestant::Addr { addr, watch } => {
+            let watch = watch.as_deref().map(Watch::parse).transpose()?;
+            run_setup(
+                dir,
+                setup(Via::Proxy(*addr), None, addr.to_string(), watch),
+                &argv,
+                stop,
+            )?
+        }
+        Contestant::Product(c) => {
+            let bound = Arc::new(
+                BoundServers::bind(&w)
+                    .context("cannot bind the origin servers")
+                    .map_err(Failure::run)?,
+            );
+            let running = product::start(c, &w, &bound, dir, None, None).map_err(Failure::run)?;
+            let (addr, label, watch) = (running.addr(), running.label(), running.watch());
+            let running = Mutex::new(running);
+            let r = run_setup(
+                &dir.join("run"),
+                setup(Via::Proxy(addr), Some(bound), label, watch),
+                &argv,
+                stop,
+            );
+            let stopped = product::stop(&running);
+            let r = r?;
+            stopped
+                .context("cannot stop the product")
+                .map_err(Failure::run)?;
+            r
+        }
+    };
+    let run = RunDir::open(&r.dir)
+        .context("cannot read the run back")
+        .map_err(Failure::run)?;
+    Ok(run.headline())
+}
+
+/// A run's summary.json as the figures read it.
+fn read_summary(dir: &Path) -> Result<serde_json::Value, Failure> {
+    let path = summary_path(dir);
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))
+        .map_err(Failure::run)?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{}: not JSON", path.display()))
+        .map_err(Failure::run)
+}
+
+/// A product's run sits in `run/` beside its `product/`.
+fn summary_path(dir: &Path) -> PathBuf {
+    let nested = dir.join("run").join(cacheoff_rundir::SUMMARY_FILE);
+    if nested.exists() {
+        nested
+    } else {
+        dir.join(cacheoff_rundir::SUMMARY_FILE)
+    }
+}

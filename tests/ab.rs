@@ -1,0 +1,102 @@
+//! `cacheoff ab`'s proofs on short runs through the reference proxy
+//! in-process (ignored by a plain `cargo test`: minutes of runs; `.ci/run`
+//! runs them): against itself, "no difference detected" for the hit
+//! response time in at least 17 of 20 trials (a false-alarm rate near the
+//! 5% the method claims); against itself with a fault that answers every
+//! hit 1 ms late, the difference detected and its interval covering 1 ms.
+
+mod support;
+
+use cacheoff::ab_cmd::{experiment, Contestant, Experiment};
+use cacheoff_ab::{AbReport, FigureResult, Verdict};
+use cacheoff_agent::StopHandle;
+use cacheoff_proxy::{Fault, Faults, Proxy};
+use std::net::SocketAddr;
+use std::path::Path;
+use support::{proxy, run};
+
+const HIT_MEAN: &str = "rt_ms.hit.mean";
+
+/// A short experiment of `rounds` rounds through `a` and `b`.
+fn trial(dir: &Path, a: SocketAddr, b: SocketAddr, rounds: usize) -> AbReport {
+    let e = Experiment {
+        workload: run::simple(300.0, 20, 4, 0.5, 1.5),
+        a: Contestant::Addr { addr: a, watch: None },
+        b: Contestant::Addr { addr: b, watch: None },
+        rounds,
+        workers: run::WORKERS,
+        out: dir.to_path_buf(),
+        quiet: true,
+    };
+    experiment(&e, &StopHandle::new()).unwrap_or_else(|f| panic!("{:#}", f.error))
+}
+
+fn figure<'a>(r: &'a AbReport, name: &str) -> &'a FigureResult {
+    r.figures
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no {name} in {:?}", r.figures))
+}
+
+fn reference() -> Proxy {
+    proxy::start(|c| c.workers = 1)
+}
+
+#[test]
+#[ignore = "minutes of runs; .ci/run runs it"]
+fn the_reference_proxy_against_itself_shows_no_difference_in_most_trials() {
+    let (a, b) = (reference(), reference());
+    let tmp = tempfile::tempdir().unwrap();
+    // Two trials at a time: the machine's noise is in A and B alike.
+    let verdicts: Vec<Verdict> = std::thread::scope(|s| {
+        let half = |k: usize| {
+            let (tmp, a, b) = (tmp.path(), a.addr(), b.addr());
+            s.spawn(move || {
+                (0..10)
+                    .map(|i| {
+                        let r = trial(&tmp.join(format!("t{k}-{i}")), a, b, 4);
+                        let f = figure(&r, HIT_MEAN);
+                        assert!(f.n == 4 && f.ci_low < f.ci_high, "{f:?}");
+                        f.verdict
+                    })
+                    .collect::<Vec<_>>()
+            })
+        };
+        let (x, y) = (half(0), half(1));
+        x.join().unwrap().into_iter().chain(y.join().unwrap()).collect()
+    });
+    let none = verdicts.iter().filter(|v| **v == Verdict::None).count();
+    eprintln!("no difference detected in {none} of 20 trials: {verdicts:?}");
+    assert!(none >= 17, "{verdicts:?}");
+}
+
+#[test]
+#[ignore = "minutes of runs; .ci/run runs it"]
+fn a_hit_made_1_ms_slower_is_detected_and_its_interval_covers_1_ms() {
+    let a = reference();
+    let b = proxy::start(|c| {
+        c.workers = 1;
+        c.faults = Faults::new(vec![(Fault::SlowHit, 1.0)]);
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let r = trial(tmp.path(), a.addr(), b.addr(), 6);
+    let f = figure(&r, HIT_MEAN);
+    eprintln!("{}", cacheoff_ab::report_table(&r));
+    assert_eq!(f.verdict, Verdict::Higher, "{f:?}");
+    assert!(f.ci_low <= 1.0 && 1.0 <= f.ci_high, "{f:?}");
+    // Misses are not slowed: their difference is far below 1 ms.
+    let miss = figure(&r, "rt_ms.miss.mean");
+    assert!(miss.diff.abs() < 0.5, "{miss:?}");
+    // The record on disk is the one returned.
+    let on_disk: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("ab.json")).unwrap())
+            .unwrap();
+    let row = on_disk["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == HIT_MEAN)
+        .unwrap();
+    assert_eq!(row["verdict"], "higher");
+    assert_eq!(on_disk["runs"].as_array().unwrap().len(), 6);
+}
