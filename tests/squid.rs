@@ -40,14 +40,29 @@ fn squid_binary() -> &'static str {
 }
 
 fn start_squid(dir: &Path) -> Squid {
+    start_squid_with(dir, "")
+}
+
+/// Squid with ops/squid/squid.conf and `extra` lines after it; a
+/// `cache_dir` in them is made first (`squid -z`).
+fn start_squid_with(dir: &Path, extra: &str) -> Squid {
     let port = support::free_port();
     let conf = repo_file("ops/squid/squid.conf")
         .replace("@PORT@", &port.to_string())
-        .replace("@DIR@", dir.to_str().unwrap());
+        .replace("@DIR@", dir.to_str().unwrap())
+        + &extra.replace("@DIR@", dir.to_str().unwrap());
     // Squid drops root privileges to its own user, which must write here.
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let conf_path = dir.join("squid.conf");
     std::fs::write(&conf_path, conf).unwrap();
+    if extra.contains("cache_dir") {
+        let made = Command::new(squid_binary())
+            .args(["-N", "-z", "-f"])
+            .arg(&conf_path)
+            .status()
+            .expect("squid -z");
+        assert!(made.success(), "squid -z: {made}");
+    }
     let child = Command::new(squid_binary())
         .arg("-N")
         .arg("-f")
@@ -192,4 +207,55 @@ fn squid_runs_a_compressed_polymix_3() {
     assert!(top2.dhr.measured > 25.0, "DHR {}", top2.dhr.measured);
     // Hits skip the think time and the WAN.
     assert!(top2.rt_ms.hit.mean < top2.rt_ms.miss.mean / 5.0);
+}
+
+/// What Squid spent through a run of `w` with `extra` configuration:
+/// watched by its pid, access log off so that only the cache writes.
+fn squid_spending(w: cacheoff_workload::Workload, extra: &str) -> cacheoff_resources::Resources {
+    let dir = tempfile::tempdir().unwrap();
+    let squid = start_squid_with(dir.path(), &format!("access_log none\ncache_log /dev/null\n{extra}"));
+    let run_dir = dir.path().join("run");
+    let setup = cacheoff::run_cmd::Setup {
+        workload: w,
+        via: cacheoff_agent::Via::Proxy(squid.addr),
+        bound: None,
+        label: Some("squid".into()),
+        workers: WORKERS,
+        quiet: true,
+        on_start: None,
+        trace: None,
+        metrics: None,
+        fleet: None,
+        tls_dir: None,
+        watch: Some(cacheoff::watch::Watch::parse(&squid.child.id().to_string()).unwrap()),
+    };
+    let r = cacheoff::run_cmd::run_setup(&run_dir, setup, &["squid".into()], &StopHandle::new())
+        .map_err(|f| f.error)
+        .unwrap();
+    drop(squid);
+    r.summary.resources.expect("a watched run has resources")
+}
+
+#[test]
+#[ignore = "needs Debian's squid; .ci/run installs it and runs this"]
+fn squid_with_a_disk_cache_writes_to_disk_and_with_cache_mem_only_does_not() {
+    let w = || simple(300.0, 30, 4, 2.0, 6.0);
+    let disk = squid_spending(w(), "cache_dir aufs @DIR@/cache 256 16 64\n");
+    let mem = squid_spending(w(), "");
+    eprintln!("disk cache: {disk:?}\ncache_mem only: {mem:?}");
+    // Every object it keeps goes to the disk cache too.
+    let wa = disk.write_amplification.expect("objects were fetched");
+    assert!(wa > 0.5, "write amplification with a disk cache: {wa}");
+    // In memory alone, nothing of the objects is written: what is left
+    // (276 KiB in every run, whatever the load) is not the cache's.
+    let wa_mem = mem.write_amplification.expect("objects were fetched");
+    assert!(
+        wa_mem < 0.05 && wa_mem < wa / 10.0,
+        "write amplification with cache_mem only: {wa_mem} (with a disk cache {wa})"
+    );
+    for r in [&disk, &mem] {
+        assert!(r.cores_used > 0.0 && r.mem_peak_bytes > 1 << 20, "{r:?}");
+        assert!(r.cpu_ms_per_1k_xacts.is_some_and(|c| c > 0.0), "{r:?}");
+        assert!(r.threads_max >= 1 && r.fds_max >= 3, "{r:?}");
+    }
 }
