@@ -149,6 +149,7 @@ fn never_ran(c: &Contender, f: &Finished) -> ProductSummary {
         req_per_kusd: None,
         hits_per_kusd: None,
         cache_age_h: None,
+        resources: None,
     }
 }
 

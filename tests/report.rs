@@ -357,7 +357,11 @@ fn compare_builds_the_executive_summary() {
         md.contains("Ideal box (forward)](") && md.contains(") | 2500 |"),
         "{md}"
     );
-    assert_eq!(md.lines().filter(|l| l.starts_with("| ")).count(), 3);
+    let (table, ab) = md
+        .split_once("\n## B against A\n")
+        .expect("two runs: B against A");
+    assert_eq!(table.lines().filter(|l| l.starts_with("| ")).count(), 3);
+    assert!(ab.contains("| throughput (xact/s) |"), "{ab}");
     let page = compare::html(&rows).unwrap();
     assert_self_contained(&page);
     assert!(page.contains("class=\"sortable\"") && page.contains("Ideal box"));

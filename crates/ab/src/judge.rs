@@ -52,6 +52,9 @@ impl RunSeries<'_> {
 pub fn judge_runs(a: &RunSeries, b: &RunSeries, level: f64) -> Vec<FigureResult> {
     FIGURES
         .iter()
+        // An interval's `resources` are that interval's spending, not the
+        // phase figures of the same names.
+        .filter(|f| !f.name.starts_with("resources."))
         .filter_map(|f| {
             let (sa, sb) = (a.series(f.name), b.series(f.name));
             (!sa.is_empty() && !sb.is_empty()).then(|| batches(f.name, &sa, &sb, level))

@@ -6,18 +6,23 @@
 //! [`Products`] (`products.toml`) names each run's product and its other
 //! tests; [`rows`] reads every run into a [`Row`], applying the cache-off's
 //! rules ([`Row::check_rules`]) and the downtime test ([`Downtime`]);
-//! [`markdown`] and [`html`] lay the rows out.
+//! [`markdown`] and [`html`] lay the rows out. Given exactly two runs,
+//! the second row also carries B − A for the headline figures against
+//! the first, with intervals and verdicts ([`AbSummary`]).
 
+mod ab;
 mod downtime;
 mod page;
 mod products;
 
+pub use ab::AbSummary;
 pub use downtime::{time_till_first, Downtime};
 pub use page::{html, markdown};
 pub use products::{Conformance, Msl, Product, Products};
 
 use crate::html::{MAX_ERROR_PERCENT, MIN_DHR_PERCENT, MIN_TIME_WAIT_S};
 use crate::{relative_path, ReportError, Run, RunState};
+use cacheoff_resources::Resources;
 use cacheoff_rundir::Mode;
 use cacheoff_stats::{Entry, RtClock};
 use std::path::{Path, PathBuf};
@@ -99,6 +104,12 @@ pub struct Row {
     pub msl: Option<Msl>,
     /// The conformance suite's score.
     pub conformance: Option<Conformance>,
+    /// What the product spent over the measured phase, when the run
+    /// watched it.
+    pub resources: Option<Resources>,
+    /// On the second of exactly two rows: this run (B) against the first
+    /// (A).
+    pub ab: Option<AbSummary>,
     /// Why the run is disqualified ([`Row::check_rules`] when built).
     pub disqualified: Vec<String>,
 }
@@ -234,6 +245,8 @@ fn row(run: &Run, product: Option<&Product>, baseline: Option<&Run>) -> Result<R
             && m.workload.phases.iter().any(|p| p.name == "top2"),
         msl: product.and_then(|p| p.msl),
         conformance: product.and_then(|p| p.conformance),
+        resources: run.resources(),
+        ab: None,
         disqualified: Vec::new(),
     };
     row.disqualified = row.check_rules();
@@ -241,15 +254,26 @@ fn row(run: &Run, product: Option<&Product>, baseline: Option<&Run>) -> Result<R
 }
 
 /// The rows of the executive summary, in the order of `runs`; each run's
-/// product is the one `products` names for its directory.
+/// product is the one `products` names for its directory. With exactly
+/// two runs, the second row's `ab` judges it against the first.
 pub fn rows(
     runs: &[Run],
     products: &Products,
     baseline: Option<&Run>,
 ) -> Result<Vec<Row>, ReportError> {
-    runs.iter()
+    let mut rows = runs
+        .iter()
         .map(|r| row(r, products.find(&r.dir), baseline))
-        .collect()
+        .collect::<Result<Vec<Row>, ReportError>>()?;
+    if let ([a, b], [ra, rb]) = (runs, rows.as_mut_slice()) {
+        rb.ab = Some(AbSummary::of(a, b, &ra.display_name(), &rb.display_name()));
+    }
+    Ok(rows)
+}
+
+/// B against A, when the rows are exactly two.
+pub fn ab(rows: &[Row]) -> Option<&AbSummary> {
+    rows.iter().find_map(|r| r.ab.as_ref())
 }
 
 /// `rows` with their paths (run, report card, downtime run) relative to
@@ -311,6 +335,8 @@ pub(crate) mod sample {
             dhr_rule: true,
             msl: None,
             conformance: None,
+            resources: None,
+            ab: None,
             disqualified: Vec::new(),
         }
     }

@@ -4,8 +4,9 @@
 //! [`render`] lays out the page; each section renders from the figures it
 //! is given, in its own module: the header and headline figures with the
 //! cache-off's verdicts (`headline`), the charts over time (`over_time`),
-//! the distributions (`distributions`), the tables (`tables`) and what
-//! the proxy claims against the echo (`claims`).
+//! the distributions (`distributions`), the tables (`tables`), what the
+//! watched product spent (`spent`) and what the proxy claims against the
+//! echo (`claims`).
 
 mod claims;
 mod connections;
@@ -13,6 +14,7 @@ mod distributions;
 mod headline;
 mod over_time;
 mod replayed;
+mod spent;
 mod tables;
 
 pub use headline::{verdicts, Verdict, MAX_ERROR_PERCENT, MIN_DHR_PERCENT, MIN_TIME_WAIT_S};
@@ -125,6 +127,7 @@ pub fn render(run: &Run) -> Result<String, ReportError> {
     tables::latency(&mut o, &head);
     o.push_str("<h2 id=\"phases\">Phases</h2>");
     tables::phases(&mut o, &run.phases(), &run.total(), measured.as_deref());
+    spent::section(&mut o, run)?;
     let _ = write!(
         o,
         "<h2 id=\"content\">Content types ({})</h2>",
@@ -158,7 +161,7 @@ pub fn write(run: &Run) -> Result<std::path::PathBuf, ReportError> {
 
 /// Figures for the sections' tests: real entries built from snapshots.
 #[cfg(test)]
-mod sample {
+pub(crate) mod sample {
     use cacheoff_stats::{Accum, Entry, ErrorKind, Outcome, Snapshot, XactRecord};
     use cacheoff_workload::RequestType;
 
@@ -191,5 +194,67 @@ mod sample {
         let mut a = Accum::default();
         a.add_interval(&s, 10.0);
         a.entry(name, &["image".to_string()])
+    }
+
+    /// A run of `simple` without a summary (as if killed): 3 warm-up and 7
+    /// measured 10-second intervals whose hit ratios differ. Watched, each
+    /// interval spends 10 CPU ms a second plus 2 ms per hit and 8 ms per
+    /// miss (3/4 user), 50 MB + 1 MB per interval of memory (peak 64 MB)
+    /// and 1 MB of disk writes; `same_hit_ratio` gives every interval
+    /// 10 hits and 10 misses.
+    pub fn run(watched: bool, same_hit_ratio: bool) -> crate::Run {
+        use cacheoff_resources::IntervalUsage;
+        use cacheoff_rundir::{Build, IntervalRecord, Manifest, Mode};
+        const MB: u64 = 1 << 20;
+        let w = cacheoff_workload::load("simple", &Default::default()).unwrap();
+        let build = Build {
+            version: "test".into(),
+            git_revision: "abc".into(),
+        };
+        let proxy = Some("127.0.0.1:3128".parse().unwrap());
+        let mut m = Manifest::new(w, Mode::Forward, proxy, None, 1, &[], &build);
+        m.watched = watched.then(|| "pid 42 and its descendants".to_string());
+        let hits = [0, 5, 10, 20, 3, 30, 15, 8, 25, 12];
+        let misses = [20, 15, 12, 10, 18, 5, 9, 14, 6, 11];
+        let intervals = (0..10u32)
+            .map(|i| {
+                let phase = if i < 3 { "warm" } else { "meas" };
+                let (h, mi) = if same_hit_ratio {
+                    (10, 10)
+                } else {
+                    (hits[i as usize], misses[i as usize])
+                };
+                let cpu = 100.0 + 2.0 * h as f64 + 8.0 * mi as f64;
+                let u = IntervalUsage {
+                    cpu_user_ms: cpu * 0.75,
+                    cpu_sys_ms: cpu * 0.25,
+                    mem_bytes: 50 * MB + u64::from(i) * MB,
+                    mem_peak_bytes: 64 * MB,
+                    disk_write_bytes: MB,
+                    fds: 30 + u64::from(i),
+                    threads: 4,
+                    ..Default::default()
+                };
+                IntervalRecord {
+                    version: 2,
+                    interval: i,
+                    phase: phase.into(),
+                    start_s: f64::from(i) * 10.0,
+                    end_s: f64::from(i + 1) * 10.0,
+                    robots: 4,
+                    load: 1.0,
+                    stats: entry(phase, h, mi, 0),
+                    resources: watched.then_some(u),
+                }
+            })
+            .collect();
+        crate::Run {
+            dir: "runs/sample".into(),
+            manifest: m,
+            intervals,
+            summary: None,
+            outage: None,
+            replayed: None,
+        }
     }
 }

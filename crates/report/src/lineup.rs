@@ -1,6 +1,8 @@
 //! The lineup's `summary.json`: the executive summary as data, one entry
-//! per product and mode, for tools outside (field meanings and the
-//! schema: docs/lineup.md, docs/schema/lineup-summary.schema.json).
+//! per product and mode (with what the product spent, when its run
+//! watched it) and, when exactly two runs are compared, B against A, for
+//! tools outside (field meanings and the schema: docs/lineup.md,
+//! docs/schema/lineup-summary.schema.json).
 //!
 //! [`LineupSummary::new`] builds it from the rows of the executive summary
 //! ([`crate::compare::rows`]) and the baseline run; [`LineupSummary::write`]
@@ -27,6 +29,9 @@ pub struct LineupSummary {
     pub products: Vec<ProductSummary>,
     /// The run without a proxy that time savings compare with.
     pub baseline: Option<BaselineSummary>,
+    /// Exactly two runs compared: the second (B) against the first (A).
+    #[serde(default)]
+    pub ab: Option<crate::compare::AbSummary>,
 }
 
 fn format_name() -> String {
@@ -105,6 +110,10 @@ pub struct ProductSummary {
     pub hits_per_kusd: Option<f64>,
     #[serde(default)]
     pub cache_age_h: Option<f64>,
+    /// What the product spent over the measured phase; `null` when the
+    /// run did not watch it.
+    #[serde(default)]
+    pub resources: Option<cacheoff_resources::Resources>,
 }
 
 /// The downtime test's figures, in seconds after power returned (`null`:
@@ -190,6 +199,7 @@ impl ProductSummary {
             req_per_kusd: r.req_per_kusd,
             hits_per_kusd: r.hits_per_kusd,
             cache_age_h: r.cache_age_h,
+            resources: r.resources.clone(),
         }
     }
 }
@@ -212,6 +222,7 @@ impl LineupSummary {
                     workload: b.manifest.workload.name.clone(),
                 }
             }),
+            ab: crate::compare::ab(rows).cloned(),
         }
     }
 
@@ -346,7 +357,10 @@ mod tests {
     fn the_interface_s_names_are_kept() {
         let s = summary();
         let v: Value = serde_json::from_str(&s.to_json()).unwrap();
-        assert_eq!(keys(&v), ["baseline", "format", "products", "version"]);
+        assert_eq!(
+            keys(&v),
+            ["ab", "baseline", "format", "products", "version"]
+        );
         let p = &v["products"][0];
         for k in [
             "name",
@@ -460,6 +474,51 @@ mod tests {
             .contains("nothing.json"));
     }
 
+    /// Two runs compared, the first watched: B against A, and what A's
+    /// product spent.
+    fn two_watched() -> LineupSummary {
+        let a = crate::html::sample::run(true, false);
+        let b = crate::html::sample::run(false, true);
+        let rows = crate::compare::rows(&[a, b], &Default::default(), None).unwrap();
+        LineupSummary::new(&rows, None)
+    }
+
+    #[test]
+    fn two_runs_carry_b_against_a_and_what_each_product_spent() {
+        let s = two_watched();
+        let v: Value = serde_json::from_str(&s.to_json()).unwrap();
+        let spent = &v["products"][0]["resources"];
+        assert_eq!(spent["phase"], "meas");
+        assert_eq!(
+            spent["cpu_ms_per_1k_hits"].as_f64().map(f64::round),
+            Some(2000.0)
+        );
+        assert_eq!(v["products"][1]["resources"], Value::Null, "not watched");
+        let ab = &v["ab"];
+        assert_eq!(
+            (&ab["method"], &ab["level"]),
+            (&"batch-means-welch".into(), &0.95.into())
+        );
+        assert_eq!(ab["figures"][0]["name"], "rate_xps");
+        assert!(ab["figures"][0]["ci_low"].is_number());
+        assert_eq!(LineupSummary::from_json(&s.to_json()).unwrap(), s);
+        // docs/lineup.md names every field of both.
+        let doc =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/lineup.md"))
+                .unwrap();
+        for k in keys(spent)
+            .into_iter()
+            .chain(keys(ab))
+            .chain(keys(&ab["figures"][0]))
+        {
+            let named = [format!("`{k}`"), format!("`{k}[]`")];
+            assert!(
+                named.iter().any(|n| doc.contains(n.as_str())),
+                "docs/lineup.md lacks `{k}`"
+            );
+        }
+    }
+
     #[test]
     fn it_matches_its_schema_which_is_strict() {
         let schema: Value = serde_json::from_str(
@@ -479,7 +538,12 @@ mod tests {
         };
         let mut no_baseline = summary();
         no_baseline.baseline = None;
-        for s in [summary(), no_baseline, LineupSummary::new(&[], None)] {
+        for s in [
+            summary(),
+            no_baseline,
+            LineupSummary::new(&[], None),
+            two_watched(),
+        ] {
             let v: Value = serde_json::from_str(&s.to_json()).unwrap();
             assert_eq!(errors(&v), Vec::<String>::new());
         }

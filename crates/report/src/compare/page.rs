@@ -2,10 +2,11 @@
 //! table or an HTML page (sortable table, best values marked, a bar chart
 //! per ranked measure).
 
-use super::Row;
+use super::{ab, Row};
 use crate::charts::BarChart;
 use crate::html::{esc, MAX_ERROR_PERCENT, MIN_DHR_PERCENT, MIN_TIME_WAIT_S};
 use crate::ReportError;
+use cacheoff_resources::Resources;
 use cacheoff_stats::RtClock;
 use std::fmt::Write;
 
@@ -128,6 +129,23 @@ const COLUMNS: &[Column] = &[
     ),
     more("Req/s per $1,000", 1, |r| r.req_per_kusd),
     more("Hits/s per $1,000", 1, |r| r.hits_per_kusd),
+    more("Req/s per core", 1, |r| spent(r, |x| x.requests_per_core)),
+    less("Cores used", 2, |r| spent(r, |x| Some(x.cores_used))),
+    less("CPU ms per 1k req", 1, |r| {
+        spent(r, |x| x.cpu_ms_per_1k_xacts)
+    }),
+    less("CPU ms per 1k hits", 1, |r| {
+        spent(r, |x| x.cpu_ms_per_1k_hits)
+    }),
+    less("CPU ms per 1k misses", 1, |r| {
+        spent(r, |x| x.cpu_ms_per_1k_misses)
+    }),
+    less("Memory per cached byte", 2, |r| {
+        spent(r, |x| x.mem_per_cached_byte)
+    }),
+    less("Write amplification", 2, |r| {
+        spent(r, |x| x.write_amplification)
+    }),
     of_kind(
         Kind::Downtime,
         less("TTFM, s", 1, |r| r.downtime.and_then(|d| d.ttfm_s)),
@@ -155,6 +173,11 @@ const COLUMNS: &[Column] = &[
     }),
 ];
 
+/// A figure of what the product spent, when the run watched it.
+fn spent(r: &Row, f: fn(&Resources) -> Option<f64>) -> Option<f64> {
+    r.resources.as_ref().and_then(f)
+}
+
 /// A value with `digits` decimals, or at least two significant digits
 /// when that would round a small value away.
 fn cell(v: Option<f64>, digits: usize) -> String {
@@ -179,7 +202,7 @@ fn how_to_read() -> String {
         )
     };
     format!(
-        "Each row is one product's run, in forward (proxy) or reverse (surrogate) mode, measured over its last plateau (top2 in PolyMix). Response times are shown on two clocks: {}; {}, which leaves out waits for one of the robot's connections and compares with results published with Web Polygraph. Time savings compare the mean response time, on each clock, with a run without a proxy. A cache-off compares products under the same workload, rate and duration; rows from different workloads or peak rates do not compare. Throughput is what the product was offered and kept up with, not its limit. Hit ratio depends on cache size, so read it with the cache age; the offered hit ratio is what the workload made possible. TTFM, TTFH and the first connection are the downtime test's: seconds from power-on to the first miss, hit and accepted connection; a value marked \u{2264} is only known to the 5-second interval (a run without a timed power cut). Prices make price/performance, not quality: a cheap box with errors is not a bargain. A run is disqualified with more than {MAX_ERROR_PERCENT}% errors, a PolyMix run with a document hit ratio under {MIN_DHR_PERCENT}%, and a product whose TCP stack keeps TIME-WAIT under {MIN_TIME_WAIT_S} s (the MSL test); a disqualified run is best at nothing.",
+        "Each row is one product's run, in forward (proxy) or reverse (surrogate) mode, measured over its last plateau (top2 in PolyMix). Response times are shown on two clocks: {}; {}, which leaves out waits for one of the robot's connections and compares with results published with Web Polygraph. Time savings compare the mean response time, on each clock, with a run without a proxy. A cache-off compares products under the same workload, rate and duration; rows from different workloads or peak rates do not compare. Throughput is what the product was offered and kept up with, not its limit. Hit ratio depends on cache size, so read it with the cache age; the offered hit ratio is what the workload made possible. TTFM, TTFH and the first connection are the downtime test's: seconds from power-on to the first miss, hit and accepted connection; a value marked \u{2264} is only known to the 5-second interval (a run without a timed power cut). Prices make price/performance, not quality: a cheap box with errors is not a bargain. What the product spent (requests per core, cores used, CPU per 1,000 requests, hits and misses, memory per cached byte, write amplification) is measured over the measured phase when the run watched the product (cacheoff run --watch, or a product the lineup started), and \u{201c}-\u{201d} otherwise; CPU per hit and per miss are estimated by least squares over the run's intervals and need intervals whose hit ratios differ. Memory per cached byte is the memory peak over what the cache could hold; write amplification is disk bytes written per byte fetched from origin servers. A run is disqualified with more than {MAX_ERROR_PERCENT}% errors, a PolyMix run with a document hit ratio under {MIN_DHR_PERCENT}%, and a product whose TCP stack keeps TIME-WAIT under {MIN_TIME_WAIT_S} s (the MSL test); a disqualified run is best at nothing.",
         clock(RtClock::Intended),
         clock(RtClock::Polygraph),
     )
@@ -220,6 +243,9 @@ pub fn markdown(rows: &[Row]) -> String {
             let _ = write!(o, " {} |", c.cell(r).0);
         }
         o.push('\n');
+    }
+    if let [a, b @ Row { ab: Some(s), .. }] = rows {
+        ab::markdown(&mut o, s, a, b);
     }
     let _ = write!(o, "\n{}\n", how_to_read());
     o
@@ -334,6 +360,9 @@ th{{cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom}}th
         o.push_str("</tr>");
     }
     o.push_str("</tbody></table></div>");
+    if let [a, b @ Row { ab: Some(s), .. }] = rows {
+        ab::html(&mut o, s, a, b);
+    }
     let _ = write!(
         o,
         "<h2>How (not) to read this</h2><p class=\"note\">{}</p><h2>Per measure</h2>",
@@ -427,6 +456,39 @@ mod tests {
         for c in RtClock::ALL {
             assert!(md.contains(c.description()), "{md}");
         }
+    }
+
+    #[test]
+    fn what_the_product_spent_shows_for_a_watched_run_only() {
+        let spent = crate::html::sample::run(true, false).resources().unwrap();
+        let watched = Row {
+            label: "Watched".into(),
+            resources: Some(spent.clone()),
+            ..row("w", 40.0, 24.0)
+        };
+        let rows = [watched, row("plain", 40.0, 24.0)];
+        let md = markdown(&rows);
+        let (w, p) = (md_cells(&md, "| Watched"), md_cells(&md, "| plain"));
+        let opt = |v: Option<f64>, d| cell(Some(v.unwrap()), d);
+        for (head, text) in [
+            ("Req/s per core", opt(spent.requests_per_core, 1)),
+            ("Cores used", cell(Some(spent.cores_used), 2)),
+            ("CPU ms per 1k req", opt(spent.cpu_ms_per_1k_xacts, 1)),
+            ("CPU ms per 1k hits", "2000.0".into()),
+            ("CPU ms per 1k misses", "8000.0".into()),
+            ("Memory per cached byte", opt(spent.mem_per_cached_byte, 2)),
+            ("Write amplification", opt(spent.write_amplification, 2)),
+        ] {
+            assert_eq!(md_cell(&w, head), text, "{head}");
+            assert_eq!(md_cell(&p, head), "-", "{head}");
+        }
+        // Ranked: the watched run is best, and gets a chart.
+        let page = html(&rows).unwrap();
+        assert!(page.contains(&format!(
+            "class=\"best\" data-v=\"{}\"",
+            spent.write_amplification.unwrap()
+        )));
+        assert!(page.contains("Write amplification (lower is better)"));
     }
 
     #[test]

@@ -13,7 +13,7 @@ const MIN_PLOT_INTERVAL_S: f64 = 1.0;
 /// Most error kinds drawn, in the order of their table.
 const MAX_ERROR_SERIES: usize = 6;
 
-fn bands(intervals: &[IntervalRecord]) -> Vec<Band> {
+pub(super) fn bands(intervals: &[IntervalRecord]) -> Vec<Band> {
     let mut out: Vec<Band> = Vec::new();
     for r in intervals {
         match out.last_mut() {
@@ -30,7 +30,7 @@ fn bands(intervals: &[IntervalRecord]) -> Vec<Band> {
 
 /// A series over the intervals that `keep` accepts (e.g. only those with
 /// hits, for the hits' response time).
-fn series_where(
+pub(super) fn series_where(
     intervals: &[IntervalRecord],
     name: &str,
     keep: impl Fn(&IntervalRecord) -> bool,
