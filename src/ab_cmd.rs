@@ -148,10 +148,7 @@ pub fn run(a: &AbArgs) -> Result<AbReport, Failure> {
     crate::run_cmd::install_signal_handlers(&stop);
     let report = experiment(&e, &stop)?;
     console::print(&cacheoff_ab::report_table(&report));
-    console::print(&format!(
-        "\nab: {}",
-        e.out.join(AB_FILE).display()
-    ));
+    console::print(&format!("\nab: {}", e.out.join(AB_FILE).display()));
     Ok(report)
 }
 

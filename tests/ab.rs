@@ -21,8 +21,14 @@ const HIT_MEAN: &str = "rt_ms.hit.mean";
 fn trial(dir: &Path, a: SocketAddr, b: SocketAddr, rounds: usize) -> AbReport {
     let e = Experiment {
         workload: run::simple(300.0, 20, 4, 0.5, 1.5),
-        a: Contestant::Addr { addr: a, watch: None },
-        b: Contestant::Addr { addr: b, watch: None },
+        a: Contestant::Addr {
+            addr: a,
+            watch: None,
+        },
+        b: Contestant::Addr {
+            addr: b,
+            watch: None,
+        },
         rounds,
         workers: run::WORKERS,
         out: dir.to_path_buf(),
@@ -63,7 +69,11 @@ fn the_reference_proxy_against_itself_shows_no_difference_in_most_trials() {
             })
         };
         let (x, y) = (half(0), half(1));
-        x.join().unwrap().into_iter().chain(y.join().unwrap()).collect()
+        x.join()
+            .unwrap()
+            .into_iter()
+            .chain(y.join().unwrap())
+            .collect()
     });
     let none = verdicts.iter().filter(|v| **v == Verdict::None).count();
     eprintln!("no difference detected in {none} of 20 trials: {verdicts:?}");

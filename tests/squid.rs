@@ -213,7 +213,10 @@ fn squid_runs_a_compressed_polymix_3() {
 /// watched by its pid, access log off so that only the cache writes.
 fn squid_spending(w: cacheoff_workload::Workload, extra: &str) -> cacheoff_resources::Resources {
     let dir = tempfile::tempdir().unwrap();
-    let squid = start_squid_with(dir.path(), &format!("access_log none\ncache_log /dev/null\n{extra}"));
+    let squid = start_squid_with(
+        dir.path(),
+        &format!("access_log none\ncache_log /dev/null\n{extra}"),
+    );
     let run_dir = dir.path().join("run");
     let setup = cacheoff::run_cmd::Setup {
         workload: w,

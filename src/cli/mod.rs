@@ -288,7 +288,7 @@ pub struct ProxyArgs {
     /// close, truncate, garbage, drip, huge-header, stale, wrong-object,
     /// flip-byte, ims-by-expires, cache-uncachable, reload-hit, drop,
     /// stall, empty-body, bodiless-body, bad-md5, ignore-ims,
-    /// keep-after-post, strip-echo, claim-hit (docs/proxy.md says what
+    /// keep-after-post, strip-echo, claim-hit, slow-hit (docs/proxy.md says what
     /// each does and what a run counts).
     #[arg(long = "fault", value_name = "KIND[:PROB]", value_parser = cacheoff_proxy::Faults::parse_one)]
     pub faults: Vec<(cacheoff_proxy::Fault, f64)>,
