@@ -42,6 +42,10 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
         metrics = Some(cacheoff_metrics::SpeMetrics::register(&mut reg, &names));
         server = Some(crate::run_cmd::serve_metrics(addr, reg)?);
     }
+    if let Some((sample, watched)) = watches(&a.watch, &cfg.proxies)? {
+        cfg.sample = Some(sample);
+        cfg.watched = watched;
+    }
     let quiet = a.quiet;
     if !quiet || metrics.is_some() {
         cfg.on_interval = Some(Arc::new(move |iv: &Interval| {
@@ -170,4 +174,49 @@ fn resolve(hostport: &str) -> Result<SocketAddr, Failure> {
                 "--collector {hostport:?}: expected HOST:PORT"
             ))
         })
+}
+
+/// What `--watch` watches, by proxy name.
+type Watched = std::collections::BTreeMap<String, String>;
+
+/// `--watch [NAME=]PID|CGROUP-PATH`s: one sampler per named proxy under
+/// test, read together once per interval, and what each watches.
+fn watches(
+    args: &[String],
+    proxies: &[cacheoff_multiplier::ProxyUnderTest],
+) -> Result<Option<(cacheoff_multiplier::SampleHook, Watched)>, Failure> {
+    let mut named = Vec::new();
+    for arg in args {
+        let (name, target) = match arg.split_once('=') {
+            Some((n, t)) => (n.to_string(), t),
+            None if proxies.len() == 1 => (proxies[0].name.clone(), arg.as_str()),
+            None => {
+                return Err(Failure::usage(anyhow::anyhow!(
+                    "--watch {arg}: which proxy? give NAME=PID|CGROUP-PATH (the names of --proxy NAME=HOST:PORT)"
+                )))
+            }
+        };
+        if !proxies.iter().any(|p| p.name == name) {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "--watch {arg}: no proxy under test is named {name:?}"
+            )));
+        }
+        named.push((name, crate::watch::Watch::parse(target)?));
+    }
+    if named.is_empty() {
+        return Ok(None);
+    }
+    let watched = named
+        .iter()
+        .map(|(n, w)| (n.clone(), w.describe()))
+        .collect();
+    let named = std::sync::Mutex::new(named);
+    let sample: cacheoff_multiplier::SampleHook = Arc::new(move || {
+        let mut named = named.lock().unwrap_or_else(|e| e.into_inner());
+        named
+            .iter_mut()
+            .map(|(n, w)| (n.clone(), w.interval()))
+            .collect()
+    });
+    Ok(Some((sample, watched)))
 }

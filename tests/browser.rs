@@ -348,6 +348,7 @@ fn write_spe_run(dir: &Path) {
                 ),
                 span("down", 0.0, 0, 0),
             ],
+            resources: Default::default(),
         };
         run.interval(&iv).unwrap();
         intervals.push(iv);

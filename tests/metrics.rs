@@ -49,6 +49,7 @@ fn everything() -> String {
         refused: 0,
         collector: CollectorSpan::default(),
         proxies: vec![span],
+        resources: Default::default(),
     });
     let text = encode(&reg, Format::Text);
     proxy.stop();

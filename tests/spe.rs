@@ -102,6 +102,18 @@ fn a_replayed_trace_compares_every_proxy_on_the_same_requests() {
     cfg.connect_timeout = Duration::from_secs(300);
     cfg.first_byte_timeout = Duration::from_secs(300);
     cfg.idle_timeout = Duration::from_secs(300);
+    // Squid, started as a product, spends in a cgroup of its own.
+    let watch = cacheoff::watch::Watch::new(
+        squid
+            .watch_target()
+            .expect("a started product can be watched"),
+    );
+    cfg.watched = [("squid".to_string(), watch.describe())].into();
+    let watch = std::sync::Mutex::new(watch);
+    cfg.sample = Some(std::sync::Arc::new(move || {
+        let mut w = watch.lock().unwrap();
+        [("squid".to_string(), w.interval())].into()
+    }));
     let m = cacheoff_multiplier::start(cfg).unwrap();
 
     // Half speed: the Collector keeps only the latest reply of an
@@ -134,6 +146,17 @@ fn a_replayed_trace_compares_every_proxy_on_the_same_requests() {
     // And the preflight check's probe.
     assert_eq!(summary.requests, 2501);
 
+    let spent = &summary.resources["squid"];
+    eprintln!("squid spent: {spent:?}");
+    assert!(spent.source.starts_with("cgroup "), "{spent:?}");
+    assert!(
+        spent.cores_used > 0.0 && spent.mem_peak_bytes > 1 << 20,
+        "{spent:?}"
+    );
+    assert!(
+        spent.cpu_ms_per_1k_xacts.is_some_and(|c| c > 0.0),
+        "{spent:?}"
+    );
     let p = |name: &str| summary.proxy(name).unwrap();
     for honest in ["reference", "squid"] {
         let s = &p(honest).span;
@@ -210,6 +233,9 @@ fn the_multiplier_command_writes_its_summary_on_sigterm() {
             &collector.addr().to_string(),
             "--proxy",
             &format!("ref={}", reference.addr()),
+            // The in-process proxy's spending is this test process's.
+            "--watch",
+            &format!("ref={}", std::process::id()),
             "--out",
             out.to_str().unwrap(),
             "-q",
@@ -258,6 +284,16 @@ fn the_multiplier_command_writes_its_summary_on_sigterm() {
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let requests = s["requests"].as_u64().unwrap();
     assert_eq!(requests, 2001, "the trace and the preflight probe: {s}");
+    let spent = &s["resources"]["ref"];
+    assert!(spent["cores_used"].as_f64().unwrap() > 0.0, "{spent}");
+    assert!(
+        spent["cpu_ms_per_1k_xacts"].as_f64().unwrap() > 0.0,
+        "{spent}"
+    );
+    assert!(
+        spent["source"].as_str().unwrap().starts_with("pid "),
+        "{spent}"
+    );
     let p = &s["proxies"][0];
     assert_eq!(p["name"], "ref");
     assert_eq!(p["copied"].as_u64(), Some(requests));

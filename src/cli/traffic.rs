@@ -45,11 +45,12 @@ pub struct MultiplierArgs {
     /// running (docs/metrics.md).
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics: Option<SocketAddr>,
-    /// Sample what the product under test spends (CPU, memory, disk,
-    /// descriptors, threads) every interval: a pid (with its descendants)
-    /// or a cgroup2 directory (docs/resources.md).
-    #[arg(long, value_name = "PID|CGROUP-PATH")]
-    pub watch: Option<String>,
+    /// Sample what a proxy under test spends (CPU, memory, disk,
+    /// descriptors, threads) every interval: NAME=PID or NAME=CGROUP-PATH
+    /// (a pid with its descendants, or a cgroup2 directory), repeatable;
+    /// with one proxy the NAME= may be left out (docs/resources.md).
+    #[arg(long, value_name = "[NAME=]PID|CGROUP-PATH")]
+    pub watch: Vec<String>,
 }
 
 /// How a replay decides which objects are cachable.

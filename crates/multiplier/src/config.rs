@@ -17,6 +17,11 @@ pub struct ProxyUnderTest {
 /// Called with every interval record as it is written (a live console).
 pub type IntervalHook = Arc<dyn Fn(&Interval) + Send + Sync>;
 
+/// See [`Config::sample`].
+pub type SampleHook = Arc<
+    dyn Fn() -> std::collections::BTreeMap<String, cacheoff_resources::IntervalUsage> + Send + Sync,
+>;
+
 #[derive(Clone)]
 pub struct Config {
     /// Where clients connect (port 0: any).
@@ -60,6 +65,12 @@ pub struct Config {
     /// Which build runs, for the manifest.
     pub build: cacheoff_rundir::Build,
     pub on_interval: Option<IntervalHook>,
+    /// What each watched proxy spent since the last call, by name; called
+    /// once per interval.
+    pub sample: Option<SampleHook>,
+    /// What is watched for each name `sample` gives (the summary's
+    /// `source`).
+    pub watched: std::collections::BTreeMap<String, String>,
 }
 
 impl Config {
@@ -95,6 +106,8 @@ impl Config {
                 git_revision: "unknown".into(),
             },
             on_interval: None,
+            sample: None,
+            watched: Default::default(),
         }
     }
 

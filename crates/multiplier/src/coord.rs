@@ -31,6 +31,8 @@ pub(crate) fn run(
         proxies: sh.proxies.iter().map(|_| ProxyAcc::new()).collect(),
     };
     let mut first_error = None;
+    // The records, for what the watched proxies spent over the run.
+    let mut watched = Vec::new();
     let mut n: u32 = 0;
     let mut from = 0.0;
     loop {
@@ -39,7 +41,11 @@ pub(crate) fn run(
         let stopping = !matches!(stop.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
         let to = start.elapsed().as_secs_f64();
         if !stopping || to > from {
-            let record = interval(&sh, &mut totals, n, from, to);
+            let mut record = interval(&sh, &mut totals, n, from, to);
+            if let Some(sample) = &sh.cfg.sample {
+                record.resources = sample();
+                watched.push(record.clone());
+            }
             if let Err(e) = dir.interval(&record) {
                 first_error.get_or_insert(e);
             }
@@ -59,13 +65,14 @@ pub(crate) fn run(
         .zip(&totals.proxies)
         .map(|(p, acc)| acc.span(&p.name))
         .collect();
-    let summary = Summary::derive(
+    let mut summary = Summary::derive(
         start.elapsed().as_secs_f64(),
         totals.requests,
         totals.refused,
         totals.collector.span(),
         proxies,
     );
+    summary.resources = cacheoff_rundir::spending::spe(&watched, &sh.cfg.watched);
     let finished = dir.finish(&summary);
     match first_error {
         Some(e) => Err(e.into()),
@@ -103,6 +110,7 @@ fn interval(sh: &Shared, totals: &mut Totals, n: u32, from: f64, to: f64) -> Int
         refused,
         collector: collector.span(),
         proxies,
+        resources: Default::default(),
     }
 }
 

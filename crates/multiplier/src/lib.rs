@@ -31,7 +31,9 @@ mod wire;
 pub use cacheoff_rundir::spe::{Interval, Mismatch, Summary};
 pub use claim::{claim, collector_claim, stamp, verdict, Verdict, COLLECTED_HEADER, COPY_HEADER};
 pub use compare::compare;
-pub use config::{parse_proxies, parse_proxy, Config, IntervalHook, ProxyArgError, ProxyUnderTest};
+pub use config::{
+    parse_proxies, parse_proxy, Config, IntervalHook, ProxyArgError, ProxyUnderTest, SampleHook,
+};
 pub use facts::Facts;
 pub use request::is_safe;
 

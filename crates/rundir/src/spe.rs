@@ -264,6 +264,9 @@ pub struct Interval {
     pub refused: u64,
     pub collector: CollectorSpan,
     pub proxies: Vec<ProxySpan>,
+    /// What each watched proxy spent in the interval, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources: BTreeMap<String, cacheoff_resources::IntervalUsage>,
 }
 
 /// A proxy in `summary.json`: its span over the run plus derived figures.
@@ -307,6 +310,9 @@ pub struct Summary {
     pub collector: CollectorSpan,
     pub proxies: Vec<ProxySummary>,
     pub ranking: Vec<Rank>,
+    /// What each watched proxy spent over the run, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources: BTreeMap<String, cacheoff_resources::Resources>,
 }
 
 impl Summary {
@@ -345,6 +351,7 @@ impl Summary {
             ranking: ranking(&proxies),
             collector,
             proxies,
+            resources: BTreeMap::new(),
         }
     }
 
@@ -367,6 +374,7 @@ impl Summary {
             })
             .collect();
         let mut s = Summary::derive(duration_s, requests, refused, collector, proxies);
+        s.resources = crate::spending::spe(intervals, &BTreeMap::new());
         s.folded = true;
         s
     }
@@ -541,6 +549,7 @@ mod tests {
                 ..CollectorSpan::default()
             },
             proxies: spans,
+            resources: Default::default(),
         }
     }
 
