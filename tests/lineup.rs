@@ -137,9 +137,18 @@ fn a_lineup_of_the_reference_proxy_and_squid_runs_unattended() {
         // What it spent, watched through its own cgroup.
         let spent = &p["resources"];
         assert!(spent["cores_used"].as_f64().unwrap() > 0.0, "{spent}");
-        assert!(spent["cpu_ms_per_1k_xacts"].as_f64().unwrap() > 0.0, "{spent}");
-        assert!(spent["mem_peak_bytes"].as_u64().unwrap() > 1 << 20, "{spent}");
-        assert!(spent["source"].as_str().unwrap().starts_with("cgroup "), "{spent}");
+        assert!(
+            spent["cpu_ms_per_1k_xacts"].as_f64().unwrap() > 0.0,
+            "{spent}"
+        );
+        assert!(
+            spent["mem_peak_bytes"].as_u64().unwrap() > 1 << 20,
+            "{spent}"
+        );
+        assert!(
+            spent["source"].as_str().unwrap().starts_with("cgroup "),
+            "{spent}"
+        );
     }
     // The exit status is the verdict.
     assert_eq!(code == Some(1), disqualified, "{s:#}");

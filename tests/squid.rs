@@ -219,18 +219,8 @@ fn squid_spending(w: cacheoff_workload::Workload, extra: &str) -> cacheoff_resou
     );
     let run_dir = dir.path().join("run");
     let setup = cacheoff::run_cmd::Setup {
-        workload: w,
-        via: cacheoff_agent::Via::Proxy(squid.addr),
-        bound: None,
-        label: Some("squid".into()),
-        workers: WORKERS,
-        quiet: true,
-        on_start: None,
-        trace: None,
-        metrics: None,
-        fleet: None,
-        tls_dir: None,
         watch: Some(cacheoff::watch::Watch::parse(&squid.child.id().to_string()).unwrap()),
+        ..support::run::setup(w, cacheoff_agent::Via::Proxy(squid.addr))
     };
     let r = cacheoff::run_cmd::run_setup(&run_dir, setup, &["squid".into()], &StopHandle::new())
         .map_err(|f| f.error)

@@ -192,6 +192,25 @@ pub fn run(w: Workload, proxy: Option<SocketAddr>) -> (tempfile::TempDir, RunRes
     (dir, r)
 }
 
+/// The setup of a quiet run of `w` reaching the servers `via`, with
+/// [`WORKERS`] workers and nothing else.
+pub fn setup(w: Workload, via: cacheoff_agent::Via) -> cacheoff::run_cmd::Setup {
+    cacheoff::run_cmd::Setup {
+        workload: w,
+        via,
+        bound: None,
+        label: None,
+        workers: WORKERS,
+        quiet: true,
+        on_start: None,
+        trace: None,
+        metrics: None,
+        fleet: None,
+        tls_dir: None,
+        watch: None,
+    }
+}
+
 /// Runs `w` to the surrogate at `surrogate` (reverse mode), its origin
 /// servers bound beforehand as `bound`, into a new temporary directory.
 pub fn run_reverse(
@@ -203,18 +222,8 @@ pub fn run_reverse(
     let dir = tempfile::tempdir().unwrap();
     let argv = [env!("CARGO_CRATE_NAME").to_string()];
     let setup = cacheoff::run_cmd::Setup {
-        workload: w,
-        via: cacheoff_agent::Via::Surrogate(surrogate),
         bound: Some(bound),
-        label: None,
-        workers: WORKERS,
-        quiet: true,
-        on_start: None,
-        trace: None,
-        metrics: None,
-        fleet: None,
-        tls_dir: None,
-        watch: None,
+        ..setup(w, cacheoff_agent::Via::Surrogate(surrogate))
     };
     let r = cacheoff::run_cmd::run_setup(dir.path(), setup, &argv, &StopHandle::new())
         .map_err(|f| f.error)

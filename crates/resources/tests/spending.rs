@@ -201,15 +201,23 @@ fn same_cgroup_by_name(cg: &Cgroup) {
     assert!(cg.path().is_dir());
 }
 
+/// A disk-backed temporary directory, or a message that the test skips.
+fn disk_tempdir_or_skip() -> Option<tempfile::TempDir> {
+    let dir = disk_tempdir();
+    if dir.is_none() {
+        eprintln!(
+            "skipped: no disk-backed temporary directory (target dir and /var/tmp are tmpfs)"
+        );
+    }
+    dir
+}
+
 #[test]
 fn a_child_s_known_spending_is_measured() {
     if let Ok(how) = std::env::var(CHILD) {
         return child(&how);
     }
-    let Some(dir) = disk_tempdir() else {
-        eprintln!(
-            "skipped: no disk-backed temporary directory (target dir and /var/tmp are tmpfs)"
-        );
+    let Some(dir) = disk_tempdir_or_skip() else {
         return;
     };
     let mut kid = reexec(
@@ -288,10 +296,7 @@ fn a_reaped_grandchild_is_counted_once() {
     if let Ok(how) = std::env::var(CHILD) {
         return child(&how);
     }
-    let Some(dir) = disk_tempdir() else {
-        eprintln!(
-            "skipped: no disk-backed temporary directory (target dir and /var/tmp are tmpfs)"
-        );
+    let Some(dir) = disk_tempdir_or_skip() else {
         return;
     };
     let mut kid = reexec(
