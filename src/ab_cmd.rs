@@ -33,9 +33,11 @@ pub struct AbArgs {
     pub workload: String,
     #[command(flatten)]
     pub pgl: PglArgs,
-    /// A: a forward proxy already running (HOST:PORT), or a product
-    /// cacheoff starts afresh for each run, in a cgroup of its own (a
-    /// product file's name or path: reference, squid, varnish, ...).
+    /// A: a proxy already running (HOST:PORT: a forward proxy, or a
+    /// surrogate for a surrogate workload such as webaxe-4, configured
+    /// with the address map of --server-port), or a product cacheoff
+    /// starts afresh for each run, in a cgroup of its own (a product
+    /// file's name or path: reference, squid, varnish, ...).
     #[arg(long, value_name = "ADDR|PRODUCT")]
     pub a: String,
     /// B, as A; differences are B's against A's.
@@ -79,7 +81,8 @@ pub enum Contestant {
 }
 
 impl Contestant {
-    pub fn parse(arg: &str, watch: Option<String>) -> Result<Contestant, Failure> {
+    /// `arg` tested in `mode` (a surrogate workload's is reverse).
+    pub fn parse(arg: &str, watch: Option<String>, mode: Mode) -> Result<Contestant, Failure> {
         if let Ok(addr) = arg.parse::<SocketAddr>() {
             return Ok(Contestant::Addr { addr, watch });
         }
@@ -89,14 +92,15 @@ impl Contestant {
             )));
         }
         let spec = product::spec(arg).map_err(Failure::usage)?;
-        if !spec.modes.contains(&Mode::Forward) {
+        if !spec.modes.contains(&mode) {
             return Err(Failure::usage(anyhow!(
-                "{arg}: cacheoff ab tests forward proxies, and this product has no forward mode"
+                "{arg}: the workload needs a {m} proxy, and this product has no {m} mode",
+                m = mode.name()
             )));
         }
         Ok(Contestant::Product(Box::new(Contender {
             spec,
-            mode: Mode::Forward,
+            mode,
             settings: Vec::new(),
             price_usd: None,
         })))
@@ -132,9 +136,14 @@ pub fn run(a: &AbArgs) -> Result<AbReport, Failure> {
         p.push("-ab");
         p.into()
     });
+    let mode = if workload.surrogate {
+        Mode::Reverse
+    } else {
+        Mode::Forward
+    };
     let e = Experiment {
-        a: Contestant::parse(&a.a, a.a_watch.clone())?,
-        b: Contestant::parse(&a.b, a.b_watch.clone())?,
+        a: Contestant::parse(&a.a, a.a_watch.clone(), mode)?,
+        b: Contestant::parse(&a.b, a.b_watch.clone(), mode)?,
         rounds: a.rounds,
         workers: a
             .workers
@@ -265,25 +274,32 @@ fn run_one(
     let r = match who {
         Contestant::Addr { addr, watch } => {
             let watch = watch.as_deref().map(Watch::parse).transpose()?;
-            run_setup(
-                dir,
-                setup(Via::Proxy(*addr), None, addr.to_string(), watch),
-                &argv,
-                stop,
-            )?
+            // A surrogate knows the origin servers by the address map.
+            let (via, bound) = if w.surrogate {
+                if w.servers.port == 0 {
+                    return Err(Failure::usage(anyhow!(
+                        "{addr}: a surrogate must know the origin servers' addresses before the run: give them a port (--server-port PORT) and configure it with `cacheoff workload addrmap {} --server-port PORT`",
+                        w.name
+                    )));
+                }
+                (Via::Surrogate(*addr), Some(bind(&w)?))
+            } else {
+                (Via::Proxy(*addr), None)
+            };
+            run_setup(dir, setup(via, bound, addr.to_string(), watch), &argv, stop)?
         }
         Contestant::Product(c) => {
-            let bound = Arc::new(
-                BoundServers::bind(&w)
-                    .context("cannot bind the origin servers")
-                    .map_err(Failure::run)?,
-            );
+            let bound = bind(&w)?;
             let running = product::start(c, &w, &bound, dir, None, None).map_err(Failure::run)?;
             let (addr, label, watch) = (running.addr(), running.label(), running.watch());
+            let via = match c.mode {
+                Mode::Reverse => Via::Surrogate(addr),
+                Mode::Forward => Via::Proxy(addr),
+            };
             let running = Mutex::new(running);
             let r = run_setup(
                 &dir.join("run"),
-                setup(Via::Proxy(addr), Some(bound), label, watch),
+                setup(via, Some(bound), label, watch),
                 &argv,
                 stop,
             );
@@ -299,6 +315,14 @@ fn run_one(
         .context("cannot read the run back")
         .map_err(Failure::run)?;
     Ok(run.headline())
+}
+
+/// The origin servers, bound before the proxy is started or told of them.
+fn bind(w: &Workload) -> Result<Arc<BoundServers>, Failure> {
+    BoundServers::bind(w)
+        .map(Arc::new)
+        .context("cannot bind the origin servers")
+        .map_err(Failure::run)
 }
 
 /// A run's summary.json as the figures read it.
