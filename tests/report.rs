@@ -492,3 +492,45 @@ fn compare_builds_the_executive_summary() {
     let e = Products::load(&products_path).unwrap_err().to_string();
     assert!(e.contains("products.toml") && e.contains("cost"), "{e}");
 }
+
+/// A watched run: what the product spent is in the export (valid by the
+/// schema), the intervals and the report card.
+#[test]
+fn a_watched_run_exports_and_shows_what_the_product_spent() {
+    let p = proxy::caching();
+    let dir = tempfile::tempdir().unwrap();
+    // The in-process proxy spends in this test's process.
+    let setup = cacheoff::run_cmd::Setup {
+        watch: Some(cacheoff::watch::Watch::parse(&std::process::id().to_string()).unwrap()),
+        ..support::run::setup(
+            simple(200.0, 10, 2, 1.0, 3.0),
+            cacheoff_agent::Via::Proxy(p.addr()),
+        )
+    };
+    cacheoff::run_cmd::run_setup(dir.path(), setup, &["report".into()], &StopHandle::new())
+        .map_err(|f| f.error)
+        .unwrap();
+    let run = cacheoff_rundir::RunDir::open(dir.path()).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&export::json(&run)).unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(&repo_file("docs/schema/export.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(doc["resources"]["phase"], "meas", "{}", doc["resources"]);
+    assert!(doc["resources"]["cores_used"].as_f64().unwrap() > 0.0);
+    assert!(doc["manifest"]["watched"]
+        .as_str()
+        .unwrap()
+        .starts_with("pid "));
+    let usage = doc["intervals"].as_array().unwrap();
+    assert!(usage
+        .iter()
+        .all(|i| i["resources"]["threads"].as_u64() > Some(0)));
+    assert!(html::render(&run)
+        .unwrap()
+        .contains("What the product spent"));
+}

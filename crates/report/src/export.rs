@@ -22,6 +22,11 @@ struct Document<'a> {
     phases: Vec<Entry>,
     total: Entry,
     intervals: &'a [cacheoff_rundir::IntervalRecord],
+    /// What the watched product spent (docs/resources.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resources: Option<cacheoff_resources::Resources>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    resources_by_phase: Vec<cacheoff_resources::Resources>,
 }
 
 fn state_name(s: RunState) -> &'static str {
@@ -43,6 +48,8 @@ pub fn json(run: &Run) -> String {
         phases: run.phases(),
         total: run.total(),
         intervals: &run.intervals,
+        resources: run.resources(),
+        resources_by_phase: run.resources_by_phase(),
     };
     serde_json::to_string_pretty(&doc).expect("export serializes")
 }
