@@ -49,7 +49,7 @@ fn merged_percentiles_are_those_of_the_union_of_every_sample() {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let rt = 100 + (x >> 33) % (1000 * (k as u64 + 1) * (1 + i % 7));
-            let rec = xact(rt, x % 3 == 0);
+            let rec = xact(rt, x.is_multiple_of(3));
             snap.record_xact(&rec);
             union.record_xact(&rec);
         }

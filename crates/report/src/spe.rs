@@ -376,6 +376,7 @@ pub(crate) mod sample {
                 },
             },
             proxies,
+            resources: Default::default(),
         }
     }
 
