@@ -257,18 +257,10 @@ fn run_one(
     stop: &StopHandle,
 ) -> Result<cacheoff_stats::Entry, Failure> {
     let setup = |via, bound, label, watch| Setup {
-        workload: w.clone(),
-        via,
         bound,
         label: Some(label),
-        workers: e.workers,
-        quiet: true,
-        on_start: None,
-        trace: None,
-        metrics: None,
-        fleet: None,
-        tls_dir: None,
         watch,
+        ..Setup::quiet(w.clone(), via, e.workers)
     };
     let argv: Vec<String> = std::env::args().collect();
     let r = match who {

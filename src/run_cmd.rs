@@ -332,18 +332,8 @@ pub fn run_in(
     stop: &StopHandle,
 ) -> Result<RunResult, Failure> {
     let setup = Setup {
-        workload,
-        via: proxy.map_or(Via::Direct, Via::Proxy),
-        bound: None,
-        label: None,
-        workers,
         quiet,
-        on_start: None,
-        trace: None,
-        metrics: None,
-        fleet: None,
-        tls_dir: None,
-        watch: None,
+        ..Setup::quiet(workload, proxy.map_or(Via::Direct, Via::Proxy), workers)
     };
     run_setup(dir, setup, argv, stop)
 }
@@ -372,6 +362,27 @@ pub struct Setup {
     pub tls_dir: Option<PathBuf>,
     /// The product whose spending each interval records.
     pub watch: Option<crate::watch::Watch>,
+}
+
+impl Setup {
+    /// A quiet run of `workload` reaching the servers `via` on `workers`
+    /// workers, with nothing else; callers set the rest by struct update.
+    pub fn quiet(workload: Workload, via: Via, workers: usize) -> Setup {
+        Setup {
+            workload,
+            via,
+            bound: None,
+            label: None,
+            workers,
+            quiet: true,
+            on_start: None,
+            trace: None,
+            metrics: None,
+            fleet: None,
+            tls_dir: None,
+            watch: None,
+        }
+    }
 }
 
 /// What `cacheoff replay` replays: the requests, and the trace's record

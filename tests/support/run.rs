@@ -195,20 +195,7 @@ pub fn run(w: Workload, proxy: Option<SocketAddr>) -> (tempfile::TempDir, RunRes
 /// The setup of a quiet run of `w` reaching the servers `via`, with
 /// [`WORKERS`] workers and nothing else.
 pub fn setup(w: Workload, via: cacheoff_agent::Via) -> cacheoff::run_cmd::Setup {
-    cacheoff::run_cmd::Setup {
-        workload: w,
-        via,
-        bound: None,
-        label: None,
-        workers: WORKERS,
-        quiet: true,
-        on_start: None,
-        trace: None,
-        metrics: None,
-        fleet: None,
-        tls_dir: None,
-        watch: None,
-    }
+    cacheoff::run_cmd::Setup::quiet(w, via, WORKERS)
 }
 
 /// Runs `w` to the surrogate at `surrogate` (reverse mode), its origin
