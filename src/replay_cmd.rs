@@ -146,11 +146,7 @@ pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
         metrics: metrics.as_ref().map(|m| m.run.clone()),
         fleet: None,
         tls_dir: None,
-        watch: a
-            .watch
-            .as_deref()
-            .map(crate::watch::Watch::parse)
-            .transpose()?,
+        watch: crate::watch::Watch::for_run(a.watch.as_deref(), embedded.is_some())?,
     };
     let r = run_setup(&dir, setup, argv, &stop)?;
     if let Some(c) = r.summary.ceiling {

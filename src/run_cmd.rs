@@ -76,11 +76,7 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         metrics: metrics.as_ref().map(|m| m.run.clone()),
         fleet,
         tls_dir: a.tls_dir.clone(),
-        watch: a
-            .watch
-            .as_deref()
-            .map(crate::watch::Watch::parse)
-            .transpose()?,
+        watch: crate::watch::Watch::for_run(a.watch.as_deref(), embedded.is_some())?,
     };
     let r = run_setup(&dir, setup, argv, &stop)?;
     crate::workload_file::keep_source(&a.workload, &a.pgl, &r.dir);

@@ -1,6 +1,6 @@
 //! What the product under test spends, sampled once per interval: a
-//! product cacheoff started (its cgroup) or one named by `--watch
-//! PID|CGROUP-PATH`. The figures and their sources: docs/resources.md.
+//! product cacheoff started (its cgroup), the reference proxy embedded in
+//! this process (its threads) or one named by `--watch PID|CGROUP-PATH`. The figures and their sources: docs/resources.md.
 
 use crate::Failure;
 use cacheoff_resources::{IntervalUsage, Sample, Sampler, Target};
@@ -22,6 +22,24 @@ impl Watch {
         Target::parse(arg)
             .map(Watch::new)
             .map_err(|e| Failure::usage(anyhow::anyhow!("--watch {arg}: {e}")))
+    }
+
+    /// What a run watches: `--watch` when given, else the reference proxy
+    /// when it is embedded in this process, else nothing.
+    pub fn for_run(arg: Option<&str>, embedded: bool) -> Result<Option<Watch>, Failure> {
+        match arg {
+            Some(a) => Watch::parse(a).map(Some),
+            None => Ok(embedded.then(Watch::embedded_proxy)),
+        }
+    }
+
+    /// The reference proxy embedded in this process: its threads (CPU and
+    /// disk are its own; memory and fds the whole process's).
+    pub fn embedded_proxy() -> Watch {
+        Watch::new(Target::Threads {
+            pid: std::process::id() as i32,
+            prefix: cacheoff_proxy::THREAD_PREFIX.into(),
+        })
     }
 
     /// What is watched and where each figure comes from, for the manifest.

@@ -101,6 +101,17 @@ fn a_short_run_prints_progress_and_fills_its_directory() {
     assert_eq!(m["command_line"][1], "run");
     assert_eq!(m["workload"]["robots"]["count"], 20);
     assert!(m["finished_at"].is_string());
+    // The embedded reference proxy is watched by its threads: CPU its own,
+    // memory the whole process's, so nothing per cached byte.
+    let watched = m["watched"].as_str().unwrap();
+    assert!(watched.starts_with("threads proxy-* of pid "), "{watched}");
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let r = &s["resources"];
+    assert!(r["cpu_ms_per_1k_xacts"].as_f64() > Some(0.0), "{r}");
+    assert!(r["threads_max"].as_u64() >= Some(1), "{r}");
+    assert!(r["mem_peak_bytes"].as_u64() > Some(0), "{r}");
+    assert!(r["mem_per_cached_byte"].is_null(), "{r}");
 
     // The same directory is not overwritten.
     assert_usage_error(

@@ -20,6 +20,7 @@ use cacheoff_cache::{validators, Object, Timing};
 use cacheoff_http::echo::{COLLECTED_HEADER, ECHO_HEADER};
 use cacheoff_http::{Framing, Method, RequestHead};
 use std::borrow::Cow;
+use std::sync::atomic::Ordering;
 use tokio::net::TcpStream;
 
 /// How a stored object is being served.
@@ -126,11 +127,16 @@ pub(crate) async fn serve_stored(
     let Xact { req, t0, sh, .. } = *x;
     let (cfg, faults) = (&sh.cfg, &sh.cfg.faults);
     if how.stored_copy() && faults.strikes(Fault::SlowHit) {
-        let due = std::time::Instant::now() + SLOW_HIT;
+        let asleep = std::time::Instant::now();
+        let due = asleep + SLOW_HIT;
         match cacheoff_timer::PreciseTimer::new() {
             Ok(mut t) => drop(t.sleep_until(due).await),
             Err(_) => tokio::time::sleep_until(due.into()).await,
         }
+        let st = &sh.stats;
+        st.slowed_hits.fetch_add(1, Ordering::Relaxed);
+        let late = asleep.elapsed().as_micros() as u64;
+        st.slowed_hits_us.fetch_add(late, Ordering::Relaxed);
     }
     let by_expires = req.ims.is_some()
         && obj.fresh.is_fresh(cfg.clock.unix_now())

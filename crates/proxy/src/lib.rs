@@ -98,6 +98,10 @@ pub struct ProxyStats {
     pub uploads_refused: AtomicU64,
     /// Requests answered 403 for where they wanted to go.
     pub destinations_denied: AtomicU64,
+    /// Hits the `slow-hit` fault answered late, and the delay they got in
+    /// all (µs): the 1 ms asked for plus the wake-up after it.
+    pub slowed_hits: AtomicU64,
+    pub slowed_hits_us: AtomicU64,
 }
 
 impl ProxyStats {
@@ -197,6 +201,10 @@ fn listener(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
     Ok(s.into())
 }
 
+/// The start of every proxy thread's name: an embedded proxy's spending is
+/// sampled by it (`cacheoff_resources::Target::Threads`).
+pub const THREAD_PREFIX: &str = "proxy-";
+
 impl Proxy {
     pub fn start(mut cfg: ProxyConfig) -> Result<Proxy, ProxyError> {
         let listen_err = |source| ProxyError::Listen {
@@ -248,21 +256,26 @@ impl Proxy {
             let (sh, rx) = (shared.clone(), stop_rx.clone());
             threads.push(
                 std::thread::Builder::new()
-                    .name(format!("proxy-{i}"))
+                    .name(format!("{THREAD_PREFIX}{i}"))
                     .spawn(move || worker(l, sh, rx))
                     .expect("spawn proxy worker"),
             );
         }
         if shared.log.is_some() {
             let (sh, mut rx) = (shared.clone(), stop_rx);
-            threads.push(std::thread::spawn(move || {
-                while !*rx.borrow_and_update() {
-                    std::thread::sleep(Duration::from_millis(200));
-                    if let Some(l) = &sh.log {
-                        l.flush();
-                    }
-                }
-            }));
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("{THREAD_PREFIX}log"))
+                    .spawn(move || {
+                        while !*rx.borrow_and_update() {
+                            std::thread::sleep(Duration::from_millis(200));
+                            if let Some(l) = &sh.log {
+                                l.flush();
+                            }
+                        }
+                    })
+                    .expect("spawn access log flusher"),
+            );
         }
         Ok(Proxy {
             addr,
@@ -337,6 +350,7 @@ fn worker(listener: std::net::TcpListener, sh: Arc<Shared>, mut stop: watch::Rec
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .thread_name(format!("{THREAD_PREFIX}blocking"))
         .build()
         .expect("proxy runtime");
     let local = tokio::task::LocalSet::new();

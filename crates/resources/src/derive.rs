@@ -100,7 +100,8 @@ pub fn derive(
         cpu_ms_per_1k_hits: per_hit,
         cpu_ms_per_1k_misses: per_miss,
         mem_peak_bytes,
-        mem_per_cached_byte: ratio(mem_peak_bytes as f64, cached as f64),
+        mem_per_cached_byte: ratio(mem_peak_bytes as f64, cached as f64)
+            .filter(|_| !source.contains(crate::SHARED_MEMORY)),
         disk_read_bytes: u().map(|u| u.disk_read_bytes).sum(),
         disk_write_bytes,
         disk_read_ios: sum_ios(u().map(|u| u.disk_read_ios)),
@@ -289,6 +290,15 @@ mod tests {
         assert_eq!((r.fds_max, r.threads_max), (70, 4));
         assert_eq!((r.cpu_ms_per_1k_hits, r.cpu_ms_per_1k_misses), (None, None));
         assert_eq!((r.phase.as_str(), r.source.as_str()), ("meas", "pid 1"));
+
+        // Memory shared with what is not watched says nothing per cached byte.
+        let shared = format!(
+            "threads proxy-* of pid 1 (memory: {})",
+            crate::SHARED_MEMORY
+        );
+        let in_process = derive("meas", &shared, &phase, &[]);
+        assert_eq!(in_process.mem_per_cached_byte, None);
+        assert_eq!(in_process.mem_peak_bytes, 120 << 20);
 
         let empty = derive("idle", "x", &[], &[]);
         assert_eq!(empty.cores_used, 0.0);

@@ -41,6 +41,11 @@
 //!   /proc's syscall counts are not disk I/Os, so they stay `None`.
 //! - **fds**: entries of /proc/PID/fd, summed; **threads**: `Threads:` of
 //!   /proc/PID/status, summed; **procs**: the members.
+//! - **Threads target** (a product inside another process): CPU from each
+//!   named thread's /proc/PID/task/TID/stat, disk from its
+//!   /proc/PID/task/TID/io (a thread that exits keeps what it spent);
+//!   memory and fds are the whole process's (an upper bound: they cannot
+//!   be told apart by thread); threads are the named ones.
 //!
 //! A process that vanishes between listing and reading is skipped.
 //! [`Sampler::sources`] names the sources a sampler actually used.
@@ -88,11 +93,24 @@ impl Error {
     }
 }
 
+/// The memory source of a [`Target::Threads`]: in a source string it says
+/// the memory figure is not the product's own, so nothing is derived from
+/// it per cached byte.
+pub const SHARED_MEMORY: &str = "the whole process's VmRSS (shared with what is not watched)";
+
 /// What a sampler watches.
 #[derive(Debug)]
 pub enum Target {
     Cgroup(Cgroup),
     Pid(i32),
+    /// The threads of a process whose names start with `prefix`: a product
+    /// that shares the process with something else (the embedded
+    /// reference proxy shares cacheoff's). CPU and disk are the threads'
+    /// own; memory and fds cannot be told apart and are the whole process's.
+    Threads {
+        pid: i32,
+        prefix: String,
+    },
 }
 
 impl Target {
@@ -125,6 +143,7 @@ impl Target {
         match self {
             Target::Cgroup(cg) => format!("cgroup {}", cg.path().display()),
             Target::Pid(pid) => format!("pid {pid} and its descendants"),
+            Target::Threads { pid, prefix } => format!("threads {prefix}* of pid {pid}"),
         }
     }
 }

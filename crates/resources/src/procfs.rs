@@ -43,6 +43,32 @@ pub(crate) fn stat(pid: i32) -> Option<Stat> {
     parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
+/// The command name of a stat line: a thread's name (at most 15 bytes).
+pub(crate) fn stat_name(text: &str) -> Option<&str> {
+    Some(&text[text.find('(')? + 1..text.rfind(')')?])
+}
+
+/// The threads of `pid` whose names start with `prefix`, each with its
+/// /proc/PID/task/TID/stat text.
+pub(crate) fn named_threads(pid: i32, prefix: &str) -> Vec<(i32, String)> {
+    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let tid: i32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        let text = fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+        stat_name(&text)?.starts_with(prefix).then_some((tid, text))
+    })
+    .collect()
+}
+
+/// One thread's storage bytes (/proc/PID/task/TID/io counts that thread only).
+pub(crate) fn thread_io(pid: i32, tid: i32) -> Option<Io> {
+    Some(parse_io(
+        &fs::read_to_string(format!("/proc/{pid}/task/{tid}/io")).ok()?,
+    ))
+}
+
 /// Fields of /proc/PID/status, in bytes and counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Status {
@@ -186,6 +212,7 @@ mod tests {
             }
         );
         assert_eq!(parse_stat("12 (x) S 1"), None);
+        assert_eq!(stat_name(line), Some("a (b) c"));
     }
 
     #[test]
@@ -222,5 +249,28 @@ mod tests {
         // The listing's own fd comes and goes.
         assert!(fds(me).unwrap().abs_diff(listed) <= 1);
         assert!(descendants(-5).is_empty());
+    }
+
+    #[test]
+    fn threads_are_found_by_name() {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (named_tx, named_rx) = std::sync::mpsc::channel();
+        let t = std::thread::Builder::new()
+            .name("probe-me-7".into())
+            .spawn(move || {
+                // The new thread sets its own name as it starts.
+                named_tx.send(()).unwrap();
+                rx.recv()
+            })
+            .unwrap();
+        named_rx.recv().unwrap();
+        let me = std::process::id() as i32;
+        let found = named_threads(me, "probe-me");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(parse_stat(&found[0].1).is_some());
+        assert!(thread_io(me, found[0].0).is_some());
+        assert!(named_threads(me, "no-such-thread-").is_empty());
+        tx.send(()).unwrap();
+        t.join().unwrap().unwrap();
     }
 }

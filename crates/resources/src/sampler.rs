@@ -94,6 +94,11 @@ impl Sampler {
                 "/proc/PID/status VmRSS, VmHWM",
                 "/proc/PID/io",
             ),
+            Target::Threads { .. } => (
+                "/proc/PID/task/TID/stat",
+                crate::SHARED_MEMORY,
+                "/proc/PID/task/TID/io",
+            ),
             Target::Cgroup(cg) => (
                 if self.cpu_base.is_some() {
                     "cgroup2 cpu.stat"
@@ -128,9 +133,14 @@ impl Sampler {
     }
 
     pub fn sample(&mut self) -> Sample {
+        if let Target::Threads { pid, prefix } = &self.target {
+            let (pid, prefix) = (*pid, prefix.clone());
+            return self.sample_threads(pid, &prefix);
+        }
         let members = match &self.target {
             Target::Pid(root) => procfs::descendants(*root),
             Target::Cgroup(cg) => read_procs(cg.path()),
+            Target::Threads { .. } => unreachable!("sampled above"),
         };
         let readings: Vec<tracker::Reading> =
             members.iter().filter_map(|p| tracker::read(*p)).collect();
@@ -158,11 +168,36 @@ impl Sampler {
                 }
             }
             Target::Cgroup(cg) => self.read_cgroup(cg, &mut s),
+            Target::Threads { .. } => {}
         }
         // A peak is the highest level seen, whatever a kernel reports.
         self.peak_seen = self.peak_seen.max(s.mem_peak_bytes).max(s.mem_bytes);
         s.mem_peak_bytes = self.peak_seen;
         s
+    }
+
+    fn sample_threads(&mut self, pid: i32, prefix: &str) -> Sample {
+        let readings: Vec<tracker::Reading> = procfs::named_threads(pid, prefix)
+            .iter()
+            .filter_map(|(tid, text)| tracker::read_thread(pid, *tid, text))
+            .collect();
+        let total = self.tracker.update(&readings);
+        let us = |ticks: u64| ticks.saturating_mul(1_000_000) / self.ticks_per_s;
+        let process = procfs::status(pid).unwrap_or_default();
+        self.peak_seen = self.peak_seen.max(process.hwm).max(process.rss);
+        Sample {
+            cpu_user_us: us(total[0]),
+            cpu_sys_us: us(total[1]),
+            mem_bytes: process.rss,
+            mem_peak_bytes: self.peak_seen,
+            disk_read_bytes: total[2],
+            disk_write_bytes: total[3],
+            disk_read_ios: None,
+            disk_write_ios: None,
+            fds: procfs::fds(pid).unwrap_or(0),
+            threads: readings.len() as u64,
+            procs: u64::from(!readings.is_empty()),
+        }
     }
 
     /// Replaces the process sums with the cgroup's own figures where it
@@ -214,6 +249,68 @@ mod tests {
         let text = "usage_usec 30\nuser_usec 20\nsystem_usec 10\nnice_usec 0\n";
         assert_eq!(parse_cpu_stat(text), Some([20, 10]));
         assert_eq!(parse_cpu_stat("usage_usec 30\n"), None);
+    }
+
+    /// Spends `ms` of this thread's own CPU time (not wall time: a busy
+    /// machine would give it less).
+    fn spin_cpu(ms: u64) {
+        let cpu_ms = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: writes the thread's CPU clock into `ts`.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+        };
+        let start = cpu_ms();
+        while cpu_ms() - start < ms {
+            std::hint::black_box(start);
+        }
+    }
+
+    #[test]
+    fn a_threads_sampler_counts_the_named_threads_and_only_them() {
+        use std::sync::mpsc::channel;
+        let me = std::process::id() as i32;
+        let mut s = Sampler::new(Target::Threads {
+            pid: me,
+            prefix: "watched-".into(),
+        });
+        // Each thread spins, says so, and stays until let go.
+        let named = |name: &str, ms| {
+            let (done_tx, done_rx) = channel();
+            let (go_tx, go_rx) = channel::<()>();
+            let t = std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || {
+                    spin_cpu(ms);
+                    done_tx.send(()).unwrap();
+                    let _ = go_rx.recv();
+                })
+                .unwrap();
+            done_rx.recv().unwrap();
+            (t, go_tx)
+        };
+        let a = named("watched-a", 150);
+        let b = named("watched-b", 150);
+        let other = named("other", 400);
+        let seen = s.sample();
+        assert_eq!(seen.threads, 2, "{seen:?}");
+        let cpu_ms = (seen.cpu_user_us + seen.cpu_sys_us) / 1000;
+        // 300 ms of the watched threads (to the clock tick), never the
+        // other thread's 400 ms.
+        assert!((270..=340).contains(&cpu_ms), "{cpu_ms} ms");
+        for (t, go) in [a, b, other] {
+            go.send(()).unwrap();
+            t.join().unwrap();
+        }
+        // Threads that exit keep what was counted for them.
+        let end = s.sample();
+        assert_eq!(end.threads, 0);
+        assert!(end.cpu_user_us + end.cpu_sys_us >= seen.cpu_user_us + seen.cpu_sys_us);
+        assert!(end.mem_peak_bytes > 0 && end.fds >= 3);
+        assert!(s.sources().contains("task/TID/stat"));
     }
 
     #[test]

@@ -60,6 +60,22 @@ pub(crate) fn read(pid: i32) -> Option<Reading> {
     })
 }
 
+/// Reads one thread of `pid` from its stat text: its own CPU ticks and
+/// storage bytes (a thread reaps nothing and has no parent member: what it
+/// spent stays counted when it exits). Levels are the process's, not here.
+pub(crate) fn read_thread(pid: i32, tid: i32, stat_text: &str) -> Option<Reading> {
+    let st = procfs::parse_stat(stat_text)?;
+    let io = procfs::thread_io(pid, tid).unwrap_or_default();
+    Some(Reading {
+        pid: tid,
+        start: st.start,
+        ppid: 0,
+        counters: [st.utime, st.stime, io.read, io.write],
+        threads: 1,
+        ..Reading::default()
+    })
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Tracker {
     seen: HashMap<i32, Seen>,
