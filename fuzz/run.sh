@@ -13,13 +13,19 @@ minutes=${2:-30}
 niceness=${3:-19}
 
 # cargo-fuzz needs a nightly compiler's flags; without a nightly toolchain
-# the stable one is asked for them (RUSTC_BOOTSTRAP).
-if rustup run nightly rustc --version >/dev/null 2>&1; then
-  cargo +nightly fuzz build -O "$target" >&2
+# the stable one is asked for them (RUSTC_BOOTSTRAP). Running the seeds once
+# (CI) needs no optimised build, which takes several times longer to make.
+if [ "$minutes" = 0 ]; then
+  profile=(--dev) dir=debug
 else
-  RUSTC_BOOTSTRAP=1 cargo fuzz build -O "$target" >&2
+  profile=(-O) dir=release
 fi
-bin=target/x86_64-unknown-linux-gnu/release/$target
+if rustup run nightly rustc --version >/dev/null 2>&1; then
+  cargo +nightly fuzz build "${profile[@]}" "$target" >&2
+else
+  RUSTC_BOOTSTRAP=1 cargo fuzz build "${profile[@]}" "$target" >&2
+fi
+bin=target/x86_64-unknown-linux-gnu/$dir/$target
 seeds=("seeds/$target")
 [ "$target" = workload_file ] && seeds+=(../workloads)
 [ "$target" = pgl_file ] && seeds+=(../crates/pgl/tests/pgl ../crates/pgl/tests/pgl/include)

@@ -7,8 +7,8 @@
 # Installs what .ci/run installs for the tests (the products, Prometheus,
 # chromium) and stress-ng (Debian), builds the tests, then starts
 # `stress-ng --cpu $(nproc)` at the tests' own priority (nice 0 unless this
-# script was started niced: both inherit it) and runs the command .ci/run
-# runs, `cargo test --workspace -q -- --include-ignored`. The hog is killed
+# script was started niced: both inherit it) and runs every test .ci/run
+# runs, in one stream: `cargo test --workspace -q -- --include-ignored`. The hog is killed
 # when the script exits, however it exits; the script exits with the
 # tests' status and prints the wall time and the hog's settings.
 #
