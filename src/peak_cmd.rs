@@ -469,18 +469,10 @@ struct Runner<'a> {
 impl Runner<'_> {
     fn run(&self, name: &str, workload: Workload, quiet: bool) -> Result<Summary, Failure> {
         let setup = Setup {
-            workload,
-            via: self.via,
             bound: Some(self.bound.clone()),
             label: self.label.clone(),
-            workers: self.workers,
             quiet,
-            on_start: None,
-            trace: None,
-            metrics: None,
-            fleet: None,
-            tls_dir: None,
-            watch: None,
+            ..Setup::quiet(workload, self.via, self.workers)
         };
         let r = run_cmd::run_setup(&self.dir.join(name), setup, self.argv, self.stop)?;
         Ok(r.summary)
