@@ -133,14 +133,13 @@ impl Sampler {
     }
 
     pub fn sample(&mut self) -> Sample {
-        if let Target::Threads { pid, prefix } = &self.target {
-            let (pid, prefix) = (*pid, prefix.clone());
-            return self.sample_threads(pid, &prefix);
-        }
         let members = match &self.target {
             Target::Pid(root) => procfs::descendants(*root),
             Target::Cgroup(cg) => read_procs(cg.path()),
-            Target::Threads { .. } => unreachable!("sampled above"),
+            Target::Threads { pid, prefix } => {
+                let (pid, prefix) = (*pid, prefix.clone());
+                return self.sample_threads(pid, &prefix);
+            }
         };
         let readings: Vec<tracker::Reading> =
             members.iter().filter_map(|p| tracker::read(*p)).collect();
