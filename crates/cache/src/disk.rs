@@ -370,6 +370,8 @@ impl DiskStore {
         }
     }
 
+    /// Called with the index lock held, so a file is never removed after
+    /// a later write put a new one in its place.
     fn remove_files(&self, key: u64, ids: &[u64]) {
         for id in ids {
             let _ = fs::remove_file(self.path(key, *id));
@@ -377,22 +379,18 @@ impl DiskStore {
     }
 
     fn evict_to_capacity(&self) -> usize {
-        let mut victims = Vec::new();
-        {
-            let mut ix = self.index.lock().expect("disk index lock");
-            while ix.policy.bytes() > self.capacity {
-                let Some(v) = ix.policy.evict() else { break };
-                let Some(key) = ix.owners.get(&v).copied() else {
-                    continue;
-                };
-                ix.drop_where(key, |e| e.id == v);
-                victims.push((key, v));
-            }
+        let mut evicted = 0;
+        let mut ix = self.index.lock().expect("disk index lock");
+        while ix.policy.bytes() > self.capacity {
+            let Some(v) = ix.policy.evict() else { break };
+            let Some(key) = ix.owners.get(&v).copied() else {
+                continue;
+            };
+            ix.drop_where(key, |e| e.id == v);
+            self.remove_files(key, &[v]);
+            evicted += 1;
         }
-        for (key, id) in &victims {
-            self.remove_files(*key, &[*id]);
-        }
-        victims.len()
+        evicted
     }
 
     /// The object stored for `url` that a request without headers selects,
@@ -425,12 +423,12 @@ impl DiskStore {
             Some(o) if o.url == url => Some(o),
             Some(_) => None,
             None => {
-                self.corrupt.fetch_add(1, Ordering::Relaxed);
-                self.index
-                    .lock()
-                    .expect("disk index lock")
-                    .drop_where(key, |e| e.id == id);
-                let _ = fs::remove_file(&path);
+                let mut ix = self.index.lock().expect("disk index lock");
+                // A file removed since it was looked up is not damage.
+                if !ix.drop_where(key, |e| e.id == id).is_empty() {
+                    self.corrupt.fetch_add(1, Ordering::Relaxed);
+                    let _ = fs::remove_file(&path);
+                }
                 None
             }
         }
@@ -440,15 +438,23 @@ impl DiskStore {
     /// It replaces what it supersedes as in the memory store; an object
     /// with `Vary` but no secondary key is not stored.
     pub fn put(&self, object: &Object) -> io::Result<()> {
+        self.put_if(object, || true).map(|_| ())
+    }
+
+    /// [`DiskStore::put`] if `still_wanted()`, asked under the index lock
+    /// just before the file takes its place: a write that lost a race with
+    /// a removal of its URL must not bring the removed copy back. Says
+    /// whether it was written.
+    pub fn put_if(&self, object: &Object, still_wanted: impl FnOnce() -> bool) -> io::Result<bool> {
         let key = object.key();
         if !object.storable_key() {
             self.remove(key);
-            return Ok(());
+            return Ok(false);
         }
         let id = file_id(key, object.vary.as_ref());
         let bytes = encode(object);
         if bytes.len() as u64 > self.capacity {
-            return Ok(());
+            return Ok(false);
         }
         let seq = self.tmp_seq.fetch_add(1, Ordering::Relaxed);
         let tmp = self
@@ -456,21 +462,35 @@ impl DiskStore {
             .join("tmp")
             .join(format!("{}-{seq}", std::process::id()));
         let dest = self.path(key, id);
+        let failed = |e| {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        };
         let write = || -> io::Result<()> {
             let mut f = fs::File::create(&tmp)?;
             f.write_all(&bytes)?;
-            drop(f);
-            if let Some(parent) = dest.parent() {
-                fs::create_dir_all(parent)?;
-            }
-            fs::rename(&tmp, &dest)
+            Ok(())
         };
         if let Err(e) = write() {
-            let _ = fs::remove_file(&tmp);
-            return Err(e);
+            return failed(e);
         }
-        let superseded = {
+        {
             let mut ix = self.index.lock().expect("disk index lock");
+            if !still_wanted() {
+                drop(ix);
+                let _ = fs::remove_file(&tmp);
+                return Ok(false);
+            }
+            // Renamed under the lock, so files take their places in the
+            // order the index records them.
+            let placed = dest
+                .parent()
+                .map_or(Ok(()), fs::create_dir_all)
+                .and_then(|()| fs::rename(&tmp, &dest));
+            if let Err(e) = placed {
+                drop(ix);
+                return failed(e);
+            }
             let plain = object.vary.is_none();
             // The file it overwrote (a reload, a freshened copy) keeps its
             // place in the policy.
@@ -492,21 +512,17 @@ impl DiskStore {
                 replacing,
             );
             gone.retain(|g| *g != id);
-            gone
-        };
-        self.remove_files(key, &superseded);
+            self.remove_files(key, &gone);
+        }
         let evicted = self.evict_to_capacity();
         self.evicted.fetch_add(evicted as u64, Ordering::Relaxed);
-        Ok(())
+        Ok(true)
     }
 
     /// Drops every variant of the URL with this key.
     pub fn remove(&self, key: u64) {
-        let gone = self
-            .index
-            .lock()
-            .expect("disk index lock")
-            .drop_where(key, |_| true);
+        let mut ix = self.index.lock().expect("disk index lock");
+        let gone = ix.drop_where(key, |_| true);
         self.remove_files(key, &gone);
     }
 

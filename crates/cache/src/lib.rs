@@ -44,6 +44,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 const SHARDS: usize = 16;
+/// Removal counters, by key: more stripes than shards, so a removal rarely
+/// drops another URL's disk write.
+const STRIPES: usize = 1024;
 
 /// The memory store in shards (by key) over an optional disk store.
 ///
@@ -55,6 +58,18 @@ pub struct Cache {
     disk: Option<DiskStore>,
     /// URLs the memory store evicted to stay within its budget.
     evictions: AtomicU64,
+    /// Removals so far, by stripe of keys ([`Filed`]).
+    removals: Vec<AtomicU64>,
+}
+
+/// When an object went into memory, as the removals of its URL's stripe:
+/// its disk copy, written later on another thread, is dropped if its URL
+/// was removed meanwhile (a POST must not be undone by the copy from
+/// before it reaching the disk after it).
+#[derive(Clone, Copy, Debug)]
+pub struct Filed {
+    stripe: usize,
+    removals: u64,
 }
 
 impl Cache {
@@ -65,6 +80,21 @@ impl Cache {
                 .collect(),
             disk,
             evictions: AtomicU64::new(0),
+            removals: (0..STRIPES).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    fn stripe(key: u64) -> usize {
+        (key % STRIPES as u64) as usize
+    }
+
+    /// The stamp a disk write of `url` takes when no memory store came
+    /// first ([`Cache::put_disk`]).
+    pub fn filed_now(&self, url: &str) -> Filed {
+        let stripe = Cache::stripe(key_of(url));
+        Filed {
+            stripe,
+            removals: self.removals[stripe].load(Ordering::SeqCst),
         }
     }
 
@@ -141,10 +171,17 @@ impl Cache {
     /// without `Vary` it replaces every variant of its URL; with one, the
     /// variant with the same secondary key. Set the key first
     /// ([`Object::keyed_by`]): an object with `Vary` and no key is dropped.
-    pub fn put_memory(&self, object: Arc<Object>) {
+    pub fn put_memory(&self, object: Arc<Object>) -> Filed {
         let key = object.key();
-        let evicted = self.shard(key).lock().expect("shard lock").insert(object);
+        let stripe = Cache::stripe(key);
+        // Read under the shard lock that removals also take.
+        let (evicted, removals) = {
+            let mut shard = self.shard(key).lock().expect("shard lock");
+            let removals = self.removals[stripe].load(Ordering::SeqCst);
+            (shard.insert(object), removals)
+        };
         self.count_evictions(evicted);
+        Filed { stripe, removals }
     }
 
     fn count_evictions(&self, n: usize) {
@@ -158,19 +195,24 @@ impl Cache {
         self.evictions.load(Ordering::Relaxed)
     }
 
-    /// Writes an object to disk, if there is a disk store. Blocking.
-    pub fn put_disk(&self, object: &Object) -> std::io::Result<()> {
-        match &self.disk {
-            Some(d) => d.put(object),
-            None => Ok(()),
-        }
+    /// Writes an object to disk, if there is a disk store and its URL was
+    /// not removed since it was `filed`. Blocking.
+    pub fn put_disk(&self, object: &Object, filed: Filed) -> std::io::Result<()> {
+        let Some(d) = &self.disk else { return Ok(()) };
+        let removals = &self.removals[filed.stripe];
+        d.put_if(object, || removals.load(Ordering::SeqCst) == filed.removals)
+            .map(|_| ())
     }
 
-    /// Drops every copy of `url`, all variants. Blocking when there is a
-    /// disk store.
+    /// Drops every copy of `url`, all variants, and every disk write of
+    /// it under way. Blocking when there is a disk store.
     pub fn remove(&self, url: &str) {
         let key = key_of(url);
-        self.shard(key).lock().expect("shard lock").remove(key);
+        {
+            let mut shard = self.shard(key).lock().expect("shard lock");
+            self.removals[Cache::stripe(key)].fetch_add(1, Ordering::SeqCst);
+            shard.remove(key);
+        }
         if let Some(d) = &self.disk {
             d.remove(key);
         }
@@ -228,8 +270,8 @@ mod tests {
         let gz = object(u, vary, b"gz").keyed_by(h(&[("Accept-Encoding", "gzip")]));
         let id = object(u, vary, b"id").keyed_by(h(&[]));
         for o in [&gz, &id] {
-            c.put_memory(Arc::new(o.clone()));
-            c.put_disk(o).unwrap();
+            let filed = c.put_memory(Arc::new(o.clone()));
+            c.put_disk(o, filed).unwrap();
         }
         assert_eq!(c.variants_memory(u).len(), 2);
         assert_eq!(c.get_memory(u).unwrap().body, "id");
@@ -238,7 +280,7 @@ mod tests {
             .is_none());
         c.remove(u);
         assert!(c.variants_memory(u).is_empty() && c.disk().unwrap().is_empty());
-        c.put_disk(&gz).unwrap();
+        c.put_disk(&gz, c.filed_now(u)).unwrap();
         assert!(c.get_disk_for(u, h(&[("Accept-Encoding", "br")])).is_none());
         let got = c
             .get_disk_for(u, h(&[("Accept-Encoding", "gzip")]))
@@ -251,5 +293,43 @@ mod tests {
             "gz"
         );
         assert_eq!(c.memory_usage().0, 1);
+    }
+
+    #[test]
+    fn rfc9111_4_4_a_disk_write_that_started_before_a_removal_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (disk, _) = DiskStore::open(dir.path(), 1 << 20, Policy::S3Fifo).unwrap();
+        let c = Cache::new(1 << 20, Policy::S3Fifo, Some(disk));
+        let (u, other) = ("http://o/post", "http://o/other");
+        let before = Arc::new(object(u, b"", b"before the POST"));
+        let filed = c.put_memory(before.clone());
+        let unrelated = Arc::new(object(other, b"", b"x"));
+        let unrelated_filed = c.put_memory(unrelated.clone());
+        // The POST's removal overtakes the write on its way to the disk.
+        c.remove(u);
+        c.put_disk(&before, filed).unwrap();
+        assert!(c.get_memory(u).is_none() && c.get_disk(u).is_none());
+        let files = |d: &std::path::Path| walk(d).iter().filter(|p| p.is_file()).count();
+        assert_eq!(files(dir.path()), 0, "nothing left behind");
+        // Other URLs' writes, and this URL's later ones, go on.
+        c.put_disk(&unrelated, unrelated_filed).unwrap();
+        let after = Arc::new(object(u, b"", b"after"));
+        let filed = c.put_memory(after.clone());
+        c.put_disk(&after, filed).unwrap();
+        assert_eq!(c.disk().unwrap().len(), 2);
+        assert_eq!(c.disk().unwrap().get(key_of(u), u).unwrap().body, "after");
+    }
+
+    fn walk(d: &std::path::Path) -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(d).map_or(Vec::new(), |rd| {
+            rd.flatten()
+                .flat_map(|e| {
+                    let p = e.path();
+                    let mut v = walk(&p);
+                    v.push(p);
+                    v
+                })
+                .collect()
+        })
     }
 }

@@ -199,11 +199,11 @@ pub(crate) async fn remove(sh: &Arc<Shared>, url: &str) {
 }
 
 pub(crate) fn store(sh: &Arc<Shared>, obj: Arc<Object>) {
-    sh.cache.put_memory(obj.clone());
+    let filed = sh.cache.put_memory(obj.clone());
     if sh.cache.has_disk() {
         let sh = sh.clone();
         tokio::task::spawn_blocking(move || {
-            if sh.cache.put_disk(&obj).is_err() {
+            if sh.cache.put_disk(&obj, filed).is_err() {
                 sh.stats.disk_errors.fetch_add(1, Ordering::Relaxed);
             }
         });
