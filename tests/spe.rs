@@ -38,6 +38,13 @@ fn origin_fetches(log: &Path) -> HashMap<String, u32> {
     n
 }
 
+/// The access log's lines for `url`.
+fn log_of(log: &Path, url: &str) -> String {
+    let all = std::fs::read_to_string(log).unwrap();
+    let lines: Vec<&str> = all.lines().filter(|l| l.contains(url)).collect();
+    lines.join("\n")
+}
+
 #[test]
 #[ignore = "needs Squid: run .ci/run (it installs it), or cargo test -- --ignored"]
 fn a_replayed_trace_compares_every_proxy_on_the_same_requests() {
@@ -207,7 +214,11 @@ fn a_replayed_trace_compares_every_proxy_on_the_same_requests() {
     assert!(!fetches.is_empty());
     for (url, n) in &fetches {
         let uncachable = url.ends_with('u');
-        assert!(uncachable || *n == 1, "{url} fetched {n} times");
+        assert!(
+            uncachable || *n == 1,
+            "{url} fetched {n} times; the Collector's log of it:\n{}",
+            log_of(&log, url)
+        );
     }
     let out = cacheoff(&["report", spe.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));

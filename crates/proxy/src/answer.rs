@@ -116,22 +116,19 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
     }
     match sh.inflight.join(key) {
         Join::Lead(leader) => {
+            // A fetch that ended between the lookup and the join stored its
+            // object before it left: found now, it is not fetched twice.
+            let stored = sh.cache.get_memory_keyed(key, &t.url, request_fields(req));
+            if let Some(obj) = stored.filter(|o| answers(sh, o, req, &directives)) {
+                leader.finish(Some(obj.clone()));
+                sh.stats.hits.fetch_add(1, Ordering::Relaxed);
+                return serve_stored(s, x, &obj, Served::Hit).await;
+            }
             sh.stats.misses.fetch_add(1, Ordering::Relaxed);
             forward(s, x, Some(leader), LogCode::Miss).await
         }
         Join::Wait(rx) => match inflight::wait(rx).await {
-            // The fetched variant answers this request too (Vary), if it
-            // is fresh for it: a fetch begun before this request came may
-            // bring a reply already past its lifetime.
-            Outcome::Stored(obj)
-                if obj.matches(request_fields(req))
-                    && collector_serves(sh, &obj, req)
-                    && (sh.cfg.collector
-                        || matches!(
-                            reuse(&directives, &obj.fresh, sh.cfg.clock.unix_now()),
-                            Reuse::Fresh | Reuse::Stale
-                        )) =>
-            {
+            Outcome::Stored(obj) if answers(sh, &obj, req, &directives) => {
                 sh.stats.hits.fetch_add(1, Ordering::Relaxed);
                 sh.stats.collapsed.fetch_add(1, Ordering::Relaxed);
                 serve_stored(s, x, &obj, Served::Collapsed).await
@@ -157,6 +154,20 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
             }
         },
     }
+}
+
+/// Whether an object another request's fetch just stored answers this
+/// one: the fetched variant may not be the one it selects (`Vary`), and a
+/// fetch begun before this request came may bring a reply already past
+/// its lifetime.
+fn answers(sh: &Shared, obj: &Object, req: &RequestHead, directives: &Directives) -> bool {
+    obj.matches(request_fields(req))
+        && collector_serves(sh, obj, req)
+        && (sh.cfg.collector
+            || matches!(
+                reuse(directives, &obj.fresh, sh.cfg.clock.unix_now()),
+                Reuse::Fresh | Reuse::Stale
+            ))
 }
 
 /// Whether a stored reply answers this request: always, except at the
