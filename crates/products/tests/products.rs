@@ -368,7 +368,7 @@ fn scenario(name: &str, mode: Mode) {
 
     twice_each(&r, mode, &[&o1, &o2], "/x");
     let t = Instant::now();
-    let c = log_counts(&r, 2);
+    let c = log_counts(&r, 4, 2);
     eprintln!("{name} {mode}: log read after {:?}", t.elapsed());
     assert_eq!(
         (c.requests, c.hits),

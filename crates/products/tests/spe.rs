@@ -229,7 +229,7 @@ fn spe(name: &str) {
     let other = send("GET", &c, &[], "");
     assert_eq!(body(&other), format!("parent: {c}\n"), "{name}: {c}");
     assert_eq!(parent.requests(&c), 1, "{name}: {c}: the parent's requests");
-    let logged = log_counts(&r, 2);
+    let logged = log_counts(&r, 5, 2);
     assert_eq!(
         (logged.requests, logged.hits),
         (5, 2),

@@ -170,12 +170,13 @@ pub fn run_dir() -> RunDir {
     RunDir(Some(d))
 }
 
-/// Waits for the log to show at least `hits` hits (products write it late).
-pub fn log_counts(r: &Running, hits: u64) -> cacheoff_products::LogCounts {
+/// Waits for the log to show at least `requests` requests and `hits` hits
+/// (products write it late, and a miss's line may come after a later hit's).
+pub fn log_counts(r: &Running, requests: u64, hits: u64) -> cacheoff_products::LogCounts {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let c = r.hits_from_log().unwrap();
-        if c.hits >= hits || Instant::now() >= deadline {
+        if (c.requests >= requests && c.hits >= hits) || Instant::now() >= deadline {
             return c;
         }
         std::thread::sleep(Duration::from_millis(100));
