@@ -438,23 +438,22 @@ impl DiskStore {
     /// It replaces what it supersedes as in the memory store; an object
     /// with `Vary` but no secondary key is not stored.
     pub fn put(&self, object: &Object) -> io::Result<()> {
-        self.put_if(object, || true).map(|_| ())
+        self.put_if(object, || true)
     }
 
     /// [`DiskStore::put`] if `still_wanted()`, asked under the index lock
     /// just before the file takes its place: a write that lost a race with
-    /// a removal of its URL must not bring the removed copy back. Says
-    /// whether it was written.
-    pub fn put_if(&self, object: &Object, still_wanted: impl FnOnce() -> bool) -> io::Result<bool> {
+    /// a removal of its URL must not bring the removed copy back.
+    pub fn put_if(&self, object: &Object, still_wanted: impl FnOnce() -> bool) -> io::Result<()> {
         let key = object.key();
         if !object.storable_key() {
             self.remove(key);
-            return Ok(false);
+            return Ok(());
         }
         let id = file_id(key, object.vary.as_ref());
         let bytes = encode(object);
         if bytes.len() as u64 > self.capacity {
-            return Ok(false);
+            return Ok(());
         }
         let seq = self.tmp_seq.fetch_add(1, Ordering::Relaxed);
         let tmp = self
@@ -479,7 +478,7 @@ impl DiskStore {
             if !still_wanted() {
                 drop(ix);
                 let _ = fs::remove_file(&tmp);
-                return Ok(false);
+                return Ok(());
             }
             // Renamed under the lock, so files take their places in the
             // order the index records them.
@@ -516,7 +515,7 @@ impl DiskStore {
         }
         let evicted = self.evict_to_capacity();
         self.evicted.fetch_add(evicted as u64, Ordering::Relaxed);
-        Ok(true)
+        Ok(())
     }
 
     /// Drops every variant of the URL with this key.

@@ -88,16 +88,6 @@ impl Cache {
         (key % STRIPES as u64) as usize
     }
 
-    /// The stamp a disk write of `url` takes when no memory store came
-    /// first ([`Cache::put_disk`]).
-    pub fn filed_now(&self, url: &str) -> Filed {
-        let stripe = Cache::stripe(key_of(url));
-        Filed {
-            stripe,
-            removals: self.removals[stripe].load(Ordering::SeqCst),
-        }
-    }
-
     fn shard(&self, key: u64) -> &Mutex<MemStore> {
         &self.shards[(key % SHARDS as u64) as usize]
     }
@@ -201,7 +191,6 @@ impl Cache {
         let Some(d) = &self.disk else { return Ok(()) };
         let removals = &self.removals[filed.stripe];
         d.put_if(object, || removals.load(Ordering::SeqCst) == filed.removals)
-            .map(|_| ())
     }
 
     /// Drops every copy of `url`, all variants, and every disk write of
@@ -280,7 +269,7 @@ mod tests {
             .is_none());
         c.remove(u);
         assert!(c.variants_memory(u).is_empty() && c.disk().unwrap().is_empty());
-        c.put_disk(&gz, c.filed_now(u)).unwrap();
+        c.put_disk(&gz, filed_now(&c, u)).unwrap();
         assert!(c.get_disk_for(u, h(&[("Accept-Encoding", "br")])).is_none());
         let got = c
             .get_disk_for(u, h(&[("Accept-Encoding", "gzip")]))
@@ -318,6 +307,15 @@ mod tests {
         c.put_disk(&after, filed).unwrap();
         assert_eq!(c.disk().unwrap().len(), 2);
         assert_eq!(c.disk().unwrap().get(key_of(u), u).unwrap().body, "after");
+    }
+
+    /// The stamp of a disk write with no memory store before it.
+    fn filed_now(c: &Cache, url: &str) -> Filed {
+        let stripe = Cache::stripe(key_of(url));
+        Filed {
+            stripe,
+            removals: c.removals[stripe].load(Ordering::SeqCst),
+        }
     }
 
     fn walk(d: &std::path::Path) -> Vec<std::path::PathBuf> {
