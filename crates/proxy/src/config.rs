@@ -1,11 +1,11 @@
 //! Proxy settings: every limit and timeout with its default, in one place.
 
-use crate::dest::DestRule;
 use crate::fault::Faults;
 use crate::framing::ReplyFraming;
+use cacheoff_access::DestRule;
+use cacheoff_access::IpNet;
 use cacheoff_base::{Clock, SystemClock};
 use cacheoff_cache::{Policy, Targeted};
-use ipnet::IpNet;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -138,11 +138,7 @@ impl ProxyConfig {
 
     /// Whether a client at `ip` may use the proxy.
     pub fn allows(&self, ip: IpAddr) -> bool {
-        let ip = match ip {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-            v4 => v4,
-        };
-        ip.is_loopback() || self.allow.iter().any(|n| n.contains(&ip))
+        cacheoff_access::client_allowed(&self.allow, ip)
     }
 
     /// The destination rules in force, if destinations are checked.

@@ -8,8 +8,9 @@
 //! collapsed forwarding (`inflight`), the access log and the counters.
 //!
 //! A request's path through the modules: `conn` reads it and refuses what
-//! it cannot serve (`limits` bounds slow and greedy clients, `dest` where
-//! a forward proxy may connect); `answer` decides hit, revalidation, miss or collapse;
+//! it cannot serve (`limits` bounds slow and greedy clients,
+//! `cacheoff_access` says who may connect and where a forward proxy may
+//! connect); `answer` decides hit, revalidation, miss or collapse;
 //! `hit` serves stored objects (the Collector's hits replay recorded miss
 //! timing, `replay`); `relay` passes origin replies on and fills the
 //! store; `framing` writes what the proxy adds to a reply ([`ReplyFraming`]
@@ -25,7 +26,6 @@ mod capacity;
 mod config;
 mod conn;
 mod damage;
-mod dest;
 mod fault;
 mod framing;
 mod hit;
@@ -38,8 +38,8 @@ mod send;
 mod upstream;
 
 pub use access_log::LogCode;
+pub use cacheoff_access::DestRule;
 pub use config::{ProxyConfig, Upstream};
-pub use dest::DestRule;
 pub use fault::{Fault, Faults};
 pub use framing::ReplyFraming;
 pub use replay::ReplayPrecision;

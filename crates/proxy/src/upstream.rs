@@ -5,7 +5,7 @@
 //! Ownership: a [`Pool`] belongs to one worker thread (`Rc`, no locks).
 
 use crate::config::{ProxyConfig, Upstream};
-use crate::dest::{admitted_resolved, Dest};
+use cacheoff_access::{admitted_resolved, Dest};
 use cacheoff_http::chunked::ChunkedDecoder;
 use cacheoff_http::response::parse_response_within;
 use cacheoff_http::{Framing, HttpError, RequestHead, ResponseHead};

@@ -1,4 +1,5 @@
-//! Where a forward proxy may connect (`--allow-dest`): the request's
+//! Where a connection made for a peer may go (`--allow-dest`,
+//! `--allow-target`): the request's
 //! `host[:port]` normalised once ([`Dest::parse`]) and matched against
 //! [`DestRule`]s before any connection is tried, so a refused destination
 //! looks the same (403) whether its port is open or closed.
@@ -8,6 +9,7 @@
 //! are refused as malformed rather than guessed at, so a rule for
 //! `127.0.0.0/8` cannot be dodged by spelling the address differently.
 
+use crate::unmap;
 use ipnet::IpNet;
 use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
@@ -15,14 +17,14 @@ use std::str::FromStr;
 
 /// A destination host, normalised.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Host {
+pub enum Host {
     Ip(IpAddr),
     /// Lower case, without a trailing dot.
     Name(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Dest {
+pub struct Dest {
     pub host: Host,
     pub port: u16,
 }
@@ -31,7 +33,7 @@ impl Dest {
     /// Parses the authority of an `http://` URI (already lower case);
     /// `Err(400)` for anything but a name, a dotted-quad IPv4 address or a
     /// bracketed IPv6 one, with an optional port (80 if absent).
-    pub(crate) fn parse(authority: &str) -> Result<Dest, u16> {
+    pub fn parse(authority: &str) -> Result<Dest, u16> {
         let (host, port) = match authority.strip_prefix('[') {
             Some(rest) => {
                 let (v6, after) = rest.split_once(']').ok_or(400u16)?;
@@ -63,13 +65,6 @@ impl Dest {
             Host::Ip(ip) => ip.is_loopback() || ip.is_unspecified(),
             Host::Name(n) => n == "localhost" || n.ends_with(".localhost"),
         }
-    }
-}
-
-fn unmap(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
     }
 }
 
@@ -141,7 +136,7 @@ impl DestRule {
         ]
     }
 
-    pub(crate) fn admits(&self, d: &Dest) -> bool {
+    pub fn admits(&self, d: &Dest) -> bool {
         if d.port < self.ports.0 || d.port > self.ports.1 {
             return false;
         }
@@ -163,7 +158,7 @@ impl DestRule {
 /// it resolved: a rule by address (`*` included) must admit the address
 /// too, so a name pointing at this machine does not get through `*`;
 /// a rule naming the host is trusted with whatever it resolves to.
-pub(crate) fn admitted_resolved(rules: &[DestRule], asked: &Dest, ip: IpAddr) -> bool {
+pub fn admitted_resolved(rules: &[DestRule], asked: &Dest, ip: IpAddr) -> bool {
     let resolved = Dest {
         host: Host::Ip(unmap(ip)),
         port: asked.port,
@@ -175,7 +170,7 @@ pub(crate) fn admitted_resolved(rules: &[DestRule], asked: &Dest, ip: IpAddr) ->
 }
 
 /// Whether any of `rules` admits `d`.
-pub(crate) fn admitted(rules: &[DestRule], d: &Dest) -> bool {
+pub fn admitted(rules: &[DestRule], d: &Dest) -> bool {
     rules.iter().any(|r| r.admits(d))
 }
 
@@ -183,7 +178,7 @@ impl FromStr for DestRule {
     type Err = String;
 
     fn from_str(s: &str) -> Result<DestRule, String> {
-        let bad = |why: &str| format!("--allow-dest {s:?}: {why} (expected HOST[:PORTS])");
+        let bad = |why: &str| format!("{s:?}: {why} (expected HOST[:PORTS])");
         let net_or_ip = |h: &str| {
             h.parse::<IpNet>()
                 .ok()
