@@ -1,14 +1,18 @@
 //! `cacheoff agent`: listens, then serves coordinators' runs
 //! (`cacheoff_fleet::serve`).
 
-use crate::cli::{AgentArgs, FleetArgs};
+use crate::cli::{AgentArgs, FleetArgs, TrustArgs};
 use crate::Failure;
 use anyhow::Context;
-use cacheoff_fleet::{AgentAddr, AgentConfig, Fleet, Role};
+use cacheoff_fleet::{AgentAddr, AgentConfig, Fleet, Role, Source};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub fn run(a: &AgentArgs) -> Result<(), Failure> {
+    let source = trust_source(&a.trust)?;
+    let trust = cacheoff_fleet::AgentTrust::load(&source)
+        .context("the fleet's credentials")
+        .map_err(Failure::usage)?;
     let listener = std::net::TcpListener::bind(&a.listen)
         .with_context(|| format!("--listen {}: cannot listen", a.listen))
         .map_err(Failure::usage)?;
@@ -17,24 +21,76 @@ pub fn run(a: &AgentArgs) -> Result<(), Failure> {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
+    let data = a
+        .data
+        .clone()
+        .unwrap_or_else(|| cacheoff_fleet::default_data(addr.port()));
+    let limits = cacheoff_fleet::Limits {
+        max_robots: a.max_robots,
+        max_servers: a.max_servers,
+        max_rate: a.max_rate,
+        max_connections: a.max_connections.max(1),
+        ..cacheoff_fleet::Limits::default()
+    };
+    let targets = if a.allow_target.is_empty() {
+        cacheoff_fleet::Targets::Announced
+    } else {
+        cacheoff_fleet::Targets::Only(a.allow_target.clone())
+    };
     let cfg = AgentConfig {
         build: crate::run_cmd::build(),
         host_ip: a.host_ip,
-        data: a.data.clone(),
+        data: data.clone(),
         workers,
         runs: a.runs,
+        trust,
+        limits,
+        targets,
     };
+    let say = |line: &str| eprintln!("cacheoff agent: {line}");
+    if cfg.trust.is_insecure() {
+        say(cacheoff_fleet::INSECURE_WARNING);
+    }
+    match &cfg.targets {
+        cacheoff_fleet::Targets::Announced => say(
+            "no --allow-target: its robots go where an authenticated coordinator's run says (its origin servers, its proxy)",
+        ),
+        cacheoff_fleet::Targets::Only(rules) => say(&format!(
+            "robots may reach: {} and this agent's own origin servers",
+            rules.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        )),
+    }
     println!(
-        "cacheoff agent listening on {addr} ({workers} workers, logs in {})",
-        a.data.display()
+        "cacheoff agent listening on {addr} ({workers} workers, {}, logs in {})",
+        match source {
+            Source::Dir(_) => "mutual TLS, fleet from --fleet-dir",
+            Source::Secret(_) => "mutual TLS, fleet from --secret-file",
+            Source::Insecure => "INSECURE: plaintext, anyone",
+        },
+        data.display()
     );
     cacheoff_fleet::serve(
         listener,
         cfg,
         Arc::new(|line: &str| eprintln!("cacheoff agent: {line}")),
     )
-    .context("agent failed")
-    .map_err(Failure::run)
+    .map_err(|e| match e {
+        cacheoff_fleet::FleetError::Data { .. } => Failure::usage(e),
+        e => Failure::run(anyhow::Error::new(e).context("agent failed")),
+    })
+}
+
+/// Where the fleet's credentials come from; one of the three must be
+/// named, plaintext only by `--insecure`.
+pub fn trust_source(t: &TrustArgs) -> Result<Source, Failure> {
+    match (&t.fleet_dir, &t.secret_file, t.insecure) {
+        (Some(d), _, _) => Ok(Source::Dir(d.clone())),
+        (_, Some(f), _) => Ok(Source::Secret(f.clone())),
+        (None, None, true) => Ok(Source::Insecure),
+        (None, None, false) => Err(Failure::usage(anyhow::anyhow!(
+            "a fleet needs credentials: --fleet-dir DIR (made by `cacheoff tls DIR`) or --secret-file FILE on the agents and the coordinator alike; --insecure for plaintext links anyone can drive"
+        ))),
+    }
 }
 
 /// The fleet `--agents`, `--roles` and `--agents-file` name (`None`:
@@ -105,7 +161,15 @@ pub fn fleet(a: &FleetArgs) -> Result<Option<Fleet>, Failure> {
     if agents.is_empty() {
         return Ok(None);
     }
+    let source = trust_source(&a.trust)?;
+    if source == Source::Insecure {
+        eprintln!("warning: {}", cacheoff_fleet::INSECURE_WARNING);
+    }
+    let trust = cacheoff_fleet::CoordinatorTrust::load(&source)
+        .context("the fleet's credentials")
+        .map_err(Failure::usage)?;
     Ok(Some(Fleet {
+        trust,
         agents,
         wait: a.agent_wait.0,
         max_skew: a.max_skew.0,

@@ -23,7 +23,7 @@ pub fn prepare(wl: &Workload, via: Via, fleet: &Fleet, dir: &Path) -> Result<Rea
     let name = dir
         .file_name()
         .map_or("run".into(), |n| n.to_string_lossy().into_owned());
-    let run_id = format!("{name}-{nonce:08x}");
+    let run_id = cacheoff_fleet::guard::run_id(&name, nonce);
     // Two descriptors per agent (its link, and a copy to write on).
     let needed = 2 * fleet.agents.len() as u64 + 256;
     cacheoff_agent::raise_fd_limit(needed).map_err(Failure::usage)?;

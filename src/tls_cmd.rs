@@ -1,5 +1,6 @@
 //! `cacheoff tls DIR` and a run's test CA: the certificate authority
-//! HTTPS runs trust (docs/https.md), made by `crates/tls`.
+//! HTTPS runs trust (docs/https.md), and the fleet's credentials
+//! (docs/security.md), made by `crates/tls`.
 
 use crate::Failure;
 use anyhow::Context;
@@ -58,6 +59,21 @@ pub fn tls_init(dir: &Path) -> Result<(), Failure> {
     println!(
         "then: cacheoff run WORKLOAD --reverse https://HOST:PORT --tls-dir {}",
         dir.display()
+    );
+    let (fleet, made) = cacheoff_tls::FleetKeys::create_dir(dir)
+        .context("the fleet's credentials")
+        .map_err(Failure::usage)?;
+    println!(
+        "{} fleet in {} (mutual TLS between agents and their coordinator; the fleet CA's key is not kept)",
+        if made { "a new" } else { "the" },
+        fleet.display()
+    );
+    println!("  ca.pem               the fleet CA both ends trust");
+    println!("  agent.pem, .key      every agent's certificate (for servers only)");
+    println!("  coordinator.pem, .key  the coordinator's (for clients only)");
+    println!(
+        "then: cacheoff agent --listen HOST:PORT --fleet-dir {d} ... and cacheoff run ... --agents HOST:PORT --fleet-dir {d}",
+        d = dir.display()
     );
     Ok(())
 }

@@ -2,15 +2,19 @@
 //! split issues exactly the plan one host would, the merged run is the sum
 //! of the agents' own logs, a lost agent leaves a partial run naming its
 //! share, a lost coordinator stops its agents, and a fleet that disagrees
-//! is refused before anything starts. (tests/netns.rs runs agents in
-//! network namespaces, as separate hosts.)
+//! is refused before anything starts. An agent obeys only its fleet:
+//! strangers, rogue coordinators and greedy peers are refused, bounded
+//! or timed out while the real coordinator's run goes on (docs/security.md).
+//! (tests/netns.rs runs agents in network namespaces, as separate hosts.)
 
 mod support;
 
 use cacheoff::run_cmd::{build, run_setup, RunResult, Setup};
 use cacheoff_agent::{StopHandle, Via};
 use cacheoff_fleet::wire::{self, FromAgent, Prepare, ToAgent, ViaSpec};
-use cacheoff_fleet::{AgentAddr, AgentConfig, Fleet, Role};
+use cacheoff_fleet::{
+    AgentAddr, AgentConfig, AgentTrust, CoordinatorTrust, Fleet, Limits, Role, Source, Targets,
+};
 use cacheoff_rundir::{AgentState, RunDir};
 use cacheoff_workload::{ObjectSpace, Workload};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -26,8 +30,32 @@ struct LocalAgent {
     serving: JoinHandle<Result<(), cacheoff_fleet::FleetError>>,
 }
 
+/// The fleet's shared secret, one per test binary.
+fn secret() -> Source {
+    Source::Secret(secret_file())
+}
+
+fn secret_file() -> PathBuf {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("secret"), "the fleet's secret, for tests\n").unwrap();
+        d
+    });
+    dir.path().join("secret")
+}
+
 /// An agent in this process serving one run (`version`: another build's).
 fn agent(workers: usize, version: Option<&str>) -> LocalAgent {
+    agent_with(workers, version, Limits::default(), Targets::Announced)
+}
+
+fn agent_with(
+    workers: usize,
+    version: Option<&str>,
+    limits: Limits,
+    targets: Targets,
+) -> LocalAgent {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let data = tempfile::tempdir().unwrap();
@@ -41,9 +69,13 @@ fn agent(workers: usize, version: Option<&str>) -> LocalAgent {
         data: data.path().into(),
         workers,
         runs: Some(1),
+        trust: AgentTrust::load(&secret()).unwrap(),
+        limits,
+        targets,
     };
-    let serving =
-        std::thread::spawn(move || cacheoff_fleet::serve(listener, cfg, Arc::new(|_| {})));
+    let serving = std::thread::spawn(move || {
+        cacheoff_fleet::serve(listener, cfg, Arc::new(|l: &str| eprintln!("agent: {l}")))
+    });
     LocalAgent {
         addr,
         data,
@@ -64,6 +96,7 @@ fn fleet(agents: &[(SocketAddr, Role)]) -> Fleet {
         max_skew: Duration::from_millis(50),
         version: cacheoff_fleet::version_of(&build()),
         lost_after: Duration::from_secs(10),
+        trust: CoordinatorTrust::load(&secret()).unwrap(),
     }
 }
 
@@ -114,6 +147,7 @@ fn local_log(data: &Path) -> PathBuf {
     let runs: Vec<PathBuf> = std::fs::read_dir(data)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
         .collect();
     assert_eq!(runs.len(), 1, "one run in {data:?}");
     runs[0].clone()
@@ -217,6 +251,8 @@ fn a_lost_agent_leaves_a_partial_run_naming_its_share() {
             "--data",
         ])
         .arg(data.path())
+        .arg("--secret-file")
+        .arg(secret_file())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -267,9 +303,15 @@ fn a_lost_agent_leaves_a_partial_run_naming_its_share() {
     assert!(r.summary.total.xacts > survivor.total.xacts);
 }
 
-/// A coordinator speaking the protocol by hand.
+/// A coordinator of the fleet speaking the protocol by hand.
 fn hello(addr: SocketAddr, version: &str) -> (wire::Reader, wire::Writer, FromAgent) {
-    let (mut r, w) = wire::split(TcpStream::connect(addr).unwrap()).unwrap();
+    let (mut r, w) = CoordinatorTrust::load(&secret())
+        .unwrap()
+        .connect(
+            TcpStream::connect(addr).unwrap(),
+            Instant::now() + Duration::from_secs(30),
+        )
+        .unwrap();
     w.send(&ToAgent::Hello {
         version: version.into(),
         protocol: wire::PROTOCOL,
@@ -360,11 +402,13 @@ fn an_agent_whose_coordinator_is_lost_stops_within_an_interval() {
         FromAgent::Prepared { servers } => servers,
         other => panic!("{other:?}"),
     };
+    tx.send(&ToAgent::Servers { servers }).unwrap();
+    let accepted = r.recv::<FromAgent>(Some(Duration::from_secs(30))).unwrap();
+    assert!(matches!(accepted, FromAgent::Accepted), "{accepted:?}");
     tx.send(&ToAgent::Start {
         start_unix: cacheoff_fleet::unix_now() + 0.2,
         clock_offset_s: 0.0,
         clock_slack_s: 0.002,
-        servers,
     })
     .unwrap();
     // One interval arrives; then the coordinator goes silent and away.

@@ -332,11 +332,11 @@ fn run_args(out: &Path) -> Vec<String> {
 fn wait_for_local_log(data: &Path, limit: Duration) -> PathBuf {
     let mut found = None;
     wait_until(&format!("a run in {}", data.display()), limit, || {
-        found = std::fs::read_dir(data)
-            .ok()
-            .and_then(|mut d| d.next())
-            .and_then(Result::ok)
-            .map(|e| e.path());
+        found = std::fs::read_dir(data).ok().and_then(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .find(|p| p.is_dir())
+        });
         found.is_some()
     });
     found.unwrap()
@@ -552,6 +552,9 @@ impl Lab {
         let proxy_proc = self.spawn(Some("px"), "proxy", &args);
         let line = self.line(proxy_proc, "forward proxy on", Duration::from_secs(15));
         println!("px: {line}");
+        // The fleet's credentials, as `cacheoff tls` makes them.
+        let creds = self.dir.join("creds");
+        cacheoff_tls::FleetKeys::create_dir(&creds).unwrap();
         let mut agents = Vec::new();
         for host in ["c1", "c2", "srv"] {
             let ip = self.ip(host);
@@ -569,6 +572,11 @@ impl Lab {
                 workers.to_string(),
                 "--data".into(),
                 data.display().to_string(),
+                "--fleet-dir".into(),
+                creds.display().to_string(),
+                // Its robots reach the proxy and the fleet's hosts only.
+                "--allow-target".into(),
+                net.clone(),
             ];
             let proc = self.spawn(Some(host), &format!("agent-{host}"), &args);
             let line = self.line(proc, "listening on", Duration::from_secs(15));
@@ -611,6 +619,8 @@ impl Lab {
             format!("servers={}", addrs[2]),
             "--proxy".into(),
             fleet.proxy.to_string(),
+            "--fleet-dir".into(),
+            self.dir.join("creds").display().to_string(),
         ]);
         println!("co: cacheoff {}", args.join(" "));
         let t = Instant::now();

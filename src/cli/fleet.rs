@@ -2,6 +2,7 @@
 //! `--agents` (docs/distributed.md).
 
 use cacheoff_base::Dur;
+use cacheoff_fleet::Limits;
 use clap::Args;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -17,9 +18,33 @@ pub struct AgentArgs {
     /// index in the whole run (agents on one machine's loopback).
     #[arg(long, value_name = "IP")]
     pub host_ip: Option<Ipv4Addr>,
-    /// Where each run's own log is kept (DIR/<run id>/, a run directory).
-    #[arg(long, value_name = "DIR", default_value = "cacheoff-agent")]
-    pub data: PathBuf,
+    /// Where each run's own log is kept (DIR/<run id>/, a run directory);
+    /// default cacheoff-agent-PORT, PORT the one it listens on. One agent
+    /// at a time may use a directory.
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    #[command(flatten)]
+    pub trust: TrustArgs,
+    /// Where its robots may send traffic (repeatable): CIDR or address,
+    /// with :PORT or :LOW-HIGH. A run whose proxy, surrogate or origin
+    /// servers (other than this agent's own) fall outside is refused
+    /// before it starts. Without any: the run's own origin servers and
+    /// the proxy its coordinator names.
+    #[arg(long, value_name = "CIDR[:PORTS]")]
+    pub allow_target: Vec<cacheoff_access::DestRule>,
+    /// The most robots this agent runs of one run's share.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_robots)]
+    pub max_robots: u64,
+    /// The most origin servers this agent binds for one run.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_servers)]
+    pub max_servers: u32,
+    /// The highest request rate (per second, at the workload's peak) of
+    /// this agent's share.
+    #[arg(long, value_name = "PER_SECOND", default_value_t = Limits::default().max_rate)]
+    pub max_rate: f64,
+    /// Links open at once; more are closed as they come.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_connections)]
+    pub max_connections: usize,
     /// Worker threads for robots and servers (default: one per core); a
     /// client agent's share of the robots is its threads over all.
     #[arg(long, value_name = "N")]
@@ -53,4 +78,25 @@ pub struct FleetArgs {
     /// agent (measured at the handshake).
     #[arg(long, value_name = "TIME", default_value = "50ms")]
     pub max_skew: Dur,
+    #[command(flatten)]
+    pub trust: TrustArgs,
+}
+
+/// How the ends of a fleet prove who they are (docs/security.md).
+#[derive(Debug, Args, Default, Clone)]
+pub struct TrustArgs {
+    /// The fleet's credentials as `cacheoff tls DIR` made them (DIR, or
+    /// its fleet/ subdirectory): mutual TLS, agents and coordinator each
+    /// with a certificate of their role under the fleet's CA.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["secret_file", "insecure"])]
+    pub fleet_dir: Option<PathBuf>,
+    /// A file holding a secret shared by the fleet (at least 16 bytes):
+    /// both ends derive the fleet's CA from it, then mutual TLS as with
+    /// --fleet-dir.
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    pub secret_file: Option<PathBuf>,
+    /// Plaintext links, no authentication: anyone who reaches an agent
+    /// can drive it (within its --allow-target). For a sealed lab only.
+    #[arg(long)]
+    pub insecure: bool,
 }

@@ -9,7 +9,7 @@ mod fleet;
 mod traffic;
 mod workload;
 
-pub use fleet::{AgentArgs, FleetArgs};
+pub use fleet::{AgentArgs, FleetArgs, TrustArgs};
 pub use traffic::{CachableRule, MultiplierArgs, ReplayArgs, TraceArgs};
 pub use workload::{AddrMapFormat, PglArgs, WorkloadArgs, WorkloadCommand};
 
@@ -78,8 +78,10 @@ pub enum Command {
     /// Make a test CA and a server certificate for HTTPS runs in DIR (or
     /// show the one there): configure the product under test with
     /// DIR/server.pem and DIR/server.key, and give runs --tls-dir DIR.
+    /// Also the fleet's credentials in DIR/fleet/ (agents and coordinator
+    /// take --fleet-dir DIR).
     Tls {
-        /// Where the CA goes (ca.pem, server.pem, server.key).
+        /// Where the CA goes (ca.pem, server.pem, server.key, fleet/).
         dir: PathBuf,
     },
 }

@@ -2,17 +2,27 @@
 //! at a time, streams each merged interval back, and keeps its own log of
 //! the run (a run directory per run id under its data directory), so
 //! nothing is lost if the coordinator's link drops.
+//!
+//! A link is a stranger's until it proves, within one handshake deadline,
+//! that it is the fleet's coordinator (`trust`); only then does the agent
+//! say its version or take a run. Links are few and bounded per address,
+//! and even the fleet's coordinator gets only what `guard` allows.
+//! Ownership: `serve`'s loop owns the listener; each link runs on a thread
+//! of its own, and `State` (under its locks) is all they share.
 
+use crate::guard::{self, Limits, Targets};
+use crate::trust::AgentTrust;
 use crate::wire::{self, workload_digest, FromAgent, Prepare, Reader, ToAgent, ViaSpec, Writer};
 use crate::{unix_now, FleetError};
 use cacheoff_agent::{BoundServers, Jump, RunConfig, Share, Sink, StopHandle, Via};
 use cacheoff_rundir::{Build, Manifest, Mode, RunDir};
 use cacheoff_stats::IntervalStats;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How an agent runs.
 #[derive(Debug, Clone)]
@@ -21,38 +31,140 @@ pub struct AgentConfig {
     /// One address for this host's robots and servers (a pod's IP); else
     /// the workload's ranges at each one's index in the run.
     pub host_ip: Option<Ipv4Addr>,
-    /// Where each run's local log goes (`DATA/<run id>/`).
+    /// Where each run's local log goes (`DATA/<run id>/`); one agent at a
+    /// time may use it.
     pub data: PathBuf,
     /// Worker threads.
     pub workers: usize,
     /// Exit after this many runs (`None`: serve forever).
     pub runs: Option<u32>,
+    /// Whom it lets drive it.
+    pub trust: AgentTrust,
+    /// What it holds at most.
+    pub limits: Limits,
+    /// Where its robots may send traffic.
+    pub targets: Targets,
+}
+
+/// The data directory an agent listening on `port` uses unless told:
+/// one per port, so agents on one host never share one.
+pub fn default_data(port: u16) -> PathBuf {
+    PathBuf::from(format!("cacheoff-agent-{port}"))
 }
 
 /// What the agent says as it goes (the caller prints it).
 pub type Log = dyn Fn(&str) + Send + Sync;
 
-/// How long a coordinator may take to answer during the handshake.
-const HANDSHAKE: Duration = Duration::from_secs(60);
+/// The file in a data directory whose lock says an agent uses it.
+const LOCK_FILE: &str = ".cacheoff-agent.lock";
+
+/// Holds `dir` for this agent for as long as it lives.
+fn lock_data(dir: &Path) -> Result<std::fs::File, FleetError> {
+    std::fs::create_dir_all(dir).map_err(|e| FleetError::Data {
+        dir: dir.into(),
+        why: e.to_string(),
+    })?;
+    let path = dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| FleetError::Data {
+            dir: dir.into(),
+            why: e.to_string(),
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(FleetError::Data {
+            dir: dir.into(),
+            why: "another cacheoff agent is using it (give each agent its own --data)".into(),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(FleetError::Data {
+            dir: dir.into(),
+            why: e.to_string(),
+        }),
+    }
+}
+
+/// What the links of one agent share.
+#[derive(Default)]
+struct State {
+    /// The run it is in, if any.
+    busy: Mutex<Option<String>>,
+    done: AtomicU32,
+    failed: AtomicU32,
+    /// Links open now.
+    links: AtomicUsize,
+    /// Links not yet authenticated, by peer address.
+    pending: Mutex<HashMap<IpAddr, usize>>,
+    refusals: Mutex<Refusals>,
+}
+
+/// Strangers turned away, said at most once per [`Refusals::EVERY`].
+#[derive(Default)]
+struct Refusals {
+    since: u64,
+    said: Option<Instant>,
+}
+
+impl Refusals {
+    const EVERY: Duration = Duration::from_secs(10);
+
+    fn note(&mut self, why: &str, log: &Log) {
+        self.since += 1;
+        if self.said.is_none_or(|t| t.elapsed() >= Self::EVERY) {
+            log(&format!(
+                "refused {} link(s) in the last {}s; latest: {why}",
+                self.since,
+                Self::EVERY.as_secs()
+            ));
+            self.since = 0;
+            self.said = Some(Instant::now());
+        }
+    }
+}
+
+/// Counts a link open for as long as it lives.
+struct LinkSlot(Arc<State>);
+
+impl Drop for LinkSlot {
+    fn drop(&mut self) {
+        self.0.links.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Counts a link from `ip` as a stranger's until dropped.
+struct Pending(Arc<State>, IpAddr);
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let mut p = self.0.pending.lock().unwrap();
+        if let Some(n) = p.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                p.remove(&self.1);
+            }
+        }
+    }
+}
 
 /// Serves coordinators on `listener` until `cfg.runs` runs are done.
 pub fn serve(listener: TcpListener, cfg: AgentConfig, log: Arc<Log>) -> Result<(), FleetError> {
+    let _data = lock_data(&cfg.data)?;
     listener.set_nonblocking(true)?;
-    let busy: Arc<Mutex<Option<String>>> = Arc::default();
-    let done = Arc::new(AtomicU32::new(0));
-    let failed = Arc::new(AtomicU32::new(0));
+    let state: Arc<State> = Arc::default();
     loop {
-        if cfg
-            .runs
-            .is_some_and(|n| done.load(Ordering::SeqCst) >= n && busy.lock().unwrap().is_none())
-        {
-            return match failed.load(Ordering::SeqCst) {
+        if cfg.runs.is_some_and(|n| {
+            state.done.load(Ordering::SeqCst) >= n && state.busy.lock().unwrap().is_none()
+        }) {
+            return match state.failed.load(Ordering::SeqCst) {
                 0 => Ok(()),
                 n => Err(FleetError::Run(format!("{n} of its runs failed"))),
             };
         }
-        let stream = match listener.accept() {
-            Ok((s, _)) => s,
+        let (stream, peer) = match listener.accept() {
+            Ok(s) => s,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(50));
                 continue;
@@ -63,85 +175,172 @@ pub fn serve(listener: TcpListener, cfg: AgentConfig, log: Arc<Log>) -> Result<(
                 continue;
             }
         };
-        let _ = stream.set_nonblocking(false);
-        let current = busy.lock().unwrap().clone();
-        if let Some(run) = current {
-            // One run at a time: say so and hang up.
-            std::thread::spawn(move || refuse_busy(stream, &run));
+        let ip = cacheoff_access::unmap(peer.ip());
+        if state.links.load(Ordering::SeqCst) >= cfg.limits.max_connections {
+            state.refusals.lock().unwrap().note(
+                &format!("{peer}: {} links open already", cfg.limits.max_connections),
+                &*log,
+            );
             continue;
         }
-        *busy.lock().unwrap() = Some("(starting)".into());
-        let (cfg, log, busy) = (cfg.clone(), log.clone(), busy.clone());
-        let (done, failed) = (done.clone(), failed.clone());
-        std::thread::spawn(move || {
-            let ran = session(stream, &cfg, &*log, &busy);
-            if let Err(e) = &ran {
-                log(&format!("session ended: {e}"));
+        {
+            let mut pending = state.pending.lock().unwrap();
+            let n = pending.entry(ip).or_default();
+            if *n >= cfg.limits.max_pending_per_peer {
+                drop(pending);
+                state.refusals.lock().unwrap().note(
+                    &format!(
+                        "{peer}: {} unauthenticated links from it already",
+                        cfg.limits.max_pending_per_peer
+                    ),
+                    &*log,
+                );
+                continue;
             }
-            match ran {
-                Ok(true) => {
-                    done.fetch_add(1, Ordering::SeqCst);
-                }
-                // A run that started and failed counts, as a failure.
-                Err(FleetError::Run(_) | FleetError::RunDir(_)) => {
-                    done.fetch_add(1, Ordering::SeqCst);
-                    failed.fetch_add(1, Ordering::SeqCst);
-                }
-                _ => {}
-            }
-            *busy.lock().unwrap() = None;
-        });
+            *n += 1;
+        }
+        state.links.fetch_add(1, Ordering::SeqCst);
+        let slot = LinkSlot(state.clone());
+        let pending = Pending(state.clone(), ip);
+        let _ = stream.set_nonblocking(false);
+        let (cfg2, log2, state2) = (cfg.clone(), log.clone(), state.clone());
+        let spawned = std::thread::Builder::new()
+            .name("agent-link".into())
+            .spawn(move || {
+                let _slot = slot;
+                link(stream, peer, pending, &cfg2, &*log2, &state2);
+            });
+        if let Err(e) = spawned {
+            log(&format!("cannot serve {peer}: {e}"));
+        }
     }
 }
 
-fn refuse_busy(stream: TcpStream, run: &str) {
-    let Ok((mut r, w)) = wire::split(stream) else {
-        return;
+/// One link, from its first byte: the peer's proof, its hello, then a
+/// session if the agent is free.
+fn link(
+    stream: TcpStream,
+    peer: SocketAddr,
+    pending: Pending,
+    cfg: &AgentConfig,
+    log: &Log,
+    state: &State,
+) {
+    let deadline = Instant::now() + cfg.limits.handshake;
+    let (mut r, w) = match cfg.trust.accept(stream, deadline) {
+        Ok(l) => l,
+        Err(e) => {
+            state
+                .refusals
+                .lock()
+                .unwrap()
+                .note(&format!("{peer}: {e}"), log);
+            return;
+        }
     };
-    let _ = r.recv::<ToAgent>(Some(Duration::from_secs(5)));
-    let _ = w.send(&FromAgent::Refused {
-        reason: format!("already in run {run}"),
-    });
+    let hello = r.recv::<ToAgent>(Some(deadline.saturating_duration_since(Instant::now())));
+    let wait_s = match hello {
+        Ok(ToAgent::Hello {
+            version,
+            protocol,
+            wait_s,
+        }) => {
+            if protocol != wire::PROTOCOL || version != crate::version_of(&cfg.build) {
+                refuse(&w, format!(
+                    "version mismatch: this agent is cacheoff {} (protocol {}), the coordinator {version} (protocol {protocol})",
+                    crate::version_of(&cfg.build),
+                    wire::PROTOCOL
+                ));
+                return;
+            }
+            wait_s
+        }
+        Ok(other) => {
+            refuse(&w, format!("expected hello, got {}", kind(&other)));
+            return;
+        }
+        Err(e) => {
+            state
+                .refusals
+                .lock()
+                .unwrap()
+                .note(&format!("{peer}: no hello: {e}"), log);
+            w.shutdown();
+            return;
+        }
+    };
+    // The peer is the fleet's (or anyone's, with --insecure).
+    drop(pending);
+    {
+        let mut busy = state.busy.lock().unwrap();
+        if let Some(run) = busy.as_ref() {
+            let reason = format!("already in run {run}");
+            drop(busy);
+            refuse(&w, reason);
+            return;
+        }
+        *busy = Some("(starting)".into());
+    }
+    let ran = session(r, w, wait_s, peer, cfg, log, &state.busy);
+    if let Err(e) = &ran {
+        log(&format!("session with {peer} ended: {e}"));
+    }
+    match ran {
+        Ok(true) => {
+            state.done.fetch_add(1, Ordering::SeqCst);
+        }
+        // A run that started and failed counts, as a failure.
+        Err(FleetError::Run(_) | FleetError::RunDir(_)) => {
+            state.done.fetch_add(1, Ordering::SeqCst);
+            state.failed.fetch_add(1, Ordering::SeqCst);
+        }
+        _ => {}
+    }
+    *state.busy.lock().unwrap() = None;
+}
+
+/// A message's kind, never its content (which may be anything).
+fn kind(m: &ToAgent) -> &'static str {
+    match m {
+        ToAgent::Hello { .. } => "hello",
+        ToAgent::Prepare(_) => "prepare",
+        ToAgent::Clock => "clock",
+        ToAgent::Servers { .. } => "servers",
+        ToAgent::Start { .. } => "start",
+        ToAgent::Jump(_) => "jump",
+        ToAgent::Ping => "ping",
+        ToAgent::Stop => "stop",
+    }
+}
+
+fn refuse(w: &Writer, reason: String) {
+    let _ = w.send(&FromAgent::Refused { reason });
     w.shutdown();
 }
 
-/// One coordinator's session; `Ok(true)` when a run started.
+/// One coordinator's session after its hello; `Ok(true)` when a run
+/// started.
+#[allow(clippy::too_many_arguments)]
 fn session(
-    stream: TcpStream,
+    mut r: Reader,
+    w: Writer,
+    wait_s: f64,
+    peer: SocketAddr,
     cfg: &AgentConfig,
     log: &Log,
     busy: &Mutex<Option<String>>,
 ) -> Result<bool, FleetError> {
-    let peer = stream.peer_addr().map_or("?".into(), |a| a.to_string());
-    let (mut r, w) = wire::split(stream)?;
-    let refuse = |reason: String| {
-        let _ = w.send(&FromAgent::Refused {
-            reason: reason.clone(),
-        });
-        w.shutdown();
+    let refused = |reason: String| {
+        refuse(&w, reason.clone());
         FleetError::Refused {
             agent: "this agent".into(),
             reason,
         }
     };
-    let mut wait = HANDSHAKE;
-    match r.recv::<ToAgent>(Some(HANDSHAKE))? {
-        ToAgent::Hello {
-            version,
-            protocol,
-            wait_s,
-        } => {
-            wait += Duration::from_secs_f64(wait_s.clamp(0.0, 86_400.0));
-            if protocol != wire::PROTOCOL || version != crate::version_of(&cfg.build) {
-                return Err(refuse(format!(
-                    "version mismatch: this agent is cacheoff {} (protocol {}), the coordinator {version} (protocol {protocol})",
-                    crate::version_of(&cfg.build),
-                    wire::PROTOCOL
-                )));
-            }
-        }
-        other => return Err(refuse(format!("expected hello, got {other:?}"))),
-    }
+    // The coordinator may take its own wait for other agents, within
+    // this agent's bound.
+    let wait = cfg.limits.handshake
+        + Duration::from_secs_f64(wait_s.clamp(0.0, cfg.limits.max_wait.as_secs_f64()));
     w.send(&FromAgent::Welcome {
         version: crate::version_of(&cfg.build),
         protocol: wire::PROTOCOL,
@@ -161,38 +360,85 @@ fn session(
         Ok(ToAgent::Prepare(p)) => p,
         // The coordinator refused this fleet after the handshake.
         Err(wire::WireError::Closed) => return Ok(false),
-        Ok(other) => return Err(refuse(format!("expected prepare, got {other:?}"))),
+        Ok(other) => return Err(refused(format!("expected prepare, got {}", kind(&other)))),
         Err(e) => return Err(e.into()),
     };
     if workload_digest(&prep.workload) != prep.workload_digest {
-        return Err(refuse(format!(
+        return Err(refused(format!(
             "workload mismatch: the workload received digests to {}, the coordinator's to {} (another version's workload model?)",
             workload_digest(&prep.workload),
             prep.workload_digest
         )));
     }
+    guard::check_prepare(&prep, &cfg.limits, cfg.workers as u32).map_err(&refused)?;
+    prep.workload
+        .validate()
+        .map_err(|e| refused(format!("workload: {e}")))?;
+    guard::check_via(&prep.via, &cfg.targets).map_err(&refused)?;
+    // Its log's directory, made now: a name another agent took is a
+    // refusal before anything starts.
+    let dir = cfg.data.join(&prep.run_id);
+    if let Err(e) = std::fs::create_dir(&dir) {
+        return Err(refused(format!(
+            "cannot make its log {}: {e} (two agents with one --data?)",
+            dir.display()
+        )));
+    }
+    let forget = |e: FleetError| {
+        let _ = std::fs::remove_dir(&dir);
+        e
+    };
     *busy.lock().unwrap() = Some(prep.run_id.clone());
-    let bound = match BoundServers::bind_range(
+    let bound = BoundServers::bind_range(
         &prep.workload,
         prep.servers[0]..prep.servers[1],
         cfg.host_ip,
-    ) {
-        Ok(b) => b,
-        Err(e) => return Err(refuse(format!("cannot start its origin servers: {e}"))),
-    };
+    )
+    .map_err(|e| forget(refused(format!("cannot start its origin servers: {e}"))))?;
+    let mine = bound.addrs();
     w.send(&FromAgent::Prepared {
-        servers: bound.addrs(),
-    })?;
-    let (clock, servers) = match r.recv::<ToAgent>(Some(wait)) {
+        servers: mine.clone(),
+    })
+    .map_err(|e| forget(e.into()))?;
+    let servers = match r.recv::<ToAgent>(Some(wait)) {
+        Ok(ToAgent::Servers { servers }) => servers,
+        Err(wire::WireError::Closed) => {
+            let _ = std::fs::remove_dir(&dir);
+            return Ok(false);
+        }
+        Ok(other) => {
+            return Err(forget(refused(format!(
+                "expected servers, got {}",
+                kind(&other)
+            ))))
+        }
+        Err(e) => return Err(forget(e.into())),
+    };
+    guard::check_servers(
+        &servers,
+        prep.workload.servers.count,
+        (prep.servers[0], &mine),
+        &cfg.targets,
+    )
+    .map_err(|e| forget(refused(e)))?;
+    w.send(&FromAgent::Accepted).map_err(|e| forget(e.into()))?;
+    let clock = match r.recv::<ToAgent>(Some(wait)) {
         Ok(ToAgent::Start {
             start_unix,
             clock_offset_s,
             clock_slack_s,
-            servers,
-        }) => ((start_unix, clock_offset_s, clock_slack_s), servers),
-        Err(wire::WireError::Closed) => return Ok(false),
-        Ok(other) => return Err(refuse(format!("expected start, got {other:?}"))),
-        Err(e) => return Err(e.into()),
+        }) => (start_unix, clock_offset_s, clock_slack_s),
+        Err(wire::WireError::Closed) => {
+            let _ = std::fs::remove_dir(&dir);
+            return Ok(false);
+        }
+        Ok(other) => {
+            return Err(forget(refused(format!(
+                "expected start, got {}",
+                kind(&other)
+            ))))
+        }
+        Err(e) => return Err(forget(e.into())),
     };
     log(&format!(
         "run {} from {peer}: workers {}..{} of {}, servers {}..{}",

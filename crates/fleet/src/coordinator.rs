@@ -7,6 +7,7 @@
 
 use crate::handshake::{handshake, link, Conn, Welcome};
 use crate::split::{fraction, split, Part, Role};
+use crate::trust::CoordinatorTrust;
 use crate::wire::{self, workload_digest, FromAgent, Prepare, ToAgent, ViaSpec, Writer};
 use crate::{unix_now, FleetError};
 use cacheoff_agent::{Gather, Jump, Sink, StopHandle, Timeline};
@@ -39,6 +40,8 @@ pub struct Fleet {
     pub version: String,
     /// Silence after which an agent counts as lost.
     pub lost_after: Duration,
+    /// Which agents it drives: the fleet's, or anyone (`--insecure`).
+    pub trust: CoordinatorTrust,
 }
 
 /// A finished run over many hosts.
@@ -191,6 +194,38 @@ pub fn prepare(
         .into_iter()
         .map(|s| s.expect("every server placed"))
         .collect();
+    // Every agent checks the servers against what it allows before
+    // anything starts.
+    for m in &fleet_members {
+        m.writer
+            .send(&ToAgent::Servers {
+                servers: servers.clone(),
+            })
+            .map_err(|e| link_of(m, e))?;
+    }
+    for m in &mut fleet_members {
+        let reader = m.reader.as_mut().expect("reader until the run");
+        match reader
+            .recv::<FromAgent>(Some(Duration::from_secs(60)))
+            .map_err(|e| FleetError::Link {
+                agent: m.record.addr.clone(),
+                why: e.to_string(),
+            })? {
+            FromAgent::Accepted => {}
+            FromAgent::Refused { reason } => {
+                return Err(FleetError::Refused {
+                    agent: m.record.addr.clone(),
+                    reason,
+                })
+            }
+            other => {
+                return Err(FleetError::Protocol {
+                    agent: m.record.addr.clone(),
+                    what: format!("expected it to accept the servers, got {other:?}"),
+                })
+            }
+        }
+    }
 
     Ok(Ready {
         members: fleet_members,
@@ -250,7 +285,6 @@ fn run_fleet(
             start_unix,
             clock_offset_s: m.offset_s,
             clock_slack_s: slack_s,
-            servers: servers.clone(),
         })?;
     }
     let start = Instant::now() + Duration::from_secs_f64((start_unix - unix_now()).max(0.0));
@@ -431,6 +465,13 @@ fn run_fleet(
         run: gather.finish(stop.is_stopped()),
         agents,
     })
+}
+
+fn link_of(m: &Member, e: wire::WireError) -> FleetError {
+    FleetError::Link {
+        agent: m.record.addr.clone(),
+        why: e.to_string(),
+    }
 }
 
 fn records(members: &[Member]) -> Vec<AgentRecord> {

@@ -1,7 +1,9 @@
-//! Reaching one agent: connecting (retrying while it comes up), the
-//! version check, and its clock against ours.
+//! Reaching one agent: connecting (retrying while it comes up), proving
+//! to each other that both are the fleet's (`trust`), the version check,
+//! and its clock against ours.
 
 use crate::coordinator::{AgentAddr, Fleet};
+use crate::trust::CoordinatorTrust;
 use crate::wire::{self, FromAgent, ToAgent, Writer};
 use crate::{unix_now, FleetError};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -9,6 +11,9 @@ use std::time::{Duration, Instant};
 
 /// Clock exchanges per agent at the handshake.
 const CLOCK_SAMPLES: usize = 8;
+
+/// How long an agent may take to prove itself and say hello.
+const HANDSHAKE: Duration = Duration::from_secs(30);
 
 pub(crate) struct Welcome {
     pub version: String,
@@ -30,7 +35,19 @@ pub(crate) fn link(a: &AgentAddr, e: wire::WireError) -> FleetError {
 /// version, and a clock within the skew limit.
 pub(crate) fn handshake(a: &AgentAddr, fleet: &Fleet) -> Result<(Conn, Welcome, u32), FleetError> {
     let stream = connect(&a.addr, fleet.wait)?;
-    let (mut reader, writer) = wire::split(stream)?;
+    let hint = match fleet.trust {
+        CoordinatorTrust::Insecure => "does the agent want --fleet-dir or --secret-file?",
+        CoordinatorTrust::Tls(_) => {
+            "do the agent and this coordinator use the same fleet (--fleet-dir, --secret-file)?"
+        }
+    };
+    let (mut reader, writer) = fleet
+        .trust
+        .connect(stream, Instant::now() + HANDSHAKE)
+        .map_err(|e| FleetError::Refused {
+            agent: a.addr.clone(),
+            reason: format!("the fleet's TLS handshake failed: {e} ({hint})"),
+        })?;
     let t0 = unix_now();
     writer
         .send(&ToAgent::Hello {
@@ -41,8 +58,14 @@ pub(crate) fn handshake(a: &AgentAddr, fleet: &Fleet) -> Result<(Conn, Welcome, 
         })
         .map_err(|e| link(a, e))?;
     let reply = reader
-        .recv::<FromAgent>(Some(Duration::from_secs(30)))
-        .map_err(|e| link(a, e))?;
+        .recv::<FromAgent>(Some(HANDSHAKE))
+        .map_err(|e| match e {
+            wire::WireError::Closed => FleetError::Refused {
+                agent: a.addr.clone(),
+                reason: format!("it closed the link before saying hello ({hint})"),
+            },
+            e => link(a, e),
+        })?;
     let t1 = unix_now();
     match reply {
         FromAgent::Welcome {
@@ -68,8 +91,7 @@ pub(crate) fn handshake(a: &AgentAddr, fleet: &Fleet) -> Result<(Conn, Welcome, 
             for _ in 0..CLOCK_SAMPLES {
                 let t0 = unix_now();
                 writer.send(&ToAgent::Clock)?;
-                let FromAgent::Clock { now_unix } = reader.recv(Some(Duration::from_secs(30)))?
-                else {
+                let FromAgent::Clock { now_unix } = reader.recv(Some(HANDSHAKE))? else {
                     return Err(FleetError::Protocol {
                         agent: a.addr.clone(),
                         what: "expected its clock".into(),

@@ -5,7 +5,9 @@
 //! exact fractions and the origin servers evenly ([`split`]), announces
 //! the servers' addresses and a common start, and merges the agents'
 //! intervals exactly into one run directory. The protocol is [`wire`]:
-//! JSON lines, histograms in HdrHistogram's compressed form.
+//! JSON lines, histograms in HdrHistogram's compressed form, over mutual
+//! TLS under the fleet's CA ([`trust`]); what an agent takes from even an
+//! authenticated coordinator is bounded by [`guard`].
 //!
 //! Faults: an agent lost mid-run leaves the run going, marked partial with
 //! its share named; a coordinator lost stops every agent within one
@@ -13,13 +15,17 @@
 
 pub mod agent;
 mod coordinator;
+pub mod guard;
 mod handshake;
 pub mod split;
+pub mod trust;
 pub mod wire;
 
-pub use agent::{serve, AgentConfig};
+pub use agent::{default_data, serve, AgentConfig};
 pub use coordinator::{coordinate, prepare, AgentAddr, AgentsSink, Fleet, FleetRun, Ready};
+pub use guard::{Limits, Targets};
 pub use split::Role;
+pub use trust::{AgentTrust, CoordinatorTrust, Source, INSECURE_WARNING};
 
 /// Why a run over many hosts could not start or go on.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +54,11 @@ pub enum FleetError {
     RunDir(#[from] cacheoff_rundir::RunDirError),
     #[error("run failed: {0}")]
     Run(String),
+    #[error("--data {}: {why}", dir.display())]
+    Data {
+        dir: std::path::PathBuf,
+        why: String,
+    },
 }
 
 /// What agents and coordinator compare: the version and the commit.

@@ -9,13 +9,17 @@ use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Changes whenever a message changes meaning.
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 
-/// The longest line either side accepts (a snapshot is a few KB).
+/// The longest line either side accepts (a snapshot is a few KB; a
+/// `Prepare` carries a workload with its tables).
 const MAX_LINE: u64 = 16 << 20;
+
+/// How long a peer may take to accept one message.
+const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How robots reach the servers, as the coordinator tells its agents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,14 +45,18 @@ pub enum ToAgent {
     Prepare(Box<Prepare>),
     /// What the agent's clock reads (it answers [`FromAgent::Clock`]).
     Clock,
-    /// Every server's address, and the start in the coordinator's clock,
-    /// with the agent's clock offset to it as measured, and how far
-    /// hosts' clocks may still differ.
+    /// Every origin server's address, by index: the agent checks them
+    /// against what it allows ([`FromAgent::Accepted`] or a refusal).
+    Servers {
+        servers: Vec<SocketAddr>,
+    },
+    /// The start in the coordinator's clock, with the agent's clock
+    /// offset to it as measured, and how far hosts' clocks may still
+    /// differ.
     Start {
         start_unix: f64,
         clock_offset_s: f64,
         clock_slack_s: f64,
-        servers: Vec<SocketAddr>,
     },
     /// A goal phase ends early.
     Jump(Jump),
@@ -99,6 +107,8 @@ pub enum FromAgent {
     Prepared {
         servers: Vec<SocketAddr>,
     },
+    /// It takes the run's servers and waits for the start.
+    Accepted,
     /// One interval merged over its workers: schedule interval `index`,
     /// lasting `duration_s` of schedule time.
     Interval {
@@ -149,48 +159,113 @@ impl WireError {
     }
 }
 
+/// What a link reads from: the socket itself, or TLS over it.
+enum ReadHalf {
+    Plain(TcpStream),
+    Tls(cacheoff_tls::blocking::TlsReader),
+}
+
+impl ReadHalf {
+    fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            ReadHalf::Plain(s) => s.set_read_timeout(t),
+            ReadHalf::Tls(r) => r.set_read_timeout(t),
+        }
+    }
+}
+
+impl Read for ReadHalf {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            ReadHalf::Plain(s) => s.read(buf),
+            ReadHalf::Tls(r) => r.read(buf),
+        }
+    }
+}
+
+enum WriteHalf {
+    Plain(TcpStream),
+    Tls(cacheoff_tls::blocking::TlsWriter),
+}
+
 /// The reading half of a connection.
 pub struct Reader {
-    inner: BufReader<TcpStream>,
+    inner: BufReader<ReadHalf>,
     line: Vec<u8>,
 }
 
 /// The writing half, shared by whoever needs to send.
 #[derive(Clone)]
-pub struct Writer(Arc<Mutex<TcpStream>>);
+pub struct Writer(Arc<Mutex<WriteHalf>>);
 
+/// A link in the clear (`--insecure`, or a peer refused before TLS).
 pub fn split(stream: TcpStream) -> std::io::Result<(Reader, Writer)> {
     let _ = stream.set_nodelay(true);
     let w = stream.try_clone()?;
-    Ok((
+    Ok(halves(ReadHalf::Plain(stream), WriteHalf::Plain(w)))
+}
+
+/// A link over TLS, its handshake done.
+pub(crate) fn split_tls((r, w): cacheoff_tls::blocking::Halves) -> (Reader, Writer) {
+    halves(ReadHalf::Tls(r), WriteHalf::Tls(w))
+}
+
+fn halves(r: ReadHalf, w: WriteHalf) -> (Reader, Writer) {
+    (
         Reader {
-            inner: BufReader::new(stream),
+            inner: BufReader::new(r),
             line: Vec::new(),
         },
         Writer(Arc::new(Mutex::new(w))),
-    ))
+    )
 }
 
+/// What a reader keeps between messages: a rare large one (a workload)
+/// is not held on to.
+const KEPT_CAPACITY: usize = 64 << 10;
+
 impl Reader {
-    /// The next message; `timeout` bounds the wait (`None`: forever).
+    /// The next message; `timeout` bounds the wait for the whole of it,
+    /// however it trickles in (`None`: forever).
     pub fn recv<T: for<'de> Deserialize<'de>>(
         &mut self,
         timeout: Option<Duration>,
     ) -> Result<T, WireError> {
-        self.inner.get_ref().set_read_timeout(timeout)?;
-        // A timeout may cut a line: what was read stays for the next call.
-        let n = (&mut self.inner)
-            .take(MAX_LINE)
-            .read_until(b'\n', &mut self.line)?;
-        if self.line.last() != Some(&b'\n') {
-            return Err(if n == 0 || (self.line.len() as u64) < MAX_LINE {
-                WireError::Closed
-            } else {
-                WireError::TooLong
-            });
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            let left = match deadline {
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(WireError::Io(std::io::ErrorKind::TimedOut.into()));
+                    }
+                    Some(left)
+                }
+                None => None,
+            };
+            self.inner.get_ref().set_read_timeout(left)?;
+            // A timeout may cut a line: what was read stays for the next call.
+            let buf = self.inner.fill_buf()?;
+            if buf.is_empty() {
+                return Err(WireError::Closed);
+            }
+            let (took, ended) = match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (buf.len(), false),
+            };
+            self.line.extend_from_slice(&buf[..took]);
+            self.inner.consume(took);
+            if self.line.len() as u64 > MAX_LINE {
+                self.line = Vec::new();
+                return Err(WireError::TooLong);
+            }
+            if ended {
+                break;
+            }
         }
         let msg = serde_json::from_slice(&self.line).map_err(|e| WireError::Bad(e.to_string()));
         self.line.clear();
+        self.line.shrink_to(KEPT_CAPACITY);
         msg
     }
 }
@@ -199,15 +274,28 @@ impl Writer {
     pub fn send<T: Serialize>(&self, msg: &T) -> Result<(), WireError> {
         let mut line = serde_json::to_vec(msg).map_err(|e| WireError::Bad(e.to_string()))?;
         line.push(b'\n');
-        let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        s.set_write_timeout(Some(Duration::from_secs(10)))?;
-        s.write_all(&line)?;
+        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match &mut *w {
+            WriteHalf::Plain(s) => {
+                s.set_write_timeout(Some(SEND_TIMEOUT))?;
+                s.write_all(&line)?;
+            }
+            WriteHalf::Tls(t) => {
+                t.set_write_timeout(Some(SEND_TIMEOUT))?;
+                t.write_all(&line)?;
+            }
+        }
         Ok(())
     }
 
     /// Closes both directions (the reader sees the end).
     pub fn shutdown(&self) {
-        let s = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = s.shutdown(std::net::Shutdown::Both);
+        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match &mut *w {
+            WriteHalf::Plain(s) => {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+            }
+            WriteHalf::Tls(t) => t.shutdown(),
+        }
     }
 }

@@ -1,16 +1,22 @@
 //! TLS for cacheoff: a test certificate authority and the server
 //! certificate it signs (`pki`), the client and server configurations
 //! robots, origin servers and products use (`config`), and one stream type
-//! for plain and TLS connections (`stream`).
+//! for plain and TLS connections (`stream`); a fleet's mutual TLS
+//! (`fleet`: the fleet CA from files or a shared secret, one certificate
+//! per role) over blocking sockets that one thread reads while another
+//! writes (`blocking`).
 //!
 //! Ownership: nothing here knows workloads or runs; callers pass the names
 //! a certificate covers and the protocols a connection offers.
 
+pub mod blocking;
 mod config;
+mod fleet;
 mod pki;
 mod stream;
 
 pub use config::{client_config, server_config, ALPN_H2, ALPN_HTTP1};
+pub use fleet::{FleetKeys, Side, AGENT_NAME, FLEET_DIR, MIN_SECRET};
 pub use pki::{Pki, CA_FILE, CERT_FILE, KEY_FILE};
 pub use rustls::{ClientConfig, ServerConfig};
 pub use stream::{accept, connect, Stream};
@@ -33,4 +39,11 @@ pub enum TlsError {
     Generate(#[from] rcgen::Error),
     #[error("TLS configuration: {0}")]
     Config(#[from] rustls::Error),
+    #[error("TLS peer verification: {0}")]
+    Verifier(String),
+    #[error("{path}: {why}")]
+    Secret {
+        path: std::path::PathBuf,
+        why: String,
+    },
 }

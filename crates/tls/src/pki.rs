@@ -109,7 +109,7 @@ fn write(path: &Path, text: &str) -> Result<(), TlsError> {
     })
 }
 
-fn pem(path: &Path, what: &'static str, e: rustls::pki_types::pem::Error) -> TlsError {
+pub(crate) fn pem(path: &Path, what: &'static str, e: rustls::pki_types::pem::Error) -> TlsError {
     match e {
         rustls::pki_types::pem::Error::Io(source) => TlsError::Io {
             path: path.to_path_buf(),
@@ -123,7 +123,7 @@ fn pem(path: &Path, what: &'static str, e: rustls::pki_types::pem::Error) -> Tls
     }
 }
 
-fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+pub(crate) fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let certs = CertificateDer::pem_file_iter(path)
         .map_err(|e| pem(path, "certificate", e))?
         .collect::<Result<Vec<_>, _>>()
