@@ -493,6 +493,7 @@ fn fake_agent(listener: TcpListener, lines: Vec<Vec<u8>>, rtt: Duration) -> Hear
                     .collect();
                 Some(FromAgent::Prepared { servers })
             }
+            ToAgent::Servers { .. } => Some(FromAgent::Accepted),
             ToAgent::Start { .. } => {
                 heard.start = Some(Instant::now());
                 for line in &lines {
@@ -579,6 +580,8 @@ fn whole_run(a: &Args, n: usize) {
         max_skew: Duration::from_secs(3600),
         version: "merge_sim".into(),
         lost_after: Duration::from_secs(10),
+        // The fakes speak plaintext: this measures the merge, not TLS.
+        trust: cacheoff_fleet::CoordinatorTrust::Insecure,
     };
     let rss0 = proc_status_kb("VmRSS:");
     // Peak memory from here on (5: reset VmHWM to the current RSS).
