@@ -488,3 +488,391 @@ measured = true
         assert_eq!(idx, want, "the agent followed the same time line");
     }
 }
+
+/// A server nobody should reach: it counts the connections it gets.
+struct Victim {
+    addr: SocketAddr,
+    reached: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+fn victim() -> Victim {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let reached = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = reached.clone();
+    // Lives as long as the test binary: a thread blocked in accept.
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            if c.is_ok() {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    });
+    Victim { addr, reached }
+}
+
+impl Victim {
+    fn reached(&self) -> usize {
+        self.reached.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+fn fleet_with(agents: &[(SocketAddr, Role)], trust: CoordinatorTrust) -> Fleet {
+    Fleet {
+        trust,
+        wait: Duration::from_secs(2),
+        ..fleet(agents)
+    }
+}
+
+fn other_secret() -> CoordinatorTrust {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("guess");
+    std::fs::write(&f, "a secret the fleet does not share").unwrap();
+    CoordinatorTrust::load(&Source::Secret(f)).unwrap()
+}
+
+#[test]
+fn a_coordinator_without_the_fleet_s_credentials_cannot_make_an_agent_send_one_request() {
+    let victim = victim();
+    let a = agent(1, None);
+    let w = simple(100.0, 10, 2, 0.5, 1.5);
+
+    // A stranger speaking the protocol in the clear: the agent wants TLS
+    // and says nothing back, not even its version.
+    let mut raw = TcpStream::connect(a.addr).unwrap();
+    let digest = wire::workload_digest(&w);
+    for msg in [
+        ToAgent::Hello {
+            version: cacheoff_fleet::version_of(&build()),
+            protocol: wire::PROTOCOL,
+            wait_s: 86_400.0,
+        },
+        prepare(&w, digest),
+    ] {
+        let mut line = serde_json::to_vec(&msg).unwrap();
+        line.push(b'\n');
+        let _ = std::io::Write::write_all(&mut raw, &line);
+    }
+    raw.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut heard = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut raw, &mut heard);
+    let heard = String::from_utf8_lossy(&heard);
+    assert!(
+        !heard.contains("cacheoff") && !heard.contains(env!("CARGO_PKG_VERSION")),
+        "the agent told a stranger: {heard:?}"
+    );
+
+    // Coordinators with a guessed secret, or none at all.
+    for (trust, why) in [
+        (other_secret(), "TLS handshake failed"),
+        (CoordinatorTrust::Insecure, "before saying hello"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let f = run_fleet(
+            dir.path(),
+            w.clone(),
+            Via::Proxy(victim.addr),
+            fleet_with(&[(a.addr, Role::Both)], trust),
+        )
+        .expect_err("a stranger is refused");
+        assert_eq!(f.code, 2, "{:#}", f.error);
+        assert!(format!("{:#}", f.error).contains(why), "{:#}", f.error);
+        assert!(!dir.path().join("manifest.json").exists());
+    }
+    assert_eq!(victim.reached(), 0, "not a single connection to the target");
+
+    // The fleet's own coordinator runs beside it all.
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_fleet(dir.path(), w, Via::Direct, fleet(&[(a.addr, Role::Both)]))
+        .map_err(|f| f.error)
+        .unwrap();
+    a.serving.join().unwrap().unwrap();
+    assert!(r.summary.total.xacts > 0);
+    assert_eq!(r.summary.total.errors.total, 0);
+    assert_eq!(victim.reached(), 0);
+}
+
+#[test]
+fn a_coordinator_of_the_fleet_cannot_aim_an_agent_outside_its_allow_list() {
+    let victim = victim();
+    let proxy = support::proxy::caching();
+    let allowed = Targets::Only(vec![proxy.addr().to_string().parse().unwrap()]);
+    let a = agent_with(1, None, Limits::default(), allowed.clone());
+    let w = simple(100.0, 10, 2, 0.5, 1.5);
+
+    // Through a proxy it does not allow: refused before anything starts.
+    let dir = tempfile::tempdir().unwrap();
+    let f = run_fleet(
+        dir.path(),
+        w.clone(),
+        Via::Proxy(victim.addr),
+        fleet(&[(a.addr, Role::Both)]),
+    )
+    .expect_err("outside the allow-list");
+    assert_eq!(f.code, 2);
+    let why = format!("{:#}", f.error);
+    assert!(
+        why.contains("outside this agent's --allow-target")
+            && why.contains(&victim.addr.to_string()),
+        "{why}"
+    );
+    assert!(!dir.path().join("manifest.json").exists());
+
+    // Origin servers announced at a place it does not allow: a rogue
+    // coordinator's run straight to them is refused too.
+    let version = cacheoff_fleet::version_of(&build());
+    let (mut r, tx, _) = hello(a.addr, &version);
+    let mut p = prepare(&w, wire::workload_digest(&w));
+    if let ToAgent::Prepare(p) = &mut p {
+        p.servers = [0, 1];
+    }
+    tx.send(&p).unwrap();
+    let mine = match r.recv(Some(Duration::from_secs(30))).unwrap() {
+        FromAgent::Prepared { servers } => servers,
+        other => panic!("{other:?}"),
+    };
+    tx.send(&ToAgent::Servers {
+        servers: vec![mine[0], victim.addr],
+    })
+    .unwrap();
+    let why = refusal(r.recv(Some(Duration::from_secs(30))).unwrap());
+    assert!(
+        why.contains("origin server 1") && why.contains("--allow-target"),
+        "{why}"
+    );
+    drop((r, tx));
+
+    // The proxy it allows: a clean run.
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_fleet(
+        dir.path(),
+        w,
+        Via::Proxy(proxy.addr()),
+        fleet(&[(a.addr, Role::Both)]),
+    )
+    .map_err(|f| f.error)
+    .unwrap();
+    a.serving.join().unwrap().unwrap();
+    assert_eq!(r.summary.total.errors.total, 0);
+    assert!(support::proxy::hits(&proxy) + support::proxy::misses(&proxy) > 0);
+    assert_eq!(victim.reached(), 0, "not a single connection to the target");
+}
+
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+/// The agents' link threads in this process (`agent-link`).
+fn link_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim() == "agent-link")
+        .count()
+}
+
+#[test]
+fn an_agent_takes_only_a_share_it_can_hold_and_a_plain_name_for_its_log() {
+    let a = agent(1, None);
+    let version = cacheoff_fleet::version_of(&build());
+    let w = simple(100.0, 10, 2, 0.5, 1.5);
+    let rss = rss_kb();
+    let outside = a.data.path().join("../escaped-by-run-id");
+    let cases: Vec<(Box<dyn Fn(&mut Prepare)>, &str)> = vec![
+        (
+            Box::new(|p| p.run_id = "../escaped-by-run-id".into()),
+            "plain name",
+        ),
+        (
+            Box::new(|p| p.run_id = a.data.path().join("abs").display().to_string()),
+            "plain name",
+        ),
+        (
+            Box::new(|p| p.workload.robots.count = 100_000_000),
+            "--max-robots",
+        ),
+        (
+            Box::new(|p| {
+                p.workers = [0, 100_000];
+                p.total_workers = 100_000;
+            }),
+            "--workers",
+        ),
+        (Box::new(|p| p.servers = [0, 5_000_000]), "servers"),
+    ];
+    for (edit, why) in cases {
+        let (mut r, tx, _) = hello(a.addr, &version);
+        let mut msg = prepare(&w, String::new());
+        if let ToAgent::Prepare(p) = &mut msg {
+            edit(p);
+            p.workload_digest = wire::workload_digest(&p.workload);
+        }
+        tx.send(&msg).unwrap();
+        let got = refusal(r.recv(Some(Duration::from_secs(30))).unwrap());
+        assert!(got.contains(why), "{why}: {got}");
+    }
+    assert!(
+        !outside.exists(),
+        "a run id wrote outside the data directory"
+    );
+    let grown = rss_kb().saturating_sub(rss);
+    assert!(grown < 200_000, "refusals cost {grown} KB");
+    let only: Vec<_> = std::fs::read_dir(a.data.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| !n.to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(
+        only.is_empty(),
+        "nothing logged for a refused run: {only:?}"
+    );
+}
+
+#[test]
+fn strangers_holding_links_neither_lock_out_the_coordinator_nor_grow_the_agent() {
+    let limits = Limits {
+        max_connections: 16,
+        max_pending_per_peer: 4,
+        handshake: Duration::from_millis(1500),
+        ..Limits::default()
+    };
+    let a = agent_with(1, None, limits, Targets::Announced);
+    // 60 idle links from 30 addresses (127.0.0.2..): far more than the
+    // agent holds; one byte of a TLS record each, then silence.
+    let held: Vec<TcpStream> = (0..60u8)
+        .filter_map(|k| {
+            let s =
+                socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).ok()?;
+            s.bind(&SocketAddr::from(([127, 0, 0, 2 + k / 2], 0)).into())
+                .ok()?;
+            s.connect(&a.addr.into()).ok()?;
+            let mut t: TcpStream = s.into();
+            let _ = std::io::Write::write_all(&mut t, &[0x16]);
+            Some(t)
+        })
+        .collect();
+    assert_eq!(held.len(), 60);
+    std::thread::sleep(Duration::from_millis(300));
+    // Other tests' agents beside it have a link or two each.
+    let during = link_threads();
+    assert!(during <= 16 + 8, "{during} link threads with 60 links held");
+    // Every held link is closed by the agent: at once beyond its limits,
+    // at the handshake deadline otherwise.
+    for mut s in held {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut buf = [0u8; 64];
+        let ended = loop {
+            match std::io::Read::read(&mut s, &mut buf) {
+                Ok(0) | Err(_) => break true,
+                Ok(_) => continue,
+            }
+        };
+        assert!(ended);
+    }
+    // The coordinator's run, once they are gone, as beside them.
+    let w = simple(100.0, 10, 2, 0.5, 1.5);
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_fleet(dir.path(), w, Via::Direct, fleet(&[(a.addr, Role::Both)]))
+        .map_err(|f| f.error)
+        .unwrap();
+    a.serving.join().unwrap().unwrap();
+    assert_eq!(r.summary.total.errors.total, 0);
+}
+
+#[test]
+fn the_coordinator_gets_in_while_strangers_hold_every_link() {
+    let limits = Limits {
+        max_connections: 8,
+        max_pending_per_peer: 8,
+        handshake: Duration::from_millis(1000),
+        ..Limits::default()
+    };
+    let a = agent_with(1, None, limits, Targets::Announced);
+    // Strangers keep every slot full for 4 s, reconnecting as they are cut.
+    let until = Instant::now() + Duration::from_secs(4);
+    let addr = a.addr;
+    let pest = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while Instant::now() < until {
+            // Those the agent has not cut yet.
+            held.retain(|s: &TcpStream| {
+                let mut b = [0u8; 1];
+                s.set_nonblocking(true).unwrap();
+                matches!(std::io::Read::read(&mut &*s, &mut b),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+            });
+            while held.len() < 8 {
+                let Ok(s) = TcpStream::connect(addr) else {
+                    break;
+                };
+                held.push(s);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    let w = simple(100.0, 10, 2, 0.5, 1.5);
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = fleet(&[(a.addr, Role::Both)]);
+    f.wait = Duration::from_secs(20);
+    let r = run_fleet(dir.path(), w, Via::Direct, f)
+        .map_err(|f| f.error)
+        .unwrap();
+    pest.join().unwrap();
+    a.serving.join().unwrap().unwrap();
+    assert_eq!(r.summary.total.errors.total, 0);
+}
+
+#[test]
+fn two_agents_given_one_data_directory_refuse_at_start() {
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path().to_str().unwrap();
+    let mut first = support::process::command()
+        .args([
+            "agent",
+            "--listen",
+            "127.0.0.1:0",
+            "--insecure",
+            "--data",
+            d,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(first.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(line.contains("listening on"), "{line}");
+    let second = support::process::cacheoff(&[
+        "agent",
+        "--listen",
+        "127.0.0.1:0",
+        "--insecure",
+        "--data",
+        d,
+    ]);
+    support::process::terminate(&mut first, Duration::from_secs(5));
+    assert_eq!(second.status.code(), Some(2));
+    let e = support::process::stderr(&second);
+    assert!(e.contains("another cacheoff agent is using it"), "{e}");
+}
+
+#[test]
+fn an_agent_wants_credentials_or_insecure_by_name() {
+    let o = support::process::cacheoff(&["agent", "--listen", "127.0.0.1:0"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = support::process::stderr(&o);
+    assert!(
+        e.contains("--fleet-dir") && e.contains("--secret-file") && e.contains("--insecure"),
+        "{e}"
+    );
+}

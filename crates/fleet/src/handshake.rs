@@ -34,20 +34,31 @@ pub(crate) fn link(a: &AgentAddr, e: wire::WireError) -> FleetError {
 /// Reaches an agent (retrying until `fleet.wait`) and checks it: the same
 /// version, and a clock within the skew limit.
 pub(crate) fn handshake(a: &AgentAddr, fleet: &Fleet) -> Result<(Conn, Welcome, u32), FleetError> {
-    let stream = connect(&a.addr, fleet.wait)?;
+    let until = Instant::now() + fleet.wait;
     let hint = match fleet.trust {
         CoordinatorTrust::Insecure => "does the agent want --fleet-dir or --secret-file?",
         CoordinatorTrust::Tls(_) => {
             "do the agent and this coordinator use the same fleet (--fleet-dir, --secret-file)?"
         }
     };
-    let (mut reader, writer) = fleet
-        .trust
-        .connect(stream, Instant::now() + HANDSHAKE)
-        .map_err(|e| FleetError::Refused {
-            agent: a.addr.clone(),
-            reason: format!("the fleet's TLS handshake failed: {e} ({hint})"),
-        })?;
+    // An agent at its link limit closes new links unheard: that is
+    // retried for the wait, as an agent not up yet is; a proof refused
+    // is not.
+    let (mut reader, writer) = loop {
+        let stream = connect(&a.addr, until.saturating_duration_since(Instant::now()))?;
+        match fleet.trust.connect(stream, Instant::now() + HANDSHAKE) {
+            Ok(link) => break link,
+            Err(e) if dropped(&e) && Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(250))
+            }
+            Err(e) => {
+                return Err(FleetError::Refused {
+                    agent: a.addr.clone(),
+                    reason: format!("the fleet's TLS handshake failed: {e} ({hint})"),
+                })
+            }
+        }
+    };
     let t0 = unix_now();
     writer
         .send(&ToAgent::Hello {
@@ -64,6 +75,14 @@ pub(crate) fn handshake(a: &AgentAddr, fleet: &Fleet) -> Result<(Conn, Welcome, 
                 agent: a.addr.clone(),
                 reason: format!("it closed the link before saying hello ({hint})"),
             },
+            // TLS 1.3: the agent judges our certificate after we think
+            // the handshake is over, and says no with an alert.
+            wire::WireError::Io(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                FleetError::Refused {
+                    agent: a.addr.clone(),
+                    reason: format!("the agent refused this coordinator: {e} ({hint})"),
+                }
+            }
             e => link(a, e),
         })?;
     let t1 = unix_now();
@@ -129,6 +148,15 @@ pub(crate) fn handshake(a: &AgentAddr, fleet: &Fleet) -> Result<(Conn, Welcome, 
             what: format!("expected welcome, got {other:?}"),
         }),
     }
+}
+
+/// Whether a link was closed before a word was said (not a refusal).
+fn dropped(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe
+    )
 }
 
 fn connect(addr: &str, wait: Duration) -> Result<TcpStream, FleetError> {
