@@ -44,7 +44,8 @@ meas() { jq -r ".phases[] | select(.name==\"meas\") | $1" "$2/summary.json"; }
 agent_run() {
   local dir=$1 log="$work/agent.log" addr=
   shift
-  "$bin" agent --listen 127.0.0.1:0 --workers "$workers" --runs 1 --data "$work/agent-data" >"$log" 2>&1 &
+  [ -d "$work/creds/fleet" ] || "$bin" tls "$work/creds" >/dev/null
+  "$bin" agent --listen 127.0.0.1:0 --workers "$workers" --runs 1 --data "$work/agent-data" --fleet-dir "$work/creds" >"$log" 2>&1 &
   agent_pid=$!
   for _ in $(seq 100); do
     addr=$(sed -n 's/^cacheoff agent listening on \([0-9.]*:[0-9]*\) .*/\1/p' "$log")
@@ -52,7 +53,7 @@ agent_run() {
     sleep 0.1
   done
   [ -n "$addr" ] || { echo "cacheoff agent did not start: $(cat "$log")" >&2; exit 1; }
-  "$bin" run "$@" --agents "$addr" -o "$dir" >/dev/null
+  "$bin" run "$@" --agents "$addr" --fleet-dir "$work/creds" -o "$dir" >/dev/null
   wait "$agent_pid"
   agent_pid=
 }

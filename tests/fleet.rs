@@ -876,3 +876,69 @@ fn an_agent_wants_credentials_or_insecure_by_name() {
         "{e}"
     );
 }
+
+/// The sh block of docs/distributed.md that holds `needle`.
+fn doc_block(needle: &str) -> String {
+    let doc = support::repo_file("docs/distributed.md");
+    doc.split("```sh\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .find(|b| b.contains(needle))
+        .unwrap_or_else(|| panic!("docs/distributed.md has no sh block with {needle}"))
+        .to_string()
+}
+
+#[test]
+fn two_agents_on_one_host_as_the_docs_show_them_run_a_clean_merged_run() {
+    let block = doc_block("127.0.0.1:7071");
+    let here = tempfile::tempdir().unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_cacheoff")).parent().unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    // The block exactly as shown, then a wait for the agents it started
+    // (they exit after their one run); a watchdog bounds it all.
+    let script = format!("set -e\n{block}\nwait\n");
+    let sh = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .current_dir(here.path())
+        .env("PATH", path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = sh.id();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watchdog = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            if !support::wait::within(Duration::from_secs(180), || {
+                done.load(std::sync::atomic::Ordering::SeqCst)
+            }) {
+                // The whole group: bash and the agents it started.
+                let _ = std::process::Command::new("pkill")
+                    .args(["-KILL", "-P", &pid.to_string()])
+                    .status();
+                support::process::signal(pid, "-KILL");
+            }
+        })
+    };
+    let out = sh.wait_with_output().unwrap();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    watchdog.join().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the documented commands failed:\n{stdout}"
+    );
+    let run = RunDir::open(&here.path().join("runs/two")).unwrap();
+    let s = run.summary.expect("the merged run's summary");
+    assert!(s.total.xacts > 1000, "{} transactions", s.total.xacts);
+    assert_eq!(s.total.errors.total, 0, "a clean run");
+    assert_eq!(s.partial, Some(false));
+    let agents = s.agents.unwrap();
+    assert_eq!(agents.len(), 2);
+    assert!(agents.iter().all(|a| a.state == AgentState::Complete));
+    // Each agent kept its own log, in a directory of its port.
+    for port in ["7071", "7072"] {
+        let log = local_log(&here.path().join(format!("cacheoff-agent-{port}")));
+        assert!(RunDir::open(&log).unwrap().summary.is_some(), "{port}");
+    }
+}

@@ -25,12 +25,12 @@ pub struct AgentArgs {
     pub data: Option<PathBuf>,
     #[command(flatten)]
     pub trust: TrustArgs,
-    /// Where its robots may send traffic (repeatable): CIDR or address,
-    /// with :PORT or :LOW-HIGH. A run whose proxy, surrogate or origin
-    /// servers (other than this agent's own) fall outside is refused
-    /// before it starts. Without any: the run's own origin servers and
-    /// the proxy its coordinator names.
-    #[arg(long, value_name = "CIDR[:PORTS]")]
+    /// Where its robots may send traffic (repeatable, or comma-separated):
+    /// CIDR or address, with :PORT or :LOW-HIGH. A run whose proxy,
+    /// surrogate or origin servers (other than this agent's own) fall
+    /// outside is refused before it starts. Without any: the run's own
+    /// origin servers and the proxy its coordinator names.
+    #[arg(long, value_name = "CIDR[:PORTS]", value_delimiter = ',')]
     pub allow_target: Vec<cacheoff_access::DestRule>,
     /// The most robots this agent runs of one run's share.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_robots)]

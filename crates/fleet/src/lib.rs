@@ -17,13 +17,15 @@ pub mod agent;
 mod coordinator;
 pub mod guard;
 mod handshake;
+mod listen;
 pub mod split;
 pub mod trust;
 pub mod wire;
 
-pub use agent::{default_data, serve, AgentConfig};
+pub use agent::{default_data, AgentConfig};
 pub use coordinator::{coordinate, prepare, AgentAddr, AgentsSink, Fleet, FleetRun, Ready};
 pub use guard::{Limits, Targets};
+pub use listen::serve;
 pub use split::Role;
 pub use trust::{AgentTrust, CoordinatorTrust, Source, INSECURE_WARNING};
 
