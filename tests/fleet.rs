@@ -684,7 +684,8 @@ fn an_agent_takes_only_a_share_it_can_hold_and_a_plain_name_for_its_log() {
     let w = simple(100.0, 10, 2, 0.5, 1.5);
     let rss = rss_kb();
     let outside = a.data.path().join("../escaped-by-run-id");
-    let cases: Vec<(Box<dyn Fn(&mut Prepare)>, &str)> = vec![
+    type Edit<'a> = Box<dyn Fn(&mut Prepare) + 'a>;
+    let cases: Vec<(Edit, &str)> = vec![
         (
             Box::new(|p| p.run_id = "../escaped-by-run-id".into()),
             "plain name",
