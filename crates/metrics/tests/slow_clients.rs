@@ -167,7 +167,7 @@ fn attack(n: usize, limits: Limits, pause: Duration, secs: f64) -> Attack {
     assert_eq!(server.scrapes(), scrapes);
     drop(server);
     eprintln!(
-        "{n} slow clients: {} connections, {} cut at the deadline, {} evicted; {scrapes} scrapes, {} failed",
+        "{n} slow clients: {} connections, {} cut at the deadline, {} evicted; {scrapes} scrapes, {} failed; threads {before} before, {during} at most during",
         dribbled.opened,
         cut.deadline,
         cut.evicted,
