@@ -31,6 +31,7 @@ mod reply;
 mod robot;
 mod server;
 mod server_h2;
+mod server_limits;
 mod share;
 mod shared;
 mod timeline;

@@ -1,14 +1,19 @@
 //! Origin servers: answer each request from the object id in its URL.
 //!
 //! A response is fully determined by the object: size, cachability, dates
-//! and body bytes; only the transaction echo and `Date` vary.
+//! and body bytes; only the transaction echo and `Date` vary. Every wait
+//! on the client is bounded by the run's [`Deadlines`]; a connection cut
+//! at one counts as `origin_timeout`, and the run's end drops whatever is
+//! left (the worker's task set goes with its thread).
 
 use crate::link::{End, Link};
 use crate::local::Local;
+use crate::server_limits::Deadlines;
 use cacheoff_base::rng::{seeded, stream, Rng, SimRng, Stream};
 use cacheoff_http::body;
 use cacheoff_http::request::{parse_request, RequestHead};
 use cacheoff_http::status;
+use cacheoff_http::HeadScanner;
 use cacheoff_stats::ErrorKind;
 use cacheoff_tls::Stream as Io;
 use cacheoff_workload::HttpVersion;
@@ -17,6 +22,7 @@ use std::rc::Rc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
 
 /// Bodies up to this size are copied behind the head and go out in one
 /// write; larger ones are written straight from the body pattern, so a
@@ -58,19 +64,21 @@ async fn accepted(ctx: Rc<Local>, idx: u32, s: TcpStream, rng: Rc<RefCell<SimRng
     if !sniff {
         return connection(ctx, idx, Io::Plain(s), rng).await;
     }
+    let d = Deadlines::of(&shared.workload);
     let mut first = [0u8; 4];
-    let n = match tokio::time::timeout(shared.workload.servers.idle_timeout.0, peek(&s, &mut first))
-        .await
-    {
+    let n = match tokio::time::timeout(d.idle, peek(&s, &mut first)).await {
         Ok(Ok(n)) => n,
         _ => return,
     };
     let stream = match (&shared.tls, first[0]) {
         // A TLS handshake record.
-        (Some(tls), 0x16) if n > 0 => match cacheoff_tls::accept(&tls.server, s).await {
-            Ok(t) => t,
-            Err(_) => return ctx.error(ErrorKind::OriginTlsFailed),
-        },
+        (Some(tls), 0x16) if n > 0 => {
+            match tokio::time::timeout(d.request, cacheoff_tls::accept(&tls.server, s)).await {
+                Ok(Ok(t)) => t,
+                Ok(Err(_)) => return ctx.error(ErrorKind::OriginTlsFailed),
+                Err(_) => return ctx.error(ErrorKind::OriginTimeout),
+            }
+        }
         _ => Io::Plain(s),
     };
     let h2 = match &stream {
@@ -86,14 +94,17 @@ async fn accepted(ctx: Rc<Local>, idx: u32, s: TcpStream, rng: Rc<RefCell<SimRng
 
 /// Peeks until `buf` is full or the peer stopped sending.
 async fn peek(s: &TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut wait = Duration::from_millis(1);
     loop {
         let n = s.peek(buf).await?;
         if n == 0 || n == buf.len() {
             return Ok(n);
         }
         // Fewer bytes than asked for: wait for more (a TLS record or a
-        // request head never stops this short).
-        tokio::time::sleep(Duration::from_millis(1)).await;
+        // request head never stops this short), less often the longer
+        // they take, so a client that stops here costs few wake-ups.
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(Duration::from_millis(64));
     }
 }
 
@@ -104,6 +115,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     rng: Rc<RefCell<SimRng>>,
 ) {
     let cfg = &ctx.shared.workload.servers;
+    let d = Deadlines::of(&ctx.shared.workload);
     let limit = cfg
         .conn_reuse
         .as_ref()
@@ -119,20 +131,27 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     let mut inbuf: Vec<u8> = Vec::with_capacity(1024);
     let mut served = 0u64;
     loop {
-        let head = match read_head(&mut s, &mut inbuf, cfg.idle_timeout.0).await {
+        let (head, due) = match read_head(&mut s, &mut inbuf, &d).await {
             Ok(Some(h)) => h,
             Ok(None) => return,
-            Err(()) => {
+            Err(Unread::Bad) => {
                 ctx.error(ErrorKind::OriginBadRequest);
-                let _ = s.write_all(&status::empty_reply(400)).await;
+                let _ =
+                    tokio::time::timeout(d.response, s.write_all(&status::empty_reply(400))).await;
                 return;
             }
+            Err(Unread::Late) => return ctx.error(ErrorKind::OriginTimeout),
         };
-        // Skip a request body (POST), which we do not look at.
+        // Skip a request body (POST), which we do not look at, by the
+        // request's deadline.
         let body_len = head.content_length.unwrap_or(0) as usize;
         inbuf.drain(..head.head_len);
-        if skip_body(&mut s, &mut inbuf, body_len).await.is_err() {
-            return;
+        if body_len > 0 {
+            match tokio::time::timeout_at(due, skip_body(&mut s, &mut inbuf, body_len)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(())) => return,
+                Err(_) => return ctx.error(ErrorKind::OriginTimeout),
+            }
         }
         if let Some(end) = &mut link {
             let travel = end.request((head.head_len + body_len) as u64);
@@ -147,30 +166,37 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
         }) = crate::reply::answer(&ctx, idx, &head, &rng, keep_alive).await
         else {
             ctx.error(ErrorKind::OriginBadRequest);
-            let _ = s.write_all(&status::empty_reply(404)).await;
+            let _ = tokio::time::timeout(d.response, s.write_all(&status::empty_reply(404))).await;
             return;
         };
         served += 1;
-        if abort {
-            let half = (out.len() as u64 + body_len) / 2;
-            let _ = write_range(&mut s, &out, seed, body_len, 0, half).await;
-            ctx.bufs.give(out);
-            return;
-        }
-        let ok = match &mut link {
-            Some(end) => {
-                let rounds = end.response(out.len() as u64 + body_len);
-                write_paced(&mut s, &out, seed, body_len, &rounds).await
-            }
-            None if body_len <= ONE_WRITE => {
-                body::append(&mut out, seed, 0, body_len);
-                s.write_all(&out).await.is_ok()
-            }
-            None => write_range(&mut s, &out, seed, body_len, 0, out.len() as u64 + body_len).await,
+        let whole = out.len() as u64 + body_len;
+        let rounds = match &mut link {
+            Some(end) if !abort => end.response(whole),
+            _ => Vec::new(),
+        };
+        // The client's time to take the response, and the link's own
+        // waits between its rounds.
+        let due = Instant::now() + d.response + rounds.iter().map(|r| r.0).sum::<Duration>();
+        let sent = if abort {
+            tokio::time::timeout_at(due, write_range(&mut s, &out, seed, body_len, 0, whole / 2))
+                .await
+                .map(|_| false)
+        } else if !rounds.is_empty() {
+            tokio::time::timeout_at(due, write_paced(&mut s, &out, seed, body_len, &rounds)).await
+        } else if body_len <= ONE_WRITE {
+            body::append(&mut out, seed, 0, body_len);
+            tokio::time::timeout_at(due, s.write_all(&out))
+                .await
+                .map(|r| r.is_ok())
+        } else {
+            tokio::time::timeout_at(due, write_range(&mut s, &out, seed, body_len, 0, whole)).await
         };
         ctx.bufs.give(out);
-        if !ok || !keep_alive {
-            return;
+        match sent {
+            Ok(true) if keep_alive => {}
+            Ok(_) => return,
+            Err(_) => return ctx.error(ErrorKind::OriginTimeout),
         }
     }
 }
@@ -223,26 +249,51 @@ async fn write_paced<S: AsyncWrite + Unpin>(
     true
 }
 
-/// Reads one request head; `Ok(None)` on a clean close or idle timeout.
+/// Why no request head came.
+#[derive(Debug, PartialEq, Eq)]
+enum Unread {
+    /// One that cannot be parsed, or too large.
+    Bad,
+    /// Its first byte came, but not the rest by the request deadline.
+    Late,
+}
+
+/// Reads one request head and the deadline of its request (counted from
+/// its first byte); `Ok(None)` on a close before one, or when no byte of
+/// one came within the idle deadline.
 async fn read_head<S: AsyncRead + Unpin>(
     s: &mut S,
     buf: &mut Vec<u8>,
-    idle: Duration,
-) -> Result<Option<RequestHead>, ()> {
+    d: &Deadlines,
+) -> Result<Option<(RequestHead, Instant)>, Unread> {
+    let mut due = (!buf.is_empty()).then(|| Instant::now() + d.request);
+    let mut scan = HeadScanner::new();
     loop {
-        if !buf.is_empty() {
-            match parse_request(buf, false) {
-                Ok(Some(h)) => return Ok(Some(h)),
+        if let Some(due) = due {
+            match scan.scan_within(buf, cacheoff_http::MAX_HEAD_LEN) {
+                Ok(Some(_)) => match parse_request(buf, false) {
+                    Ok(Some(h)) => return Ok(Some((h, due))),
+                    Ok(None) => {}
+                    Err(_) => return Err(Unread::Bad),
+                },
                 Ok(None) => {}
-                Err(_) => return Err(()),
+                Err(_) => return Err(Unread::Bad),
             }
         }
         if buf.capacity() - buf.len() < 512 {
             buf.reserve(1024);
         }
-        match tokio::time::timeout(idle, s.read_buf(buf)).await {
-            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Ok(None),
-            Ok(Ok(_)) => {}
+        let read = match due {
+            Some(t) => tokio::time::timeout_at(t, s.read_buf(buf)).await,
+            None => tokio::time::timeout(d.idle, s.read_buf(buf)).await,
+        };
+        match read {
+            Ok(Ok(0)) | Ok(Err(_)) => return Ok(None),
+            Ok(Ok(_)) => {
+                due.get_or_insert_with(|| Instant::now() + d.request);
+            }
+            Err(_) if due.is_none() => return Ok(None),
+            Err(_) => return Err(Unread::Late),
         }
     }
 }

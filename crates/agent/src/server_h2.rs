@@ -2,17 +2,21 @@
 //! HTTP/1.1 head and parsed by the same parser, answered by the same
 //! [`answer`](crate::reply::answer) as HTTP/1.x, and its head's fields
 //! go out as HTTP/2 headers, so both versions serve the same objects,
-//! dates and echo.
+//! dates and echo. The handshake, each stream's request body and each
+//! response are bounded by the run's [`Deadlines`] (a stream cut at one is
+//! reset and counts as `origin_timeout`), and a client has at most
+//! [`h2_streams`] streams open at once.
 
 use crate::local::Local;
 use crate::reply::{answer, Answer};
+use crate::server_limits::{h2_streams, Deadlines};
 use bytes::Bytes;
 use cacheoff_base::rng::SimRng;
 use cacheoff_http::body;
 use cacheoff_http::request::parse_request;
 use cacheoff_stats::ErrorKind;
 use h2::server::SendResponse;
-use h2::RecvStream;
+use h2::{RecvStream, SendStream};
 use std::cell::RefCell;
 use std::rc::Rc;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -24,10 +28,17 @@ pub async fn serve<S>(ctx: Rc<Local>, idx: u32, io: S, rng: Rc<RefCell<SimRng>>)
 where
     S: AsyncRead + AsyncWrite + Unpin + 'static,
 {
-    let Ok(mut conn) = h2::server::handshake(io).await else {
-        return ctx.error(ErrorKind::OriginBadRequest);
+    let w = &ctx.shared.workload;
+    let d = Deadlines::of(w);
+    let handshake = h2::server::Builder::new()
+        .max_concurrent_streams(h2_streams(w))
+        .handshake(io);
+    let mut conn = match tokio::time::timeout(d.request, handshake).await {
+        Ok(Ok(conn)) => conn,
+        Ok(Err(_)) => return ctx.error(ErrorKind::OriginBadRequest),
+        Err(_) => return ctx.error(ErrorKind::OriginTimeout),
     };
-    let idle = ctx.shared.workload.servers.idle_timeout.0;
+    let idle = d.idle;
     loop {
         // Accepting also drives the connection, so it runs until the peer
         // goes away or the connection sits idle past the servers' limit.
@@ -54,14 +65,14 @@ async fn stream(
     mut respond: SendResponse<Bytes>,
     rng: Rc<RefCell<SimRng>>,
 ) {
-    let (parts, mut body) = request.into_parts();
-    // The request body (POST) is read and let go: we do not look at it.
-    while let Some(chunk) = body.data().await {
-        match chunk {
-            Ok(c) => {
-                let _ = body.flow_control().release_capacity(c.len());
-            }
-            Err(_) => return,
+    let d = Deadlines::of(&ctx.shared.workload);
+    let (parts, body) = request.into_parts();
+    match tokio::time::timeout(d.request, drain(body)).await {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(_) => {
+            ctx.error(ErrorKind::OriginTimeout);
+            return respond.send_reset(h2::Reason::CANCEL);
         }
     }
     let head = match parse_request(&crate::h1text::request_head(&parts), false) {
@@ -91,24 +102,49 @@ async fn stream(
     };
     // An abort on purpose sends half the body, then resets the stream.
     let until = if abort { body_len / 2 } else { body_len };
+    match tokio::time::timeout(d.response, send_body(&mut send, seed, until, body_len)).await {
+        Ok(true) if abort => send.send_reset(h2::Reason::CANCEL),
+        Ok(_) => {}
+        Err(_) => {
+            ctx.error(ErrorKind::OriginTimeout);
+            send.send_reset(h2::Reason::CANCEL);
+        }
+    }
+}
+
+/// Reads a request body (POST) to its end and lets it go: we do not look
+/// at it. False if the stream failed.
+async fn drain(mut body: RecvStream) -> bool {
+    while let Some(chunk) = body.data().await {
+        match chunk {
+            Ok(c) => {
+                let _ = body.flow_control().release_capacity(c.len());
+            }
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// Sends body bytes `0..until` of `body_len` as the peer's flow control
+/// lets them go; false if the stream failed.
+async fn send_body(send: &mut SendStream<Bytes>, seed: u64, until: u64, body_len: u64) -> bool {
     let mut at = 0;
     while at < until {
         send.reserve_capacity(((until - at) as usize).min(FRAME));
         let room = match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
             Some(Ok(n)) if n > 0 => n,
             Some(Ok(_)) => continue,
-            _ => return,
+            _ => return false,
         };
         let piece = body::slice(seed, at, ((until - at) as usize).min(room).min(FRAME));
         at += piece.len() as u64;
         let last = at == body_len;
         if send.send_data(Bytes::copy_from_slice(piece), last).is_err() {
-            return;
+            return false;
         }
     }
-    if abort {
-        send.send_reset(h2::Reason::CANCEL);
-    }
+    true
 }
 
 fn send_empty(respond: &mut SendResponse<Bytes>, status: u16) {

@@ -31,5 +31,5 @@ pub use hist::{SecondsHistogram, BUCKETS_S};
 pub use prometheus_client::registry::Registry;
 pub use proxy::ProxyCollector;
 pub use run::{RunInfo, RunMetrics};
-pub use serve::Server;
+pub use serve::{Cut, Limits, Server, MAX_REQUEST, REPLY_DEADLINE, REQUEST_DEADLINE, SLOTS};
 pub use spe::SpeMetrics;

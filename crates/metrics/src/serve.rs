@@ -1,32 +1,83 @@
 //! `GET /metrics` over HTTP/1.x on a thread of its own ([`Server`]).
 //!
-//! Ownership: the accept thread owns the listener; each connection gets a
-//! short-lived thread (at most [`MAX_CONNECTIONS`] at once, more are
-//! closed unanswered) that reads one request of at most
-//! [`MAX_REQUEST`] bytes within [`IO_TIMEOUT`], encodes the registry
-//! (its metrics are atomics, or mutexes held to copy a few numbers) and
-//! closes. Nothing here waits on the run, and the run never waits here.
+//! Ownership: the server's thread runs a single-threaded runtime. Its
+//! accept loop owns the listener and the table of connection slots
+//! (`Slots`, only ever touched on that thread); each connection is a task
+//! holding one slot, which must deliver its whole request head (at most
+//! [`MAX_REQUEST`] bytes) within [`Limits::request`] of its accept, not
+//! per read, and take its reply within [`Limits::reply`]; then it is
+//! closed. With every slot taken, a new connection takes the slot of the
+//! one that has held its slot longest, which is closed at once: a client
+//! dribbling bytes holds a slot for one deadline at most and can never
+//! keep a scrape out, and no connection costs a thread. The registry is
+//! encoded on this thread (its metrics are atomics, or mutexes held to
+//! copy a few numbers): nothing here waits on the run, and the run never
+//! waits here.
 
 use crate::format::{encode, Format};
 use prometheus_client::registry::Registry;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+use tokio::task::AbortHandle;
 
 /// Largest request head read; a longer one is answered 431.
 pub const MAX_REQUEST: usize = 8 * 1024;
-/// Connections served at once.
-pub const MAX_CONNECTIONS: usize = 8;
-/// Reading the request and writing the reply, each.
-pub const IO_TIMEOUT: Duration = Duration::from_secs(2);
+/// Connections served at once by default ([`Limits::slots`]).
+pub const SLOTS: usize = 64;
+/// Default time from a connection's accept to the end of its request
+/// head ([`Limits::request`]).
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
+/// Default time to write a whole reply ([`Limits::reply`]): Prometheus
+/// gives up on a scrape after 10 s by default (`scrape_timeout`).
+pub const REPLY_DEADLINE: Duration = Duration::from_secs(10);
+
+/// What bounds one connection's hold on the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Connections held at once; a new one past it takes the oldest's slot.
+    pub slots: usize,
+    /// From a connection's accept to the end of its request head.
+    pub request: Duration,
+    /// Writing the whole reply.
+    pub reply: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            slots: SLOTS,
+            request: REQUEST_DEADLINE,
+            reply: REPLY_DEADLINE,
+        }
+    }
+}
+
+/// Connections the server closed before it was done with them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cut {
+    /// At a deadline: the request head was incomplete, or the reply not
+    /// taken.
+    pub deadline: u64,
+    /// To give their slot to a newer connection.
+    pub evicted: u64,
+}
 
 struct Shared {
     registry: Registry,
-    stop: AtomicBool,
+    stop: Notify,
+    /// Connection tasks alive (evicted ones until they are dropped).
     open: AtomicUsize,
+    cut_deadline: AtomicU64,
+    cut_evicted: AtomicU64,
     /// `/metrics` replies encoded so far.
     scrapes: Mutex<u64>,
     scraped: Condvar,
@@ -40,21 +91,49 @@ pub struct Server {
 }
 
 impl Server {
-    /// Binds `addr` (port 0 picks one) and starts serving `registry`.
+    /// Binds `addr` (port 0 picks one) and starts serving `registry`
+    /// within the default [`Limits`].
     pub fn start(addr: SocketAddr, registry: Registry) -> std::io::Result<Server> {
-        let listener = TcpListener::bind(addr)?;
+        Server::start_with(addr, registry, Limits::default())
+    }
+
+    /// [`Server::start`] within `limits`.
+    pub fn start_with(
+        addr: SocketAddr,
+        registry: Registry,
+        limits: Limits,
+    ) -> std::io::Result<Server> {
+        let listener = std::net::TcpListener::bind(addr)?;
         let addr = listener.local_addr()?;
+        listener.set_nonblocking(true)?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let listener = {
+            let _in = rt.enter();
+            TcpListener::from_std(listener)?
+        };
         let shared = Arc::new(Shared {
             registry,
-            stop: AtomicBool::new(false),
+            stop: Notify::new(),
             open: AtomicUsize::new(0),
+            cut_deadline: AtomicU64::new(0),
+            cut_evicted: AtomicU64::new(0),
             scrapes: Mutex::new(0),
             scraped: Condvar::new(),
         });
         let sh = shared.clone();
+        let limits = Limits {
+            slots: limits.slots.max(1),
+            ..limits
+        };
         let thread = std::thread::Builder::new()
             .name("metrics".into())
-            .spawn(move || accept(listener, sh))?;
+            .spawn(move || {
+                // Dropping the runtime when the loop ends closes the
+                // listener and every connection still open.
+                tokio::task::LocalSet::new().block_on(&rt, accept(listener, sh, limits));
+            })?;
         Ok(Server {
             addr,
             shared,
@@ -73,6 +152,20 @@ impl Server {
             .scrapes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Connections open now (at most [`Limits::slots`], and for a moment
+    /// those just evicted).
+    pub fn open(&self) -> usize {
+        self.shared.open.load(Ordering::Acquire)
+    }
+
+    /// Connections closed early so far, by reason.
+    pub fn cut(&self) -> Cut {
+        Cut {
+            deadline: self.shared.cut_deadline.load(Ordering::Relaxed),
+            evicted: self.shared.cut_evicted.load(Ordering::Relaxed),
+        }
     }
 
     /// Waits up to `limit` for a scrape after the `after`-th; true if one
@@ -103,46 +196,83 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Relaxed);
-        // Wake the blocking accept with a connection of our own.
-        let mut wake = self.addr;
-        if wake.ip().is_unspecified() {
-            wake.set_ip(match wake {
-                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-            });
-        }
-        let _ = TcpStream::connect_timeout(&wake, Duration::from_secs(1));
+        // A permit if the loop is not waiting yet: it stops either way.
+        self.shared.stop.notify_one();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-fn accept(listener: TcpListener, sh: Arc<Shared>) {
-    for conn in listener.incoming() {
-        if sh.stop.load(Ordering::Relaxed) {
-            break;
+/// The connections holding a slot, oldest first.
+struct Slots {
+    limit: usize,
+    next: u64,
+    held: VecDeque<(u64, AbortHandle)>,
+}
+
+/// One connection's slot, given back when its task ends or is dropped
+/// (evicted, or the server stopping), whichever path it takes.
+struct Slot {
+    id: u64,
+    slots: Rc<RefCell<Slots>>,
+    shared: Arc<Shared>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut s = self.slots.borrow_mut();
+        if let Some(i) = s.held.iter().position(|(id, _)| *id == self.id) {
+            s.held.remove(i);
         }
-        let Ok(stream) = conn else {
-            // Out of descriptors, or a connection reset before accept.
-            std::thread::sleep(Duration::from_millis(5));
-            continue;
+        self.shared.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+async fn accept(listener: TcpListener, sh: Arc<Shared>, limits: Limits) {
+    let slots = Rc::new(RefCell::new(Slots {
+        limit: limits.slots,
+        next: 0,
+        held: VecDeque::new(),
+    }));
+    loop {
+        let stream = tokio::select! {
+            _ = sh.stop.notified() => return,
+            conn = listener.accept() => match conn {
+                Ok((s, _)) => s,
+                Err(_) => {
+                    // Out of descriptors, or a connection reset before
+                    // accept.
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                }
+            },
         };
-        if sh.open.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
-            sh.open.fetch_sub(1, Ordering::AcqRel);
-            continue;
+        let deadline = tokio::time::Instant::now() + limits.request;
+        let (id, victim) = {
+            let mut s = slots.borrow_mut();
+            s.next += 1;
+            let victim = if s.held.len() >= s.limit {
+                s.held.pop_front()
+            } else {
+                None
+            };
+            (s.next, victim)
+        };
+        if let Some((_, task)) = victim {
+            task.abort();
+            sh.cut_evicted.fetch_add(1, Ordering::Relaxed);
         }
-        let sh2 = sh.clone();
-        let spawned = std::thread::Builder::new()
-            .name("metrics-conn".into())
-            .spawn(move || {
-                serve(stream, &sh2);
-                sh2.open.fetch_sub(1, Ordering::AcqRel);
-            });
-        if spawned.is_err() {
-            sh.open.fetch_sub(1, Ordering::AcqRel);
-        }
+        sh.open.fetch_add(1, Ordering::AcqRel);
+        let slot = Slot {
+            id,
+            slots: slots.clone(),
+            shared: sh.clone(),
+        };
+        // The task first runs after this loop's next wait: its handle is
+        // in the table before it can end.
+        let task = tokio::task::spawn_local(connection(stream, sh.clone(), deadline, limits, slot));
+        slots.borrow_mut().held.push_back((id, task.abort_handle()));
     }
 }
 
@@ -156,12 +286,41 @@ pub(crate) enum Ask {
     Bad,
 }
 
+/// One connection: its request head by `deadline`, then the reply
+/// within `limits.reply`, then the close (the slot goes with it).
+async fn connection(
+    mut stream: TcpStream,
+    sh: Arc<Shared>,
+    deadline: tokio::time::Instant,
+    limits: Limits,
+    _slot: Slot,
+) {
+    let _ = stream.set_nodelay(true);
+    let Ok(ask) = tokio::time::timeout_at(deadline, read_head(&mut stream)).await else {
+        sh.cut_deadline.fetch_add(1, Ordering::Relaxed);
+        // Only what the socket takes at once: this client is slow.
+        let _ = stream.try_write(
+            b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+        return;
+    };
+    let out = reply(&ask, &sh);
+    let sent = tokio::time::timeout(limits.reply, async {
+        stream.write_all(&out).await?;
+        stream.shutdown().await
+    })
+    .await;
+    if sent.is_err() {
+        sh.cut_deadline.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// Reads one request head (at most [`MAX_REQUEST`] bytes).
-fn read_head(stream: &mut TcpStream) -> Ask {
+async fn read_head(stream: &mut TcpStream) -> Ask {
     let mut buf = vec![0u8; MAX_REQUEST];
     let mut len = 0;
     loop {
-        match stream.read(&mut buf[len..]) {
+        match stream.read(&mut buf[len..]).await {
             Ok(0) | Err(_) => return Ask::Bad,
             Ok(n) => len += n,
         }
@@ -205,11 +364,9 @@ pub(crate) fn parse(head: &[u8]) -> Option<Ask> {
     }
 }
 
-fn serve(mut stream: TcpStream, sh: &Shared) {
-    let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-    let _ = stream.set_nodelay(true);
-    let (status, ctype, body, head_only) = match read_head(&mut stream) {
+/// The whole reply to `ask`; a `/metrics` one is counted as a scrape.
+fn reply(ask: &Ask, sh: &Shared) -> Vec<u8> {
+    let (status, ctype, body, head_only) = match *ask {
         Ask::Metrics { format, head_only } => (
             "200 OK",
             format.content_type(),
@@ -254,8 +411,7 @@ fn serve(mut stream: TcpStream, sh: &Shared) {
         *sh.scrapes.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         sh.scraped.notify_all();
     }
-    let _ = stream.write_all(&out).and_then(|()| stream.flush());
-    let _ = stream.shutdown(std::net::Shutdown::Write);
+    out
 }
 
 #[cfg(test)]

@@ -193,3 +193,33 @@ fn the_reference_proxy_s_figures_are_read_at_scrape_time() {
     }
     proxy.stop();
 }
+
+#[test]
+fn a_reply_nobody_reads_is_cut_at_the_reply_deadline() {
+    // A reply larger than both ends' socket buffers: its writes block
+    // until the client reads, which this one never does.
+    let mut reg = Registry::default();
+    let big = prometheus_client::metrics::counter::Counter::<u64>::default();
+    reg.register("cacheoff_big", "x".repeat(32 << 20), big);
+    let limits = cacheoff_metrics::Limits {
+        reply: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let server = Server::start_with("127.0.0.1:0".parse().unwrap(), reg, limits).unwrap();
+    let mut s = TcpStream::connect(server.addr()).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+    let wait = std::time::Instant::now();
+    while server.cut().deadline == 0 && wait.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(server.cut().deadline, 1);
+    while server.open() > 0 && wait.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(server.open(), 0);
+    // What the client gets is the reply's beginning, then the close.
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    assert!(got.len() < 32 << 20, "{}", got.len());
+}

@@ -33,6 +33,7 @@ closed_set! {
         TlsFailed = "tls_failed": "the robot's TLS handshake failed (the certificate does not cover the server's name or is not from the run's CA, or the peer does not speak TLS)",
         TunnelRefused = "tunnel_refused": "the forward proxy answered a CONNECT with a status other than 2xx, or closed the connection instead",
         OriginTlsFailed = "origin_tls_failed": "an origin server's TLS handshake with a client (the proxy) failed",
+        OriginTimeout = "origin_timeout": "an origin server closed a connection at one of its deadlines: a request head or body (or a TLS or HTTP/2 handshake) not complete within timeouts.xact of its first byte, or a response the client (the proxy) did not take within timeouts.xact",
     }
 }
 
