@@ -31,6 +31,7 @@ mod framing;
 mod hit;
 mod inflight;
 mod limits;
+mod pump;
 mod range;
 mod relay;
 mod replay;
@@ -86,6 +87,10 @@ pub struct ProxyStats {
     pub revalidated: AtomicU64,
     /// Hits that waited for another request's fetch.
     pub collapsed: AtomicU64,
+    /// Requests that found the fetch they waited for late (past
+    /// `collapse_wait`, behind `collapse_min_rate`) or cut off, and led a
+    /// fetch of their own in its place (the others waited for that one).
+    pub collapse_takeovers: AtomicU64,
     /// Requests refused (bad syntax, limits, access).
     pub client_errors: AtomicU64,
     pub origin_errors: AtomicU64,
