@@ -78,7 +78,7 @@ pub struct ProxyConfig {
     /// its fellow waiters that does) once that fetch has received nothing
     /// for this long, from its start or its last byte (`--collapse-wait`).
     /// Above the think time of every built-in workload (DataComm-1's
-    /// norm(3 s, 1.5 s) passes 8 s once in 2 500 fetches).
+    /// norm(3 s, 1.5 s) passes 8 s about once in 2 300 fetches).
     pub collapse_wait: Duration,
     /// ... or once it has received less than this many bytes a second
     /// beyond its first `collapse_wait` (`--collapse-min-rate`); 0 turns

@@ -85,13 +85,17 @@ pub fn late_at(
     wait: Duration,
     min_rate: u64,
 ) -> Instant {
-    let idle = started + last_byte + wait;
+    // A bound past any run's length stands for "never" (no overflow).
+    let after = |d: Duration| started.checked_add(d).unwrap_or(started + NEVER);
+    let idle = after(last_byte.saturating_add(wait));
     if min_rate == 0 {
         return idle;
     }
-    let paid = Duration::from_secs_f64(received as f64 / min_rate as f64);
-    idle.min(started + wait + paid)
+    let paid = Duration::try_from_secs_f64(received as f64 / min_rate as f64).unwrap_or(NEVER);
+    idle.min(after(wait.saturating_add(paid)))
 }
+
+const NEVER: Duration = Duration::from_secs(100 * 365 * 86_400);
 
 #[derive(Default)]
 pub struct Inflight {
@@ -262,6 +266,8 @@ mod tests {
         assert_eq!(late_at(t, 2_000, s(9), s(5), 1000), t + s(7));
         // No rate rule: only silences count.
         assert_eq!(late_at(t, 0, s(9), s(5), 0), t + s(14));
+        // Absurd bounds mean "never", not a panic.
+        assert!(late_at(t, u64::MAX, s(9), Duration::MAX, 1) > t + s(1 << 30));
     }
 
     fn lead(j: Join) -> Leader {

@@ -320,10 +320,10 @@ fn assert_one_took_over(origin: &Origin, p: &Proxy, replies: &[Reply]) {
 #[test]
 fn waiters_past_the_collapse_wait_fetch_once_in_place_of_a_stalled_origin() {
     let origin = first_stalls(|_| std::thread::sleep(Duration::from_secs(10)));
-    let read_timeout = Duration::from_millis(1500);
     let p = proxy(&origin, |c| {
-        c.collapse_wait = Duration::from_millis(300);
-        c.read_timeout = read_timeout;
+        c.collapse_wait = Duration::from_millis(500);
+        // Well after the waiters left it.
+        c.read_timeout = Duration::from_secs(3);
     });
     let (replies, first) = late_fetch(&origin, &p);
     assert_one_took_over(&origin, &p, &replies);
@@ -346,7 +346,7 @@ fn waiters_leave_a_fetch_that_trickles_below_the_minimum_rate() {
         }
     });
     let p = proxy(&origin, |c| {
-        c.collapse_wait = Duration::from_millis(300);
+        c.collapse_wait = Duration::from_millis(500);
         c.collapse_min_rate = 1024;
     });
     let (replies, first) = late_fetch(&origin, &p);
