@@ -62,6 +62,13 @@ pub fn config(a: &ProxyArgs) -> Result<ProxyConfig, Failure> {
     c.client_write_timeout = a.client_write_timeout.0;
     c.client_header_timeout = a.client_header_timeout.0;
     c.client_body_min_rate = a.client_body_min_rate.0;
+    if a.collapse_wait.0.is_zero() {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "--collapse-wait 0: every waiter would fetch at once; give a time"
+        )));
+    }
+    c.collapse_wait = a.collapse_wait.0;
+    c.collapse_min_rate = a.collapse_min_rate.0;
     c.pool_idle_timeout = a.pool_idle_timeout.0;
     c.pool_per_origin = a.pool_per_origin;
     if let Some(w) = a.workers {
@@ -92,11 +99,12 @@ pub fn counters_line(p: &Proxy) -> String {
     let g = ProxyStats::get;
     let (objects, bytes) = p.memory_usage();
     format!(
-        "reference proxy: {} requests, {} hits ({} collapsed), {} misses, {} revalidated, {} refused, {} origin errors; {} objects ({}) in memory",
+        "reference proxy: {} requests, {} hits ({} collapsed), {} misses ({} taking over a late collapsed fetch), {} revalidated, {} refused, {} origin errors; {} objects ({}) in memory",
         g(&s.requests),
         g(&s.hits),
         g(&s.collapsed),
         g(&s.misses),
+        g(&s.collapse_takeovers),
         g(&s.revalidated),
         g(&s.client_errors),
         g(&s.origin_errors),

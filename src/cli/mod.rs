@@ -271,6 +271,17 @@ pub struct ProxyArgs {
     /// received (then 408 and close); 0 turns the rule off.
     #[arg(long, value_name = "SIZE", default_value_t = Bytes(proxy_defaults().client_body_min_rate))]
     pub client_body_min_rate: Bytes,
+    /// Collapsed forwarding's bound: a request waiting for another's
+    /// fetch of the same URL gives up on it once it has received nothing
+    /// for this long (from its start, then from its last byte); one such
+    /// waiter fetches in its place and the others wait for that fetch.
+    #[arg(long, value_name = "TIME", default_value_t = Dur(proxy_defaults().collapse_wait))]
+    pub collapse_wait: Dur,
+    /// A fetch others wait for is also late once it has received less
+    /// than this many bytes a second beyond its first --collapse-wait;
+    /// 0 turns this rule off.
+    #[arg(long, value_name = "SIZE", default_value_t = Bytes(proxy_defaults().collapse_min_rate))]
+    pub collapse_min_rate: Bytes,
     /// How long an idle origin connection stays pooled.
     #[arg(long, value_name = "TIME", default_value_t = Dur(proxy_defaults().pool_idle_timeout))]
     pub pool_idle_timeout: Dur,

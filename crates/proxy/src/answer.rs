@@ -10,7 +10,7 @@ use crate::damage::misbehave;
 use crate::fault::Fault;
 use crate::framing::{collected_for, copy_name, error_reply};
 use crate::hit::{serve_stored, Served};
-use crate::inflight::{self, Join, Leader, Outcome};
+use crate::inflight::{Join, Leader, Outcome};
 use crate::relay::relay;
 use crate::upstream::{exchange, origin_request, Conditional, FetchError};
 use crate::Shared;
@@ -114,45 +114,69 @@ pub(crate) async fn answer(s: &mut TcpStream, x: &Xact<'_>) -> Done {
         sh.stats.misses.fetch_add(1, Ordering::Relaxed);
         return forward(s, x, None, LogCode::Miss).await;
     }
-    match sh.inflight.join(key) {
-        Join::Lead(leader) => {
-            // A fetch that ended between the lookup and the join stored its
-            // object before it left: found now, it is not fetched twice.
-            let stored = sh.cache.get_memory_keyed(key, &t.url, request_fields(req));
-            if let Some(obj) = stored.filter(|o| answers(sh, o, req, &directives)) {
-                leader.finish(Some(obj.clone()));
-                sh.stats.hits.fetch_add(1, Ordering::Relaxed);
-                return serve_stored(s, x, &obj, Served::Hit).await;
+    let mut joined = sh.inflight.join(key);
+    // Set once this request gave up on a late fetch.
+    let mut took_over = false;
+    loop {
+        let mut waiter = match joined {
+            Join::Lead(leader) => {
+                // A fetch that ended between the lookup and the join stored
+                // its object before it left: found now, it is not fetched
+                // twice.
+                let stored = sh.cache.get_memory_keyed(key, &t.url, request_fields(req));
+                if let Some(obj) = stored.filter(|o| answers(sh, o, req, &directives)) {
+                    leader.finish(Some(obj.clone()));
+                    sh.stats.hits.fetch_add(1, Ordering::Relaxed);
+                    return serve_stored(s, x, &obj, Served::Hit).await;
+                }
+                sh.stats.misses.fetch_add(1, Ordering::Relaxed);
+                if took_over {
+                    sh.stats.collapse_takeovers.fetch_add(1, Ordering::Relaxed);
+                }
+                return forward(s, x, Some(leader), LogCode::Miss).await;
             }
-            sh.stats.misses.fetch_add(1, Ordering::Relaxed);
-            forward(s, x, Some(leader), LogCode::Miss).await
+            Join::Wait(w) => w,
+        };
+        let (wait, min_rate) = (sh.cfg.collapse_wait, sh.cfg.collapse_min_rate);
+        let outcome = match waiter.wait(wait, min_rate).await {
+            // Late, or cut off: one waiter leads a new fetch, the others
+            // wait for it.
+            None | Some(Outcome::Abandoned) => {
+                joined = sh.inflight.take_over(key, &waiter);
+                took_over = true;
+                continue;
+            }
+            Some(o) => o,
+        };
+        return collapsed(s, x, outcome, &directives).await;
+    }
+}
+
+/// Answers a request that waited for another's fetch, by how it ended.
+async fn collapsed(s: &mut TcpStream, x: &Xact<'_>, outcome: Outcome, d: &Directives) -> Done {
+    let Xact { req, sh, .. } = *x;
+    match outcome {
+        Outcome::Stored(obj) if answers(sh, &obj, req, d) => {
+            sh.stats.hits.fetch_add(1, Ordering::Relaxed);
+            sh.stats.collapsed.fetch_add(1, Ordering::Relaxed);
+            serve_stored(s, x, &obj, Served::Collapsed).await
         }
-        Join::Wait(rx) => match inflight::wait(rx).await {
-            Outcome::Stored(obj) if answers(sh, &obj, req, &directives) => {
-                sh.stats.hits.fetch_add(1, Ordering::Relaxed);
-                sh.stats.collapsed.fetch_add(1, Ordering::Relaxed);
-                serve_stored(s, x, &obj, Served::Collapsed).await
-            }
-            // The Collector's requests are each its own: another one's
-            // failed fetch is no answer to it (SPE compares each copy).
-            Outcome::Stored(_) | Outcome::NotStored | Outcome::Failed(_) if sh.cfg.collector => {
-                sh.stats.misses.fetch_add(1, Ordering::Relaxed);
-                forward(s, x, None, LogCode::Miss).await
-            }
-            Outcome::Stored(_) | Outcome::NotStored => {
-                sh.stats.misses.fetch_add(1, Ordering::Relaxed);
-                forward(s, x, None, LogCode::Miss).await
-            }
-            Outcome::Failed(status) => {
-                sh.stats.misses.fetch_add(1, Ordering::Relaxed);
-                let served = CacheStatus {
-                    collapsed: true,
-                    detail: Some("origin-error"),
-                    ..CacheStatus::forwarded(Fwd::UriMiss)
-                };
-                gateway_error(s, status, served, sh).await
-            }
-        },
+        // The Collector's requests are each its own: another one's
+        // failed fetch is no answer to it (SPE compares each copy).
+        Outcome::Failed(status) if !sh.cfg.collector => {
+            sh.stats.misses.fetch_add(1, Ordering::Relaxed);
+            let served = CacheStatus {
+                collapsed: true,
+                detail: Some("origin-error"),
+                ..CacheStatus::forwarded(Fwd::UriMiss)
+            };
+            gateway_error(s, status, served, sh).await
+        }
+        // Not stored, or not what this request selects: it asks itself.
+        _ => {
+            sh.stats.misses.fetch_add(1, Ordering::Relaxed);
+            forward(s, x, None, LogCode::Miss).await
+        }
     }
 }
 

@@ -13,10 +13,13 @@
 //! connect); `answer` decides hit, revalidation, miss or collapse;
 //! `hit` serves stored objects (the Collector's hits replay recorded miss
 //! timing, `replay`); `relay` passes origin replies on and fills the
-//! store; `framing` writes what the proxy adds to a reply ([`ReplyFraming`]
-//! says how bodies are delimited, `cache_status` its `Cache-Status`);
-//! [`Fault`]s misbehave on purpose where
-//! each decision is made, `damage` holding those that only mangle bytes;
+//! store (`pump` moves the body: from the origin at the origin's pace,
+//! to the client at the client's own, so requests collapsed onto a fetch
+//! never wait for its leader's client, only, within deadlines, for the
+//! origin: `inflight`); `framing` writes what the proxy adds to a reply
+//! ([`ReplyFraming`] says how bodies are delimited, `cache_status` its
+//! `Cache-Status`); [`Fault`]s misbehave on purpose where each decision
+//! is made, `damage` holding those that only mangle bytes;
 //! `capacity` queues requests to serve no faster than a set rate.
 
 mod access_log;
@@ -31,6 +34,7 @@ mod framing;
 mod hit;
 mod inflight;
 mod limits;
+mod pump;
 mod range;
 mod relay;
 mod replay;
@@ -86,6 +90,10 @@ pub struct ProxyStats {
     pub revalidated: AtomicU64,
     /// Hits that waited for another request's fetch.
     pub collapsed: AtomicU64,
+    /// Requests that found the fetch they waited for late (past
+    /// `collapse_wait`, behind `collapse_min_rate`) or cut off, and led a
+    /// fetch of their own in its place (the others waited for that one).
+    pub collapse_takeovers: AtomicU64,
     /// Requests refused (bad syntax, limits, access).
     pub client_errors: AtomicU64,
     pub origin_errors: AtomicU64,

@@ -1,8 +1,9 @@
 //! A reply from the origin on its way to the client and the store.
 //! [`relay`] runs the steps: [`Plan::new`] decides everything the reply
 //! head allows (store it? how fresh? answer the client's condition
-//! ourselves? how to frame it?), [`pump`] moves the body, and [`file`]
-//! stores the result and wakes the requests waiting for it.
+//! ourselves? how to frame it?), `pump` moves the body (from the origin
+//! at its pace, to the client at the client's), and [`file`] stores the
+//! result and wakes the requests waiting for it.
 
 use crate::access_log::LogCode;
 use crate::answer::{head_update, remove, request_fields, store};
@@ -12,24 +13,22 @@ use crate::conn::{Done, Xact};
 use crate::fault::Fault;
 use crate::framing::{
     content_type_of, copy_name, end_head, end_to_end, push_collected_stamp, push_header,
-    without_header, BodyFraming, LAST_CHUNK,
+    without_header, BodyFraming,
 };
 use crate::hit::{serve_stored, Served};
 use crate::inflight::Leader;
-use crate::send::send;
+use crate::pump::{self, Body, ClientSide, Cut};
 use crate::upstream::{OriginReply, Pool};
 use crate::Shared;
 use bytes::Bytes;
 use cacheoff_cache::storage::strip_fields;
 use cacheoff_cache::validators::{etag_of, last_modified_of, not_modified};
 use cacheoff_cache::{storable_with, Freshness, Object, Storage, Timing};
-use cacheoff_http::chunked::write_chunk;
 use cacheoff_http::echo::{COLLECTED_HEADER, ECHO_HEADER};
 use cacheoff_http::status::write_status_line;
 use cacheoff_http::{Method, RequestHead, ResponseHead};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::net::TcpStream;
 
 /// Relays an origin reply to the client, storing it when allowed.
@@ -39,7 +38,7 @@ pub(crate) async fn relay(
     s: &mut TcpStream,
     x: &Xact<'_>,
     mut reply: OriginReply,
-    leader: Option<Leader>,
+    mut leader: Option<Leader>,
     code: LogCode,
     sent_at: u64,
 ) -> Done {
@@ -60,22 +59,31 @@ pub(crate) async fn relay(
     if req.method == Method::Head && plan.status == 200 && sh.cfg.stores() {
         head_update(sh, req, &t.url, &reply.head, sent_at).await;
     }
-    let mut client = Client {
-        written: 0,
-        failed: false,
-        idle: sh.cfg.client_write_timeout,
-    };
+    if let Some(l) = &leader {
+        l.progress(reply.head.head_len as u64);
+    }
+    if !plan.may_store {
+        // Waiters go to the origin themselves now, not once this client
+        // has read the reply.
+        if let Some(l) = leader.take() {
+            l.finish(None);
+        }
+    }
+    let streaming = plan.client_head.is_some();
+    let mut client = ClientSide::new(sh.cfg.client_write_timeout, streaming, plan.framing);
     // Interim replies go on to HTTP/1.1 clients (RFC 9110 §15.2), never
     // to the store; one the proxy answers itself (a 304) needs none.
-    if req.minor >= 1 && plan.client_head.is_some() {
+    if req.minor >= 1 && streaming {
         for h in std::mem::take(&mut reply.interim) {
-            client.write(s, &interim_head(&h)).await;
+            client.stage(&interim_head(&h));
         }
     }
     if let Some(head) = &plan.client_head {
-        client.write(s, head).await;
+        client.stage(head);
     }
-    let pumped = pump(s, &mut reply, &plan, &mut client, sh).await;
+    let length = crate::upstream::length_of(&reply.head);
+    let mut body = Body::new(plan.may_store, sh.cfg.max_object, length);
+    let fetched = pump::fetch(s, &mut reply, &mut body, &mut client, &mut leader).await;
     let mut done = Done {
         code,
         status: plan.status,
@@ -84,21 +92,28 @@ pub(crate) async fn relay(
         content_type: std::mem::take(&mut plan.content_type),
         keep_alive: false,
     };
-    let Some(Pumped { stored, tail }) = pumped else {
+    if let Err(cut) = fetched {
+        if cut == Cut::Origin {
+            // The client sees a cut-off reply, as from the origin; the
+            // waiters, an abandoned fetch (one of them takes over).
+            sh.stats.origin_errors.fetch_add(1, Ordering::Relaxed);
+        }
         return done;
-    };
-    let object = stored.map(|body| {
+    }
+    let (whole, rest) = body.finish(client.framed());
+    let object = whole.map(|body| {
         let timing = Timing {
             first_byte: reply.first_byte.saturating_duration_since(t0),
             transfer: reply.last_byte.saturating_duration_since(reply.first_byte),
             served: t0.elapsed(),
         };
-        Arc::new(plan.object(req, &t.url, Bytes::from(body), Some(timing)))
+        Arc::new(plan.object(req, &t.url, body, Some(timing)))
     });
-    // Filed before the client has its last byte, so a client that got
-    // the reply whole finds the object stored.
+    // Filed as the last byte arrives, before the client has it (so a
+    // client that got the reply whole finds the object stored), however
+    // far behind the client is.
     file(sh, x.pool, reply, leader, object.clone());
-    client.write(s, &tail).await;
+    client.finish(s, &rest).await;
     done.bytes = client.written;
     done.keep_alive = plan.keep_alive && !client.failed;
     if plan.client_304 {
@@ -366,117 +381,6 @@ fn client_head(
     out
 }
 
-/// The client side of a relay: what was written, and whether a write
-/// failed or stalled (then nothing more is written).
-struct Client {
-    written: u64,
-    failed: bool,
-    idle: Duration,
-}
-
-impl Client {
-    async fn write(&mut self, s: &mut TcpStream, bytes: &[u8]) {
-        if self.failed {
-            return;
-        }
-        self.written += bytes.len() as u64;
-        self.failed = send(s, bytes, self.idle).await.is_err();
-    }
-}
-
-/// The body being kept for the store; given up once past `max` bytes.
-struct Keep {
-    body: Option<Vec<u8>>,
-    max: u64,
-}
-
-impl Keep {
-    fn push(&mut self, piece: &[u8]) {
-        if let Some(b) = &mut self.body {
-            if (b.len() + piece.len()) as u64 > self.max {
-                self.body = None;
-            } else {
-                b.extend_from_slice(piece);
-            }
-        }
-    }
-}
-
-/// A body that arrived whole.
-struct Pumped {
-    /// The body for the store, if it is still wanted.
-    stored: Option<Vec<u8>>,
-    /// The client's last bytes, held back until the object is filed.
-    tail: Vec<u8>,
-}
-
-/// Moves the body from the origin to the client (framed as planned) and
-/// to the store, piece by piece, all but the last piece. Decides when to
-/// stop: at the end of the body, on an origin error, or once neither the
-/// client nor the store wants more; `None` when the body was cut off
-/// (then nothing is stored).
-async fn pump(
-    s: &mut TcpStream,
-    reply: &mut OriginReply,
-    plan: &Plan,
-    client: &mut Client,
-    sh: &Shared,
-) -> Option<Pumped> {
-    let mut keep = Keep {
-        body: plan.may_store.then(Vec::new),
-        max: sh.cfg.max_object,
-    };
-    let streaming = plan.client_head.is_some();
-    let chunked = streaming && plan.framing == BodyFraming::Chunked;
-    let mut tail = Vec::new();
-    let mut piece = Vec::with_capacity(64 * 1024);
-    loop {
-        piece.clear();
-        match reply.next(&mut piece).await {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(_) => {
-                sh.stats.origin_errors.fetch_add(1, Ordering::Relaxed);
-                // The client sees a cut-off reply, as from the origin.
-                return None;
-            }
-        }
-        keep.push(&piece);
-        if !streaming || client.failed || piece.is_empty() {
-            continue;
-        }
-        let chunk = |piece: &[u8]| {
-            let mut c = Vec::with_capacity(piece.len() + 16);
-            write_chunk(&mut c, piece);
-            c
-        };
-        if reply.is_complete() {
-            tail = if chunked {
-                chunk(&piece)
-            } else {
-                std::mem::take(&mut piece)
-            };
-            break;
-        }
-        if chunked {
-            client.write(s, &chunk(&piece)).await;
-        } else {
-            client.write(s, &piece).await;
-        }
-        // Nobody is reading and nobody will use it: stop fetching.
-        if client.failed && keep.body.is_none() {
-            return None;
-        }
-    }
-    if chunked {
-        tail.extend_from_slice(LAST_CHUNK);
-    }
-    Some(Pumped {
-        stored: keep.body,
-        tail,
-    })
-}
-
 /// Files a finished fetch: its origin connection back to the pool, the
 /// object into the store, and the outcome to the requests waiting for it.
 fn file(
@@ -643,20 +547,5 @@ mod tests {
         assert!(p.may_store);
         assert_eq!((p.fresh.no_cache, p.fresh.max_age), (false, Some(3600)));
         assert!(!Plan::new(&req(""), &r, true, &cfg(), 0, LogCode::Miss).may_store);
-    }
-
-    #[test]
-    fn a_body_growing_past_the_limit_is_not_kept() {
-        let mut k = Keep {
-            body: Some(Vec::new()),
-            max: 6,
-        };
-        k.push(b"abc");
-        k.push(b"def");
-        assert_eq!(k.body.as_deref(), Some(&b"abcdef"[..]));
-        k.push(b"g");
-        assert_eq!(k.body, None);
-        k.push(b"");
-        assert_eq!(k.body, None);
     }
 }

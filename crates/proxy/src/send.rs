@@ -43,31 +43,51 @@ pub(crate) async fn send_reply(
         framing.encode(head, body);
         return (head.len() as u64, send(s, head, idle).await);
     }
-    let mut written = head.len() as u64;
+    let written = head.len() as u64;
     if let Err(e) = send(s, head, idle).await {
         return (written, Err(e));
     }
+    let (more, sent) = send_chunked(s, body, idle).await;
+    (written + more, sent)
+}
+
+/// Writes `body` as chunks, a window at a time, and the last chunk; the
+/// bytes written, or the failure.
+pub(crate) async fn send_chunked(
+    s: &mut TcpStream,
+    body: &[u8],
+    idle: Duration,
+) -> (u64, io::Result<()>) {
+    let mut written = 0;
     let mut framed = Vec::with_capacity(WINDOW + WINDOW / CHUNK * 16 + LAST_CHUNK.len());
-    let windows = body.len().div_ceil(WINDOW);
-    for (i, window) in body.chunks(WINDOW).enumerate() {
+    let mut windows = body.chunks(WINDOW).peekable();
+    loop {
         framed.clear();
-        for piece in window.chunks(CHUNK) {
+        for piece in windows.next().unwrap_or_default().chunks(CHUNK) {
             write_chunk(&mut framed, piece);
         }
-        if i + 1 == windows {
+        let last = windows.peek().is_none();
+        if last {
             framed.extend_from_slice(LAST_CHUNK);
         }
         written += framed.len() as u64;
         if let Err(e) = send(s, &framed, idle).await {
             return (written, Err(e));
         }
+        if last {
+            return (written, Ok(()));
+        }
     }
-    (written, Ok(()))
 }
 
 /// Writes `a` then `b` with vectored writes; fails when the client takes
 /// nothing for `idle`. A write the socket takes at once arms no timer.
-async fn send_pair(s: &mut TcpStream, a: &[u8], b: &[u8], idle: Duration) -> io::Result<()> {
+pub(crate) async fn send_pair(
+    s: &mut TcpStream,
+    a: &[u8],
+    b: &[u8],
+    idle: Duration,
+) -> io::Result<()> {
     let total = a.len() + b.len();
     let mut at = 0;
     while at < total {

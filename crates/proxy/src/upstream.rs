@@ -254,6 +254,10 @@ pub struct OriginReply {
     chunked: Option<ChunkedDecoder>,
     done: bool,
     read_timeout: Duration,
+    /// When the origin must have sent more: set when a read starts
+    /// waiting, kept if that wait is dropped and taken up again, cleared
+    /// by bytes (or [`OriginReply::pause`]).
+    read_by: Option<Instant>,
 }
 
 /// Sends `request` to the origin at `authority` and reads the reply head.
@@ -353,6 +357,7 @@ async fn send_and_read(
         chunked,
         done,
         read_timeout: cfg.read_timeout,
+        read_by: None,
     })
 }
 
@@ -371,7 +376,15 @@ impl OriginReply {
         self.done
     }
 
+    /// The proxy stops reading for a while (its client is behind): the
+    /// origin's silence meanwhile is not held against it.
+    pub fn pause(&mut self) {
+        self.read_by = None;
+    }
+
     /// Appends the next piece of the body to `out`; false once complete.
+    /// Cancel-safe: a dropped call loses no bytes, and the next one keeps
+    /// its read deadline.
     pub async fn next(&mut self, out: &mut Vec<u8>) -> Result<bool, FetchError> {
         loop {
             if self.done {
@@ -387,9 +400,13 @@ impl OriginReply {
                 }
             }
             self.buf.reserve(64 * 1024);
-            let n = tokio::time::timeout(self.read_timeout, self.conn.read_buf(&mut self.buf))
+            let by = *self
+                .read_by
+                .get_or_insert_with(|| Instant::now() + self.read_timeout);
+            let n = tokio::time::timeout_at(by.into(), self.conn.read_buf(&mut self.buf))
                 .await
                 .map_err(|_| FetchError::Timeout(self.authority.clone()))??;
+            self.read_by = None;
             if n == 0 {
                 if self.head.framing == Framing::UntilClose {
                     self.done = true;
