@@ -8,19 +8,30 @@ file). It checks that the pieces of a run agree with each other:
   where Kubernetes expands it: an env value sees the envFrom ConfigMaps'
   keys and the env entries before it (a kustomize merge can reorder them),
   command and args see all of them; else the text stays literal;
-- every ConfigMap a pod reads, and every volume claim a Job mounts, is in
-  the render;
+- every ConfigMap a pod reads (and each key an env entry takes from one),
+  and every volume claim a Job mounts, is in the render;
 - a run (an Indexed Job of agents plus a coordinator Job running `cacheoff
   run`): parallelism = completions = N, the pods' subdomain is a headless
   Service selecting them on the agents' port, each agent serves one run
   (--runs=1) on its pod IP (--host-ip=$(POD_IP)), and the coordinator's
   --agents names agents 0..N-1 by their DNS names, each once, and waits
-  for them (--agent-wait).
+  for them (--agent-wait);
+- the run's security: a NetworkPolicy isolates the agent pods, and every
+  ingress rule admitting the agents' port admits only the coordinator's
+  pods (by a podSelector naming app.kubernetes.io/name, no ipBlock, no
+  namespaceSelector, no rule open to all), one of them admitting it; the
+  agents and the coordinator read the fleet's credentials from one
+  Secret's volume (--fleet-dir = its mountPath, or --secret-file in it),
+  each side's files only (items: never the other side's key), readable by
+  the pod's user; neither passes --insecure; the agents pass
+  --allow-target, a list of addresses or CIDRs with optional ports.
 
 Usage: python3 kubernetes-checks.py RENDERED.yaml; exit 1 with one line per
 problem.
 """
 
+import ipaddress
+import posixpath
 import re
 import sys
 
@@ -40,20 +51,96 @@ def pod_specs(docs):
             yield f"pod/{name}", d["spec"], None
 
 
-def flag(args, name):
-    """The value of --name=VALUE or --name VALUE in args, else None."""
+def flags(args, name):
+    """Every value of --name=VALUE or --name VALUE in args."""
+    values = []
     for i, a in enumerate(args):
         if a.startswith(f"--{name}="):
-            return a.split("=", 1)[1]
-        if a == f"--{name}" and i + 1 < len(args):
-            return args[i + 1]
-    return None
+            values.append(a.split("=", 1)[1])
+        elif a == f"--{name}" and i + 1 < len(args):
+            values.append(args[i + 1])
+    return values
+
+
+def flag(args, name):
+    """The first value of --name in args, else None."""
+    return next(iter(flags(args, name)), None)
+
+
+# The files of `cacheoff tls DIR`'s fleet/ each side reads.
+FLEET_FILES = {
+    "agent": ("agent.pem", "agent.key"),
+    "coordinator": ("coordinator.pem", "coordinator.key"),
+}
 
 
 def env_value(container, name):
     for e in container.get("env", []):
         if e["name"] == name:
             return e
+    return None
+
+
+def selects(selector, labels):
+    """Whether a label selector (matchLabels, matchExpressions) selects labels."""
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        k, op, values = e["key"], e["operator"], e.get("values") or []
+        if (
+            (op == "In" and labels.get(k) not in values)
+            or (op == "NotIn" and k in labels and labels[k] in values)
+            or (op == "Exists" and k not in labels)
+            or (op == "DoesNotExist" and k in labels)
+        ):
+            return False
+    return True
+
+
+def pod_labels(job):
+    return job["spec"]["template"].get("metadata", {}).get("labels", {}) or {}
+
+
+def admits_port(rule, port, named):
+    """Whether a NetworkPolicy ingress rule admits TCP port (named: the
+    agent container's port names)."""
+    entries = rule.get("ports")
+    if not entries:
+        return True
+    for p in entries:
+        if p.get("protocol", "TCP") != "TCP":
+            continue
+        lo = p.get("port")
+        if lo is None:
+            return True
+        lo = named.get(lo, lo) if isinstance(lo, str) else lo
+        if isinstance(lo, int) and lo <= port <= p.get("endPort", lo):
+            return True
+    return False
+
+
+def bad_target(rule):
+    """Why an --allow-target entry is no CIDR[:PORTS], or None."""
+    host, ports = rule, None
+    if rule.startswith("["):
+        host, _, after = rule[1:].partition("]")
+        if after:
+            ports = after[1:] if after.startswith(":") else ""
+    elif ":" in rule:
+        try:
+            ipaddress.ip_network(rule, strict=False)
+        except ValueError:
+            host, ports = rule.rsplit(":", 1)
+    try:
+        ipaddress.ip_network(host, strict=False)
+    except ValueError:
+        return "not an address or CIDR (agents match the proxy and servers by IP)"
+    if ports is not None and ports != "*":
+        lo, _, hi = ports.partition("-")
+        hi = hi or lo
+        if not (lo.isdigit() and hi.isdigit() and 1 <= int(lo) <= int(hi) <= 65535):
+            return f"no port or port range: {ports!r}"
     return None
 
 
@@ -86,6 +173,17 @@ class Checker:
                 continue
             known |= {source.get("prefix", "") + k for k in data}
         for e in container.get("env", []):
+            ref = e.get("valueFrom", {}).get("configMapKeyRef")
+            if ref is not None and not ref.get("optional"):
+                data = self.config_maps.get(ref["name"])
+                if data is None:
+                    self.error(
+                        where, f"env {e['name']}: ConfigMap {ref['name']} is not in the render"
+                    )
+                elif ref["key"] not in data:
+                    self.error(
+                        where, f"env {e['name']}: ConfigMap {ref['name']} has no key {ref['key']}"
+                    )
             for ref in VAR.findall(e.get("value", "")):
                 if ref not in known:
                     self.error(
@@ -99,6 +197,27 @@ class Checker:
                 for ref in VAR.findall(arg):
                     if ref not in known:
                         self.error(where, f"{field} {arg!r} uses $({ref}), which is not defined")
+
+    def expand(self, container, text):
+        """text with its $(VAR)s replaced as Kubernetes would, or None when
+        one comes from elsewhere than a ConfigMap or a literal."""
+        values = {}
+        for source in container.get("envFrom", []):
+            ref = source.get("configMapRef")
+            if ref is not None:
+                for k, v in self.config_maps.get(ref["name"], {}).items():
+                    values[source.get("prefix", "") + k] = v
+        for e in container.get("env", []):
+            ref = e.get("valueFrom", {}).get("configMapKeyRef")
+            if "value" in e:
+                values[e["name"]] = e["value"]
+            elif ref is not None and ref["key"] in self.config_maps.get(ref["name"], {}):
+                values[e["name"]] = self.config_maps[ref["name"]][ref["key"]]
+            else:
+                values.pop(e["name"], None)
+        if any(name not in values for name in VAR.findall(text)):
+            return None
+        return VAR.sub(lambda m: values[m.group(1)], text)
 
     def check_refs(self, where, spec, job):
         for v in spec.get("volumes", []):
@@ -162,6 +281,18 @@ class Checker:
         args = agent["args"]
         if flag(args, "runs") != "1":
             self.error(where, "agents must exit after the run: --runs=1")
+        targets = flags(args, "allow-target")
+        if not targets:
+            self.error(
+                where,
+                "agents must pass --allow-target (CIDR[:PORTS],...): else their robots go wherever the coordinator's run says",
+            )
+        for t in targets:
+            value = self.expand(agent, t)
+            for rule in [] if value is None else value.split(","):
+                why = bad_target(rule.strip())
+                if why:
+                    self.error(where, f"--allow-target={value!r}: {rule.strip()!r} is {why}")
         if flag(args, "host-ip") != "$(POD_IP)":
             self.error(where, "robots and servers must use the pod IP: --host-ip=$(POD_IP)")
         pod_ip = env_value(agent, "POD_IP")
@@ -202,8 +333,191 @@ class Checker:
                 )
         return port
 
+    def check_policy(self, agents, coordinator, port):
+        """Only the coordinator's pods reach the agents' port."""
+        labels, coord = pod_labels(agents), pod_labels(coordinator)
+        where = f"job/{agents['metadata']['name']}"
+        namespace = agents["metadata"].get("namespace")
+        spec = agents["spec"]["template"]["spec"]
+        named = {
+            p["name"]: p["containerPort"]
+            for c in spec["containers"]
+            for p in c.get("ports", [])
+            if "name" in p
+        }
+        others = [
+            pod_labels(d) if d["kind"] == "Job" else d["metadata"].get("labels", {})
+            for d in self.docs
+            if d.get("kind") in ("Job", "Pod") and d is not coordinator
+        ]
+        policies = [
+            d
+            for d in self.docs
+            if d.get("kind") == "NetworkPolicy"
+            and d["metadata"].get("namespace") == namespace
+            and selects(d["spec"].get("podSelector", {}), labels)
+        ]
+        if not policies:
+            self.error(
+                where,
+                f"no NetworkPolicy selects the agent pods {labels}: any pod may reach their port {port}",
+            )
+            return
+        isolating = [
+            d for d in policies if "Ingress" in d["spec"].get("policyTypes", ["Ingress"])
+        ]
+        if not isolating:
+            self.error(
+                where,
+                "no NetworkPolicy selecting the agent pods has Ingress in policyTypes: their port stays open to all",
+            )
+            return
+        coordinator_admitted = False
+        for d in isolating:
+            pwhere = f"networkpolicy/{d['metadata']['name']}"
+            for i, rule in enumerate(d["spec"].get("ingress") or []):
+                if not admits_port(rule, port, named):
+                    continue
+                peers = rule.get("from") or []
+                if not peers:
+                    self.error(
+                        pwhere,
+                        f"ingress rule {i} admits the agents' port {port} from anywhere (no from): only the coordinator's pods may reach it",
+                    )
+                for peer in peers:
+                    sel = peer.get("podSelector")
+                    if sel is None or set(peer) != {"podSelector"}:
+                        self.error(
+                            pwhere,
+                            f"ingress rule {i} admits the agents' port {port} from {sorted(set(peer) - {'podSelector'}) or 'anywhere'}: only a podSelector for the coordinator's pods",
+                        )
+                    elif not selects(sel, coord):
+                        self.error(
+                            pwhere,
+                            f"ingress rule {i}: podSelector {sel} does not select the coordinator's pods {coord}",
+                        )
+                    elif any(selects(sel, o) for o in others):
+                        self.error(
+                            pwhere,
+                            f"ingress rule {i}: podSelector {sel} selects other pods than the coordinator's {coord}",
+                        )
+                    elif selects(
+                        sel, {k: v for k, v in coord.items() if k != "app.kubernetes.io/name"}
+                    ):
+                        self.error(
+                            pwhere,
+                            f"ingress rule {i}: podSelector {sel} must name app.kubernetes.io/name too: else another application's pods may reach the agents",
+                        )
+                    else:
+                        coordinator_admitted = True
+        if not coordinator_admitted:
+            self.error(
+                where,
+                f"no NetworkPolicy ingress rule admits the coordinator's pods to the agents' port {port}",
+            )
+
+    def check_fleet(self, sides):
+        """sides: (side, job, container) of the agents and the coordinator;
+        one Secret's credentials each, no --insecure."""
+        secrets = {}
+        for side, job, c in sides:
+            where = f"job/{job['metadata']['name']}"
+            spec = job["spec"]["template"]["spec"]
+            args = c["args"]
+            if any(a == "--insecure" or a.startswith("--insecure=") for a in args):
+                self.error(
+                    where,
+                    "--insecure: plaintext fleet links that anyone reaching an agent can drive; use --fleet-dir",
+                )
+            fleet_dir, secret_file = flag(args, "fleet-dir"), flag(args, "secret-file")
+            if fleet_dir is None and secret_file is None:
+                self.error(
+                    where,
+                    f"the {side} has no fleet credentials: --fleet-dir=<mountPath of the fleet Secret's volume>",
+                )
+                continue
+            path = posixpath.normpath(fleet_dir or secret_file)
+            volumes = {v["name"]: v for v in spec.get("volumes", [])}
+            found = None
+            for m in c.get("volumeMounts", []):
+                v = volumes.get(m["name"], {})
+                mount = posixpath.normpath(m["mountPath"])
+                if "secret" not in v or m.get("subPath"):
+                    continue
+                if (fleet_dir and mount in (path, posixpath.join(path, "fleet"))) or (
+                    secret_file and posixpath.dirname(path) == mount
+                ):
+                    found = (mount, v)
+            flag_text = f"--fleet-dir={fleet_dir}" if fleet_dir else f"--secret-file={secret_file}"
+            if found is None:
+                self.error(
+                    where,
+                    f"{flag_text} is not in a Secret volume this container mounts: the {side} would find no credentials",
+                )
+                continue
+            mount, v = found
+            secret = v["secret"]
+            secrets[side] = secret.get("secretName")
+            items = secret.get("items")
+            modes = [(i.get("mode", secret.get("defaultMode", 0o644)), i["path"]) for i in items or []]
+            self.check_readable(where, spec, c, modes or [(secret.get("defaultMode", 0o644), "*")])
+            if fleet_dir is None:
+                if items is not None and posixpath.basename(path) not in {i["path"] for i in items}:
+                    self.error(where, f"volume {v['name']} gives the {side} no {path}")
+                continue
+            if items is None:
+                self.error(
+                    where,
+                    f"volume {v['name']} mounts every key of Secret {secrets[side]}: list items, the {side} reading only ca.pem and {', '.join(FLEET_FILES[side])}",
+                )
+                continue
+            files = {posixpath.normpath(posixpath.join(mount, i["path"])) for i in items}
+            creds = posixpath.join(path, "fleet")
+            if posixpath.join(creds, "ca.pem") not in files:
+                creds = path
+            for name in ("ca.pem",) + FLEET_FILES[side]:
+                if posixpath.join(creds, name) not in files:
+                    self.error(where, f"volume {v['name']} gives the {side} no {creds}/{name}")
+            for other, (_, key) in FLEET_FILES.items():
+                if other != side and any(i["key"] == key for i in items):
+                    self.error(
+                        where,
+                        f"volume {v['name']} gives the {side} {key}: the {other}'s key belongs to the {other} alone",
+                    )
+        if len(set(secrets.values())) > 1:
+            self.error(
+                "run",
+                f"the agents and the coordinator read different Secrets ({secrets}): one fleet, one Secret",
+            )
+
+    def check_readable(self, where, spec, c, modes):
+        """Whether the pod's user can read files of these (mode, path)s: the
+        kubelet gives them the fsGroup and g+r, else they are root's."""
+        pod_sc, sc = spec.get("securityContext", {}), c.get("securityContext", {})
+        uid = sc.get("runAsUser", pod_sc.get("runAsUser"))
+        if uid == 0 or pod_sc.get("fsGroup") is not None:
+            return
+        for mode, name in modes:
+            if not mode & 0o004:
+                who = "the image's user" if uid is None else f"uid {uid}"
+                self.error(
+                    where,
+                    f"the fleet's {name} is mode {mode:04o}, root's: unreadable by {who} without an fsGroup",
+                )
+                return
+
     def check_run(self, agents, coordinator):
         port = self.check_agents(agents)
+        if port is not None:
+            self.check_policy(agents, coordinator, port)
+        self.check_fleet(
+            [
+                (side, job, c)
+                for side, job, cmd in (("agent", agents, "agent"), ("coordinator", coordinator, "run"))
+                for c in job["spec"]["template"]["spec"]["containers"]
+                if (c.get("args") or [None])[0] == cmd
+            ]
+        )
         job, subdomain = agents["metadata"]["name"], agents["spec"]["template"]["spec"].get(
             "subdomain"
         )

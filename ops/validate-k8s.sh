@@ -6,7 +6,9 @@
 # (strict: unknown fields are errors), then checks what schemas cannot
 # (deploy/kubernetes-checks.py: $(VAR)s defined, the agent count and the
 # coordinator's --agents list agree, the headless Service selects the
-# agents). Exits 1 when any render fails.
+# agents, a NetworkPolicy lets only the coordinator reach them, both mount
+# the fleet's Secret at their --fleet-dir, agents pass --allow-target).
+# Exits 1 when any render fails.
 #
 # kubernetes-validate comes from PyPI, pinned, into a venv of its own
 # ($CACHEOFF_K8S_VENV, default /opt/cacheoff-k8s-venv; made on first use).
@@ -103,6 +105,21 @@ faults=(
   "overlays/polymix3-10/coordinator-patch.yaml|/name: POD_NAMESPACE/,/fieldPath/d|AGENTS merged ahead of the POD_NAMESPACE it uses|env AGENTS uses \$(POD_NAMESPACE), not defined before it"
   "base/agents-job.yaml|/--runs=1/d|agents that never exit|agents must exit after the run"
   "base/agents-service.yaml|s/clusterIP: None/type: ClusterIP/|a Service that is not headless|must be headless"
+  "base/kustomization.yaml|/networkpolicy.yaml/d|no NetworkPolicy|no NetworkPolicy selects the agent pods"
+  "base/networkpolicy.yaml|/- from:/,/component: coordinator/c\    -|port 7070 open to all (no from)|admits the agents' port 7070 from anywhere (no from)"
+  "base/networkpolicy.yaml|s/endPort: 7069/endPort: 7070/|the origin servers' range over port 7070|admits the agents' port 7070 from anywhere"
+  "base/networkpolicy.yaml|s/- podSelector:/- namespaceSelector: {}\n          podSelector:/|the coordinator's label from any namespace|from ['namespaceSelector']"
+  "base/networkpolicy.yaml|/- podSelector:/,/component: coordinator/{/app.kubernetes.io\/name/d}|any pod labelled coordinator|must name app.kubernetes.io/name too"
+  "base/agents-job.yaml|/--fleet-dir/d|agents without credentials|the agent has no fleet credentials"
+  "base/coordinator-job.yaml|s/^\( *\)- --out=.*/&\n\1- --insecure/|a coordinator with --insecure|--insecure: plaintext fleet links"
+  "base/coordinator-job.yaml|s#mountPath: /etc/cacheoff-fleet#mountPath: /etc/cacheoff/fleet#|credentials mounted elsewhere than --fleet-dir|--fleet-dir=/etc/cacheoff-fleet is not in a Secret volume"
+  "base/coordinator-job.yaml|s/secretName: cacheoff-fleet/secretName: cacheoff-fleet-2/|two Secrets|read different Secrets"
+  "base/agents-job.yaml|/items:/,\$d|agents given every key|mounts every key of Secret cacheoff-fleet"
+  "base/agents-job.yaml|s/key: agent.key/key: coordinator.key/|agents given the coordinator's key|gives the agent coordinator.key"
+  "base/agents-job.yaml|/^ *fsGroup:/d|credentials the agents cannot read|unreadable by uid 65532 without an fsGroup"
+  "base/agents-job.yaml|/--allow-target/d|agents without --allow-target|agents must pass --allow-target"
+  "base/kustomization.yaml|/- ALLOW_TARGET=/d|ALLOW_TARGET not in the ConfigMap|has no key ALLOW_TARGET"
+  "overlays/polymix3-10/kustomization.yaml|s#ALLOW_TARGET=10.0.0.0/8#ALLOW_TARGET=10.0.0.0/8,cache-under-test#|a name in ALLOW_TARGET|'cache-under-test' is not an address or CIDR"
 )
 
 self_test() {
