@@ -40,7 +40,7 @@ pub use addrmap::{server_name, AddrMap, AddrMapError, ZONE};
 pub use cacheoff_base::RequestType;
 pub use content::{content_set, ContentType, Embeds, Extension, Mix};
 pub use describe::describe;
-pub use dist::{Dist, DistError, Quantity};
+pub use dist::{Dist, DistError, Quantity, MAX_TABLE_ENTRIES};
 pub use expect::{expected_offered, Offered};
 pub use file::{builtin_names, load, load_text, load_with, LoadError};
 pub use lifecycle::{LifeCycle, ObjectTimes};

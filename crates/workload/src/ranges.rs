@@ -75,7 +75,7 @@ ranges! {
     ROBOT_RATE = "robots.rate" Rate > 0.0, MAX_RATE, "as the peak rate";
     SERVER_RATE = "servers.rate" Rate > 0.0, MAX_RATE, "as the peak rate";
     ROBOTS = "robots.count" Count >= 1.0, MAX_ROBOTS, "each robot has its own address, state and connections";
-    MAX_COUNT = "robots.max_count" Count >= 1.0, MAX_ROBOTS, "as robots.count";
+    MAX_COUNT = "robots.max_count" Count >= 1.0, u32::MAX as f64, "a cap: the count it derives is held to robots.count's range";
     PER_HOST = "robots.per_host" Count >= 1.0, MAX_ROBOTS, "as robots.count";
     MAX_CONNS = "robots.max_conns" Count >= 1.0, 1000.0, "file descriptors: robots × this";
     BACKLOG = "robots.backlog" Count >= 0.0, 10_000.0, "requests queued per robot";
