@@ -191,6 +191,22 @@ mod tests {
     }
 
     #[test]
+    fn docs_show_every_row() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/workload-files.md");
+        let doc = std::fs::read_to_string(path).unwrap();
+        let rows: Vec<String> = ALL
+            .iter()
+            .map(|r| format!("| `{}` | {} | {} |", r.key, r.text(), r.why))
+            .collect();
+        let missing: Vec<&String> = rows.iter().filter(|r| !doc.contains(r.as_str())).collect();
+        assert!(
+            missing.is_empty(),
+            "docs/workload-files.md lacks rows (all of them:)\n{}",
+            rows.join("\n")
+        );
+    }
+
+    #[test]
     fn keys_are_unique() {
         for (i, r) in ALL.iter().enumerate() {
             assert!(ALL[..i].iter().all(|q| q.key != r.key), "{}", r.key);
