@@ -1,7 +1,10 @@
 //! A workload named on the command line: a built-in, a cacheoff workload
 //! file (TOML), or a Web Polygraph workload file (`.pg`, PGL), which is
 //! imported first (crates/pgl; docs/pgl.md) and then loaded like a TOML
-//! file, so both meet the same checks.
+//! file, so both meet the same checks. Either reads other files (a `.pg`
+//! file's includes, `table()` files) only from under its own directory and
+//! the `--include` places, through `cacheoff_workload::files`
+//! (docs/workload-files.md).
 
 use crate::cli::PglArgs;
 use crate::console::print;
@@ -44,7 +47,7 @@ pub fn load(spec: &str, o: &Overrides, pgl: &PglArgs) -> Result<Workload, Failur
         let imported = import(spec, pgl, true)?;
         return load_text(&format!("{spec} (imported)"), &imported.toml, o).map_err(Failure::usage);
     }
-    cacheoff_workload::load(spec, o).map_err(Failure::usage)
+    cacheoff_workload::load_with(spec, o, &pgl.include).map_err(Failure::usage)
 }
 
 /// A Web Polygraph file run, as given, in its run directory.
@@ -59,9 +62,12 @@ pub fn keep_source(spec: &str, pgl: &PglArgs, dir: &Path) {
     if !is_pgl(spec) {
         return;
     }
-    let kept = std::fs::copy(spec, dir.join(PGL_SOURCE_FILE))
+    // Read as the import read it (a regular file, bounded), not copied.
+    let kept = cacheoff_workload::files::Files::new(Path::new(spec), &[])
+        .and_then(|f| f.read_main(Path::new(spec)))
         .map_err(anyhow::Error::from)
-        .and_then(|_| {
+        .and_then(|text| Ok(std::fs::write(dir.join(PGL_SOURCE_FILE), text)?))
+        .and_then(|()| {
             let imported = import(spec, pgl, false).map_err(|f| f.error)?;
             Ok(std::fs::write(dir.join(PGL_IMPORT_FILE), imported.toml)?)
         });

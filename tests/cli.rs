@@ -23,7 +23,10 @@ fn bad_input_is_a_usage_error_that_names_the_problem() {
         (&["run", "nope"], "unknown workload \"nope\""),
         (&["run", "simple", "--rate", "4/fortnight"], "4/fortnight"),
         (&["run", "simple", "--size", "gauss(1KB)"], "gauss"),
-        (&["run", "simple", "--robots", "20000000"], "127.0.0.0/8"),
+        (
+            &["run", "simple", "--robots", "20000000"],
+            "robots.count = 20000000 (--robots): must be 1 ≤ x ≤ 100000",
+        ),
         (&["run", "simple", "--duration", "soon"], "soon"),
         (
             &["run", "simple", "--proxy", "not-an-address"],
@@ -41,7 +44,7 @@ fn bad_input_is_a_usage_error_that_names_the_problem() {
         ("[[phases]]\nname = \"a\"\nduration = \n", "w.toml:3:"),
         (
             "[timeouts]\nidle = \"0s\"\n[[phases]]\nname = \"a\"\nduration = \"1s\"\n",
-            "w.toml:2:8: timeouts.idle = 0s: must be above zero",
+            "w.toml:2:8: timeouts.idle = 0s: must be 0s < x ≤ 1day",
         ),
         (
             "[robots]\nbacklog = \"many\"\n[[phases]]\nname = \"a\"\nduration = \"1s\"\n",

@@ -91,7 +91,18 @@ fn a_file_with_what_cacheoff_does_not_model_is_refused_naming_the_place() {
         .unwrap()
         + 1;
     let f = file.to_str().unwrap();
-    let o = cacheoff(&["run", f, "--direct", "--plateau", "2s", "-q"]);
+    // Its include is outside its directory: allowed by naming it.
+    let include = pg("include/phases.pg");
+    let o = cacheoff(&[
+        "run",
+        f,
+        "--direct",
+        "--plateau",
+        "2s",
+        "-q",
+        "--include",
+        &include,
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
@@ -100,7 +111,7 @@ fn a_file_with_what_cacheoff_does_not_model_is_refused_naming_the_place() {
     );
     assert!(e.contains("--lenient"), "{e}");
     // With --lenient it is left out, said so, and the rest is understood.
-    let o = cacheoff(&["workload", "show", f, "--lenient"]);
+    let o = cacheoff(&["workload", "show", f, "--lenient", "--include", &include]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("cookie_sender"), "{}", stdout(&o));
 }

@@ -56,11 +56,13 @@ pub enum WorkloadCommand {
     },
 }
 
-/// How Web Polygraph workload files (.pg) are read.
+/// How the files a workload names are read, and Web Polygraph workload
+/// files (.pg).
 #[derive(Debug, Clone, Default, Args)]
 pub struct PglArgs {
-    /// Where a .pg file's #include files are looked for after its own
-    /// directory (repeatable, in order).
+    /// A directory a workload's #include and table() files may come from
+    /// besides its own, searched after it (repeatable, in order); or a
+    /// file allowed alone. Nothing outside these is read.
     #[arg(long = "include", value_name = "DIR")]
     pub include: Vec<std::path::PathBuf>,
     /// Warn about what cacheoff does not model in a .pg file and go on

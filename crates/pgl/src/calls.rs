@@ -5,6 +5,7 @@ use crate::ast::{Expr, ExprKind, Span};
 use crate::eval::{Interp, R};
 use crate::source::Diagnostic;
 use crate::value::{Dist, DistKind, Item, Param, SchemeAddrs, Side, Value, Q};
+use cacheoff_workload::MAX_TABLE_ENTRIES;
 
 fn err<T>(span: Span, m: impl Into<String>) -> R<T> {
     Err(Diagnostic::at(span, m))
@@ -103,14 +104,15 @@ impl Interp<'_> {
                 let (Some(Value::Str(file)), kind) = (vals.first(), vals.get(1)) else {
                     return err(span, "table() takes a file name and, optionally, its type");
                 };
-                let (path, text) = self.find_file(file, span)?;
+                let named = self.find_file(file, span)?;
                 let kind = match kind {
                     Some(Value::Str(k)) => Some(k.as_str()),
                     _ => None,
                 };
                 Value::Dist(
-                    table(&text, kind)
-                        .map_err(|m| Diagnostic::at(span, format!("{}: {m}", path.display())))?,
+                    table(&named.text, kind, named.quotable).map_err(|m| {
+                        Diagnostic::at(span, format!("{}: {m}", named.path.display()))
+                    })?,
                 )
             }
             "popUnif" => {
@@ -232,6 +234,7 @@ impl Interp<'_> {
                     let mut items = Vec::new();
                     flat(&v, &mut items);
                     for i in items {
+                        self.charge(&i.value, a.span)?;
                         self.program.used.push((i.value, a.span));
                     }
                 }
@@ -357,7 +360,9 @@ fn scheme_count(s: &SchemeAddrs, span: Span) -> R<Value> {
 /// A table distribution's file: a header `int_distr|size_distr|time_distr
 /// NAME = {`, then `value weight` lines (values in bytes and seconds),
 /// then `}`; `#` starts a comment. The type may also come from the call.
-fn table(text: &str, kind: Option<&str>) -> Result<Dist, String> {
+/// Errors quote the file's text only when `quote` (a file under the
+/// workload's directory).
+fn table(text: &str, kind: Option<&str>, quote: bool) -> Result<Dist, String> {
     let mut header = None;
     let mut args = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -369,6 +374,12 @@ fn table(text: &str, kind: Option<&str>) -> Result<Dist, String> {
             header = line.split_whitespace().next().map(str::to_string);
             continue;
         }
+        if args.len() >= 2 * MAX_TABLE_ENTRIES {
+            return Err(format!(
+                "line {}: more than {MAX_TABLE_ENTRIES} entries",
+                i + 1
+            ));
+        }
         let mut w = line.split_whitespace();
         let (Some(v), Some(f), None) = (w.next(), w.next(), w.next()) else {
             return Err(format!("line {}: `value weight` expected", i + 1));
@@ -377,11 +388,12 @@ fn table(text: &str, kind: Option<&str>) -> Result<Dist, String> {
             s.parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite() && *x >= 0.0)
-                .ok_or_else(|| {
-                    format!(
+                .ok_or_else(|| match quote {
+                    true => format!(
                         "line {}: {s:?} is not a number (wildcards are not modelled)",
                         i + 1
-                    )
+                    ),
+                    false => format!("line {}: not a number", i + 1),
                 })
         };
         args.push(num(v)?);
@@ -395,7 +407,8 @@ fn table(text: &str, kind: Option<&str>) -> Result<Dist, String> {
         Some("time" | "time_distr") => DistKind::Time,
         Some("float" | "float_distr") => DistKind::Float,
         Some("int" | "int_distr") | None => DistKind::Int,
-        Some(other) => return Err(format!("{other:?} is not a table type")),
+        Some(other) if quote => return Err(format!("{other:?} is not a table type")),
+        Some(_) => return Err("not a table type".into()),
     };
     Ok(Dist {
         kind,

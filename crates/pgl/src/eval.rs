@@ -8,8 +8,8 @@ use crate::ast::{Expr, ExprKind, Init, Item as AstItem, Path, Span, Stmt};
 use crate::source::{Diagnostic, Sources};
 use crate::types;
 use crate::value::{Field, Item, Param, Record, Value, Q};
+use cacheoff_workload::files::{Files, Named};
 use std::collections::HashMap;
-use std::path::{Path as FsPath, PathBuf};
 
 /// What a PGL file asks for, once run.
 #[derive(Debug, Default)]
@@ -45,37 +45,41 @@ struct Var {
     param: Option<Param>,
 }
 
-/// Where `#include`s are looked for: the including file's directory, then
-/// these directories in order.
-#[derive(Debug, Default, Clone)]
-pub struct IncludePath {
-    pub dirs: Vec<PathBuf>,
-}
-
 pub(crate) type R<T> = Result<T, Diagnostic>;
 
 pub struct Interp<'s> {
     pub(crate) sources: &'s mut Sources,
-    includes: IncludePath,
+    /// What `#include` and `table()` may read: the including file's
+    /// directory, then the `--include` directories in order, within the
+    /// workload's directory and the `--include` places.
+    files: &'s Files,
     /// Global variables, then one map per nested `{ }` scope.
     scopes: Vec<HashMap<String, Var>>,
     /// Paths of the records being edited by `name = { … }` blocks.
     ctx: Vec<Vec<String>>,
     depth: usize,
+    /// Items and fields stored so far, against [`MAX_STORED`].
+    stored: u64,
     pub(crate) program: Program,
 }
+
+/// The most array items and record fields one import may store, all
+/// values together (values are copied: a million-item array assigned a
+/// thousand times would hold a billion).
+pub const MAX_STORED: u64 = 16_000_000;
 
 /// The deepest nesting of `#include`s, as Polygraph allows.
 const MAX_INCLUDE_DEPTH: usize = 256;
 
 impl<'s> Interp<'s> {
-    pub fn new(sources: &'s mut Sources, includes: IncludePath) -> Interp<'s> {
+    pub fn new(sources: &'s mut Sources, files: &'s Files) -> Interp<'s> {
         Interp {
             sources,
-            includes,
+            files,
             scopes: vec![HashMap::new()],
             ctx: Vec::new(),
             depth: 0,
+            stored: 0,
             program: Program::default(),
         }
     }
@@ -99,6 +103,41 @@ impl<'s> Interp<'s> {
     pub fn run(&mut self, stmts: &[Stmt]) -> R<()> {
         for s in stmts {
             self.exec(s)?;
+        }
+        Ok(())
+    }
+
+    /// Counts a value about to be kept, refusing one past [`MAX_STORED`].
+    pub(crate) fn charge(&mut self, v: &Value, span: Span) -> R<()> {
+        fn size(v: &Value, budget: u64) -> u64 {
+            let mut n = 1;
+            match v {
+                Value::Array(items) => {
+                    for i in items {
+                        n += size(&i.value, budget);
+                        if n > budget {
+                            break;
+                        }
+                    }
+                }
+                Value::Record(r) => {
+                    for f in r.fields.values() {
+                        n += size(&f.value, budget);
+                        if n > budget {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            }
+            n
+        }
+        self.stored += size(v, MAX_STORED);
+        if self.stored > MAX_STORED {
+            return Err(Diagnostic::at(
+                span,
+                format!("the file keeps more than {MAX_STORED} values and fields in all"),
+            ));
         }
         Ok(())
     }
@@ -163,8 +202,10 @@ impl<'s> Interp<'s> {
         if self.depth >= MAX_INCLUDE_DEPTH {
             return Err(Diagnostic::at(span, "#include nested too deep"));
         }
-        let (path, text) = self.find_file(name, span)?;
-        let file = self.sources.add(path, text);
+        let named = self.find_file(name, span)?;
+        let file = self
+            .sources
+            .add_named(named.path, named.text, named.quotable);
         let stmts = crate::parse::parse(self.sources, file)?;
         self.depth += 1;
         let r = self.run(&stmts);
@@ -173,28 +214,12 @@ impl<'s> Interp<'s> {
     }
 
     /// A file named in the file at `span`: next to that file, then in the
-    /// include directories, in order.
-    pub(crate) fn find_file(&self, name: &str, span: Span) -> R<(PathBuf, String)> {
-        let here = self
-            .sources
-            .path(span.file)
-            .parent()
-            .map(FsPath::to_path_buf);
-        let mut tried = Vec::new();
-        for dir in here.iter().chain(self.includes.dirs.iter()) {
-            let p = dir.join(name);
-            match std::fs::read_to_string(&p) {
-                Ok(text) => return Ok((p, text)),
-                Err(_) => tried.push(p.display().to_string()),
-            }
-        }
-        Err(Diagnostic::at(
-            span,
-            format!(
-                "cannot find {name:?} (looked in {}; --include DIR adds a place)",
-                tried.join(", ")
-            ),
-        ))
+    /// include directories, in order; only from where it may be read.
+    pub(crate) fn find_file(&self, name: &str, span: Span) -> R<Named> {
+        let here = self.sources.path(span.file).parent();
+        self.files
+            .find(here, name)
+            .map_err(|e| Diagnostic::at(span, e.to_string()))
     }
 
     fn declare(
@@ -419,6 +444,7 @@ impl<'s> Interp<'s> {
 
     /// Writes `v`, converted to the declared type, at a path.
     fn store(&mut self, path: &[String], v: Value, span: Span) -> R<()> {
+        self.charge(&v, span)?;
         let ty = self
             .type_at(path)
             .ok_or_else(|| Diagnostic::at(span, format!("no field `{}`", path.join("."))))?;
@@ -506,7 +532,12 @@ impl<'s> Interp<'s> {
                 ))
             }
             ExprKind::Qualifier(q) => Value::Qualified(*q, None),
-            ExprKind::Name(p) => self.read(p)?,
+            ExprKind::Name(p) => {
+                // A read is a copy.
+                let v = self.read(p)?;
+                self.charge(&v, e.span)?;
+                v
+            }
             ExprKind::Call { .. } => self.call_function(e)?,
             ExprKind::Array(items) => Value::Array(self.eval_items(items)?),
             ExprKind::Unary(op, x) => {

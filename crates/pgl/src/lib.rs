@@ -5,6 +5,12 @@
 //! so one loader checks both. What cacheoff does not model is named with
 //! its file, line and column: an import refuses it, or with `lenient`
 //! warns and goes on. docs/pgl.md maps the language onto the model.
+//!
+//! Every file an import reads goes through one
+//! `cacheoff_workload::files::Files`: the `.pg` file itself, and its
+//! `#include`s and `table()` files only from under its directory or an
+//! `--include` place ([`Options::include`]), each a regular file of
+//! bounded size; messages never quote a file from outside its directory.
 
 pub mod ast;
 mod calls;
@@ -21,13 +27,16 @@ pub mod source;
 mod types;
 pub mod value;
 
+use cacheoff_workload::files::{FileError, Files};
 use source::{Diagnostic, Sources};
 use std::path::{Path, PathBuf};
 
 /// How to import.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// Where `#include`s are looked for after the file's own directory.
+    /// Where `#include`s and `table()` files are looked for after the
+    /// file's own directory, and the only places outside it they may be
+    /// read from: directories, or files allowed alone.
     pub include: Vec<PathBuf>,
     /// Warn about what cacheoff does not model instead of refusing it.
     pub lenient: bool,
@@ -49,11 +58,10 @@ pub struct Imported {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    #[error("cannot read {}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// The file, an `--include` place, or a file it names, refused or
+    /// unreadable.
+    #[error("{0}")]
+    File(#[from] FileError),
     /// A syntax or type error, rendered with its place.
     #[error("{0}")]
     Pgl(String),
@@ -64,10 +72,7 @@ pub enum ImportError {
 
 /// Imports the PGL file at `path`.
 pub fn import(path: &Path, opts: &Options) -> Result<Imported, ImportError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = Files::new(path, &opts.include)?.read_main(path)?;
     import_text(path, text, opts)
 }
 
@@ -78,16 +83,13 @@ pub fn evaluate(
     text: String,
     opts: &Options,
 ) -> Result<(Sources, eval::Program), ImportError> {
+    let files = Files::new(path, &opts.include)?;
+    files.charge(text.len());
     let mut sources = Sources::default();
     let file = sources.add(path.to_path_buf(), text);
     let program = (|| {
         let stmts = parse::parse(&sources, file)?;
-        let mut interp = eval::Interp::new(
-            &mut sources,
-            eval::IncludePath {
-                dirs: opts.include.clone(),
-            },
-        );
+        let mut interp = eval::Interp::new(&mut sources, &files);
         interp.run(&stmts)?;
         Ok::<_, Diagnostic>(interp.finish())
     })();

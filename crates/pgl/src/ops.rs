@@ -10,6 +10,9 @@ use crate::value::{Item, Param, Value, Q};
 
 type R<T> = Result<T, Diagnostic>;
 
+/// The most items one array may have.
+pub const MAX_ITEMS: usize = 1_000_000;
+
 fn err<T>(span: Span, m: impl Into<String>) -> R<T> {
     Err(Diagnostic::at(span, m))
 }
@@ -151,7 +154,7 @@ pub fn binary(op: BinaryOp, a: Value, b: Value, span: Span) -> R<Value> {
                 return err(span, "`..` makes a range of ints");
             };
             let (x, y) = (known(*x, span)? as i64, known(*y, span)? as i64);
-            if (y - x).abs() > 1_000_000 {
+            if x.abs_diff(y) >= MAX_ITEMS as u64 {
                 return err(span, "a range of more than a million ints");
             }
             let step = if y >= x { 1 } else { -1 };
@@ -174,6 +177,13 @@ pub fn binary(op: BinaryOp, a: Value, b: Value, span: Span) -> R<Value> {
     // Arrays: `+` concatenates or appends.
     if op == Add {
         if let Array(mut xs) = a {
+            let more = match &b {
+                Array(ys) => ys.len(),
+                _ => 1,
+            };
+            if xs.len() + more > MAX_ITEMS {
+                return err(span, format!("an array of more than {MAX_ITEMS} items"));
+            }
             match b {
                 Array(ys) => xs.extend(ys),
                 y => xs.push(Item {
@@ -349,6 +359,9 @@ fn clone(a: Value, b: Value, span: Span) -> R<Value> {
             weight: None,
         }],
     };
+    if one.len() as f64 * n > MAX_ITEMS as f64 {
+        return err(span, format!("an array of more than {MAX_ITEMS} items"));
+    }
     Ok(Value::Array(
         std::iter::repeat_n(one, n as usize).flatten().collect(),
     ))

@@ -1,24 +1,42 @@
 //! The files of one import (the main file and what it includes) and
 //! messages that point into them: file, line, column and a caret under
-//! the place, as pest renders them.
+//! the place, as pest renders them. A file from outside the workload's
+//! directory (an `--include` place) is never quoted: a message about it
+//! gives its place alone, since whatever it says may be the file's text.
 
 use crate::ast::Span;
 use std::path::{Path, PathBuf};
 
-/// Every file read for one import, by index.
+/// Every file read for one import, by index, and whether its text may
+/// be quoted.
 #[derive(Debug, Default)]
 pub struct Sources {
-    files: Vec<(PathBuf, String)>,
+    files: Vec<(PathBuf, String, bool)>,
 }
 
+/// What a message about a file that may not be quoted says instead.
+pub const NOT_QUOTED: &str = "a problem in this file, which is outside the workload's directory: its text is not quoted (copy it beside the workload file to see the message)";
+
 impl Sources {
+    /// Adds the workload file itself (it may be quoted).
     pub fn add(&mut self, path: PathBuf, text: String) -> usize {
-        self.files.push((path, text));
+        self.add_named(path, text, true)
+    }
+
+    /// Adds a file the workload names; `quotable` as
+    /// `cacheoff_workload::files::Named` says.
+    pub fn add_named(&mut self, path: PathBuf, text: String, quotable: bool) -> usize {
+        self.files.push((path, text, quotable));
         self.files.len() - 1
     }
 
     pub fn text(&self, file: usize) -> &str {
         &self.files[file].1
+    }
+
+    /// Whether messages may quote the file's text.
+    pub fn quotable(&self, file: usize) -> bool {
+        self.files[file].2
     }
 
     pub fn path(&self, file: usize) -> &Path {
@@ -78,6 +96,9 @@ impl Diagnostic {
     /// The message with its place: `--> file:line:col`, the line and a
     /// caret under the place.
     pub fn render(&self, sources: &Sources) -> String {
+        if !sources.quotable(self.span.file) {
+            return self.short(sources);
+        }
         if let Some(r) = &self.rendered {
             return r.clone();
         }
@@ -101,10 +122,14 @@ impl Diagnostic {
     /// `file:line:col: message`, on one line.
     pub fn short(&self, sources: &Sources) -> String {
         let (line, col) = sources.line_col(self.span.file, self.span.start);
-        format!(
-            "{}:{line}:{col}: {}",
-            sources.path(self.span.file).display(),
+        let message = if sources.quotable(self.span.file) {
             self.message.lines().next().unwrap_or("")
+        } else {
+            NOT_QUOTED
+        };
+        format!(
+            "{}:{line}:{col}: {message}",
+            sources.path(self.span.file).display(),
         )
     }
 }

@@ -3,12 +3,13 @@
 //! A [`Dist`] knows which [`Quantity`] it measures so it prints and parses
 //! with the right units (`exp(13KB)`, `norm(2.5s,1s)`, `zipf(64)`).
 
+use crate::files::Files;
 use cacheoff_base::rng::{unit_f64, Rng};
 use cacheoff_base::{Bytes, Dur};
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use std::cell::RefCell;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// What a distribution's values measure.
@@ -78,17 +79,22 @@ impl Table {
     }
 }
 
+/// The most entries one table may have (1 Mi: 32 MiB of bins; a run's
+/// manifest keeps every entry).
+pub const MAX_TABLE_ENTRIES: usize = 1 << 20;
+
 thread_local! {
-    /// Where `table(FILE)` looks for a relative FILE while a workload file
-    /// is being read (the workload file's directory).
-    static TABLE_DIR: RefCell<Option<PathBuf>> = const { RefCell::new(None) };
+    /// What `table(FILE)` may read while a workload file is being read,
+    /// and the directory a relative FILE starts from (the workload
+    /// file's). Without it, no table file is read.
+    static TABLE_FILES: RefCell<Option<(Files, Option<PathBuf>)>> = const { RefCell::new(None) };
 }
 
-/// Runs `f` with relative table files resolved against `dir`.
-pub(crate) fn with_table_dir<T>(dir: Option<&Path>, f: impl FnOnce() -> T) -> T {
-    let old = TABLE_DIR.with(|d| d.replace(dir.map(Path::to_path_buf)));
+/// Runs `f` with table files found from `dir` and read through `files`.
+pub(crate) fn with_files<T>(files: Files, dir: Option<PathBuf>, f: impl FnOnce() -> T) -> T {
+    let old = TABLE_FILES.with(|d| d.replace(Some((files, dir))));
     let out = f();
-    TABLE_DIR.with(|d| *d.borrow_mut() = old);
+    TABLE_FILES.with(|d| *d.borrow_mut() = old);
     out
 }
 
@@ -160,6 +166,17 @@ impl Dist {
                     .map(|k| k as f64 * ((k as f64 + 1.0) / k as f64).ln() / ln)
                     .sum()
             }
+        }
+    }
+
+    /// Every value the distribution is written with (its parameters, a
+    /// table's bounds), for range checks.
+    pub fn values(&self) -> Vec<f64> {
+        match self.shape {
+            Shape::Const(v) | Shape::Exp(v) => vec![v],
+            Shape::Unif(a, b) | Shape::Norm(a, b) | Shape::Logn(a, b) => vec![a, b],
+            Shape::Zipf(n) => vec![n as f64],
+            Shape::Table(ref t) => t.bins.iter().flat_map(|b| [b.lo, b.hi]).collect(),
         }
     }
 
@@ -360,16 +377,14 @@ fn parse_value(quantity: Quantity, a: &str) -> Result<f64, String> {
 fn parse_table(quantity: Quantity, args: &str) -> Result<Table, String> {
     let args = args.trim();
     let is_file = !args.is_empty() && !args.contains(char::is_whitespace);
-    let (origin, text) = if is_file {
-        let path = TABLE_DIR.with(|d| match &*d.borrow() {
-            Some(dir) if Path::new(args).is_relative() => dir.join(args),
-            _ => PathBuf::from(args),
-        });
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("cannot read table file {}: {e}", path.display()))?;
-        (Some(path), text)
+    let (origin, text, quote) = if is_file {
+        let named = TABLE_FILES.with(|d| match &*d.borrow() {
+            Some((files, dir)) => files.find(dir.as_deref(), args).map_err(|e| e.to_string()),
+            None => Err(format!("table file {args:?}: no file may be read here")),
+        })?;
+        (Some(named.path), named.text, named.quotable)
     } else {
-        (None, args.replace(',', "\n"))
+        (None, args.replace(',', "\n"), true)
     };
     let mut bins = Vec::new();
     let mut cumulative = 0.0;
@@ -378,35 +393,62 @@ fn parse_table(quantity: Quantity, args: &str) -> Result<Table, String> {
         if line.is_empty() {
             continue;
         }
-        let at = |why: String| match &origin {
-            Some(p) => format!("{}:{}: {why}", p.display(), n + 1),
-            None => format!("entry {}: {why}", n + 1),
+        // What is wrong, then the detail that quotes the line: left out
+        // for a file whose text may not be quoted.
+        let at = |what: &str, detail: String| {
+            let why = if quote { detail } else { what.to_string() };
+            match &origin {
+                Some(p) => format!("{}:{}: {why}", p.display(), n + 1),
+                None => format!("entry {}: {why}", n + 1),
+            }
         };
+        if bins.len() == MAX_TABLE_ENTRIES {
+            return Err(at(
+                "too many entries",
+                format!("more than {MAX_TABLE_ENTRIES} entries"),
+            ));
+        }
+        let bad_value = "a value that is not one";
         let mut words = line.split_whitespace();
         let (Some(what), Some(weight), None) = (words.next(), words.next(), words.next()) else {
-            return Err(at(format!(
-                "expected a value or range and a weight, like \"4KB 10\" or \"1KB..8KB 10\", not {line:?}"
-            )));
+            return Err(at(
+                "not a value or range and a weight",
+                format!("expected a value or range and a weight, like \"4KB 10\" or \"1KB..8KB 10\", not {line:?}"),
+            ));
         };
         let (lo, hi) = match what.split_once("..") {
             Some((a, b)) => (
-                parse_value(quantity, a).map_err(&at)?,
-                parse_value(quantity, b).map_err(&at)?,
+                parse_value(quantity, a).map_err(|e| at(bad_value, e))?,
+                parse_value(quantity, b).map_err(|e| at(bad_value, e))?,
             ),
             None => {
-                let v = parse_value(quantity, what).map_err(&at)?;
+                let v = parse_value(quantity, what).map_err(|e| at(bad_value, e))?;
                 (v, v)
             }
         };
         if hi < lo {
-            return Err(at(format!("range {what} ends below its start")));
+            return Err(at(
+                "a range that ends below its start",
+                format!("range {what} ends below its start"),
+            ));
         }
         let weight: f64 = weight
             .parse()
             .ok()
             .filter(|w: &f64| w.is_finite() && *w >= 0.0)
-            .ok_or_else(|| at(format!("weight {weight:?} is not a non-negative number")))?;
+            .ok_or_else(|| {
+                at(
+                    "a weight that is not a non-negative number",
+                    format!("weight {weight:?} is not a non-negative number"),
+                )
+            })?;
         cumulative += weight;
+        if !cumulative.is_finite() {
+            return Err(at(
+                "weights that add up past any number",
+                "weights that add up past any number".into(),
+            ));
+        }
         bins.push(Bin {
             lo,
             hi,
@@ -616,22 +658,54 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.join("bad.txt"), "1s 1\n2x 1\n").unwrap();
-        let d = with_table_dir(Some(&dir), || {
-            Dist::parse(Quantity::Time, "table(think.txt)")
-        })
-        .unwrap();
+        let parse = |include: &[PathBuf], s: &str| {
+            let files = Files::new(&dir.join("w.toml"), include).unwrap();
+            with_files(files, Some(dir.clone()), || Dist::parse(Quantity::Time, s))
+        };
+        let d = parse(&[], "table(think.txt)").unwrap();
         assert_eq!(d.to_string(), "table(0s 50, 1s..3s 50)");
-        let e = with_table_dir(Some(&dir), || Dist::parse(Quantity::Time, "table(bad.txt)"))
+        let e = parse(&[], "table(bad.txt)").unwrap_err().to_string();
+        assert!(e.contains("bad.txt:2: invalid duration \"2x\""), "{e}");
+        let e = parse(&[], "table(/nonexistent/t.txt)")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("bad.txt:2:"), "{e}");
-        let e = Dist::parse(Quantity::Time, "table(/nonexistent/t.txt)")
+        assert!(e.contains("outside the workload's directory"), "{e}");
+        // No file at all without a workload file's directory.
+        let e = Dist::parse(Quantity::Time, "table(think.txt)")
             .unwrap_err()
             .to_string();
-        assert!(
-            e.contains("cannot read table file /nonexistent/t.txt"),
-            "{e}"
-        );
+        assert!(e.contains("no file may be read here"), "{e}");
+    }
+
+    #[test]
+    fn table_files_from_include_places_are_not_quoted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (home, out) = (tmp.path().join("w"), tmp.path().join("out"));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("t.txt"), "1s 1\nSECRET-LINE\n").unwrap();
+        std::fs::write(out.join("u.txt"), "1s SECRET\n").unwrap();
+        for name in ["t.txt", "u.txt"] {
+            let files = Files::new(&home.join("w.toml"), std::slice::from_ref(&out)).unwrap();
+            let e = with_files(files, Some(home.clone()), || {
+                Dist::parse(Quantity::Time, &format!("table({name})"))
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains(&format!("{name}:")) && !e.contains("SECRET"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn tables_have_a_bounded_number_of_entries() {
+        let many = "1 1,".repeat(MAX_TABLE_ENTRIES + 1);
+        let e = Dist::parse(Quantity::Count, &format!("table({many})"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("more than 1048576 entries"), "{e}");
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub struct Offered {
 
 /// Planned requests followed on the schedule, at most.
 const WALK_LIMIT: u64 = 6_000_000;
+/// Candidate arrivals looked at, at most: phases at a small load factor
+/// turn most of them down (a year at load 0 would never end the walk).
+const CANDIDATE_LIMIT: u64 = 16 * WALK_LIMIT;
 /// Requests sampled at the measured phase's factors when the walk is too
 /// long.
 const SAMPLE: usize = 300_000;
@@ -49,12 +52,14 @@ pub fn expected_offered(w: &Workload) -> Offered {
     let mut tally = Tally::default();
     if let Some(mut arrivals) = plan.arrivals() {
         let (mut walked, mut shift, mut jumped) = (0, 0.0, false);
+        let mut candidates = 0u64;
         let (mut phase, mut phase_fill) = (usize::MAX, 0.0);
         while let Some(t) = arrivals.peek_ns() {
             let s = t as f64 / 1e9 + shift;
             // A long measured phase after the freeze is stationary: sample it.
             let settled = s < start && plan.working_sets_full() && end - start > 3600.0;
-            if s >= end || walked >= WALK_LIMIT || settled {
+            candidates += 1;
+            if s >= end || walked >= WALK_LIMIT || candidates > CANDIDATE_LIMIT || settled {
                 break;
             }
             let Some(i) = arrivals.pop(schedule.factors_at(s)) else {

@@ -6,11 +6,12 @@
 //!
 //! Every error names the file, line and column, and what was expected.
 
-use crate::dist::with_table_dir;
+use crate::dist::with_files;
+use crate::files::Files;
 use crate::model::Workload;
 use crate::overrides::Overrides;
 use crate::raw::RawWorkload;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The built-in workloads: name and file text.
 const BUILTIN_FILES: &[(&str, &str)] = &[
@@ -64,8 +65,14 @@ fn place(file: &str, line: usize, column: usize, message: &str) -> String {
 }
 
 /// Loads a built-in workload by name, or a workload file by path, and
-/// applies the overrides.
+/// applies the overrides; its table files are read from its directory.
 pub fn load(spec: &str, o: &Overrides) -> Result<Workload, LoadError> {
+    load_with(spec, o, &[])
+}
+
+/// [`load`], with table files also read from the `--include` places
+/// (directories or files; [`Files`]).
+pub fn load_with(spec: &str, o: &Overrides, include: &[PathBuf]) -> Result<Workload, LoadError> {
     if let Some((name, text)) = BUILTIN_FILES.iter().find(|(n, _)| *n == spec) {
         return load_text(&format!("workloads/{name}.toml"), text, o);
     }
@@ -76,36 +83,51 @@ pub fn load(spec: &str, o: &Overrides) -> Result<Workload, LoadError> {
             builtins: builtin_names().collect::<Vec<_>>().join(", "),
         });
     }
-    let text = std::fs::read_to_string(path).map_err(|e| LoadError::Read {
+    let read = |e: crate::files::FileError| LoadError::Read {
         path: spec.into(),
         why: e.to_string(),
-    })?;
-    load_text(spec, &text, o)
+    };
+    let files = Files::new(path, include).map_err(read)?;
+    let text = files.read_main(path).map_err(read)?;
+    parse(spec, &text, o, files)
 }
 
-/// Parses, resolves and validates workload text; `file` names it in errors.
+/// Parses, resolves and validates workload text; `file` names it in
+/// errors, and its directory holds its table files.
 pub fn load_text(file: &str, text: &str, o: &Overrides) -> Result<Workload, LoadError> {
-    let dir = Path::new(file).parent();
-    let mut raw: RawWorkload = with_table_dir(dir, || toml::from_str(text)).map_err(|e| {
-        let (line, column) = e.span().map_or((0, 0), |s| line_col(text, s.start));
-        LoadError::Invalid {
-            file: file.into(),
-            line,
-            column,
-            message: e.message().trim().to_string(),
-        }
+    let files = Files::new(Path::new(file), &[]).unwrap_or_default();
+    files.charge(text.len());
+    parse(file, text, o, files)
+}
+
+fn parse(file: &str, text: &str, o: &Overrides, files: Files) -> Result<Workload, LoadError> {
+    let invalid = |(line, column): (usize, usize), message: String| LoadError::Invalid {
+        file: file.into(),
+        line,
+        column,
+        message,
+    };
+    let dir = Path::new(file).parent().map(Path::to_path_buf);
+    let mut raw: RawWorkload = with_files(files, dir, || toml::from_str(text)).map_err(|e| {
+        let at = e.span().map_or((0, 0), |s| line_col(text, s.start));
+        invalid(at, e.message().trim().to_string())
     })?;
     o.apply(&mut raw);
+    // The same checks, whether a value came from the file or the command
+    // line (which has no place in the file: line 0).
+    let placed = |e: crate::WorkloadError| {
+        let at = match o.flag_of(e.param) {
+            Some(_) => (0, 0),
+            None => locate(text, e.param).unwrap_or((0, 0)),
+        };
+        let from = o
+            .flag_of(e.param)
+            .map_or(String::new(), |f| format!(" (--{f})"));
+        invalid(at, format!("{} = {}{from}: {}", e.param, e.value, e.why))
+    };
+    raw.check().map_err(placed)?;
     let w = raw.resolve();
-    w.validate().map_err(|e| {
-        let (line, column) = locate(text, e.param).unwrap_or((0, 0));
-        LoadError::Invalid {
-            file: file.into(),
-            line,
-            column,
-            message: format!("{} = {}: {}", e.param, e.value, e.why),
-        }
-    })?;
+    w.validate().map_err(placed)?;
     Ok(w)
 }
 

@@ -7,6 +7,9 @@
 //!   built-in one (the files in `workloads/`, compiled in), applies the
 //!   command-line [`Overrides`] (one table of them, [`Overrides::PARAMS`])
 //!   and scaling rules, and validates it.
+//!   [`files`] says which files a workload may read (its table files, a
+//!   `.pg` file's includes) and how much; [`ranges`] holds the range of
+//!   every number a workload holds, which validation checks.
 //! - [`Dist`] samples sizes, times and counts.
 //! - [`ObjectSpace`] maps an object id to its size, cachability, server and
 //!   body, so robots and servers agree without talking.
@@ -19,12 +22,14 @@ mod describe;
 mod dist;
 mod expect;
 mod file;
+pub mod files;
 mod lifecycle;
 mod model;
 mod objects;
 mod overrides;
 mod plan;
 mod popularity;
+pub mod ranges;
 mod raw;
 mod schedule;
 mod traced;
@@ -35,9 +40,9 @@ pub use addrmap::{server_name, AddrMap, AddrMapError, ZONE};
 pub use cacheoff_base::RequestType;
 pub use content::{content_set, ContentType, Embeds, Extension, Mix};
 pub use describe::describe;
-pub use dist::{Dist, DistError, Quantity};
+pub use dist::{Dist, DistError, Quantity, MAX_TABLE_ENTRIES};
 pub use expect::{expected_offered, Offered};
-pub use file::{builtin_names, load, load_text, LoadError};
+pub use file::{builtin_names, load, load_text, load_with, LoadError};
 pub use lifecycle::{LifeCycle, ObjectTimes};
 pub use model::{
     Aborts, Arrivals, HttpVersion, LinkConfig, RequestMix, RobotConfig, ServerConfig, Timeouts,

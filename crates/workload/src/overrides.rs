@@ -155,6 +155,14 @@ macro_rules! overrides {
                 Ok(())
             }
 
+            /// The flag that set the file key `key`, if one did.
+            pub fn flag_of(&self, key: &str) -> Option<&'static str> {
+                $(if $key == key && self.$field.is_some() {
+                    return Some($flag);
+                })*
+                None
+            }
+
             /// Applies every override that is set, in table order, to a
             /// workload as its file has it (before scaling rules).
             pub(crate) fn apply(&self, raw: &mut RawWorkload) {
@@ -417,11 +425,53 @@ mod tests {
         assert_eq!(w.robot_rate(), Some(0.4));
 
         let bad = Overrides {
-            robots: Some(20_000_000),
+            robots: Some(2000),
+            robot_ips: Some(Ipv4Addr::new(127, 255, 255, 1)),
             ..Default::default()
         };
         let e = load("simple", &bad).unwrap_err().to_string();
         assert!(e.contains("127.0.0.0/8"), "{e}");
+        // Flags meet the ranges a file's values do, and are named.
+        for (flag, text, want) in [
+            (
+                "robots",
+                "100000000",
+                "robots.count = 100000000 (--robots): must be 1 ≤ x ≤ 100000",
+            ),
+            (
+                "rate",
+                "1e300/s",
+                "peak_rate = 1e300/s (--rate): must be 0/s < x ≤ 1000000/s",
+            ),
+            (
+                "servers",
+                "9000",
+                "servers.count = 9000 (--servers): must be 1 ≤ x ≤ 8192",
+            ),
+            (
+                "max-conns",
+                "0",
+                "robots.max_conns = 0 (--max-conns): must be 1 ≤ x ≤ 1000",
+            ),
+            (
+                "duration",
+                "1000day",
+                "phases.duration = 1000day (phase \"meas\") (--duration): must be 0s < x ≤ 365day",
+            ),
+            (
+                "size",
+                "exp(2TB)",
+                "content.size = exp(2TB) (object) (--size): must be 0B ≤ x ≤ 1TB",
+            ),
+        ] {
+            let mut o = Overrides::default();
+            o.set(flag, text).unwrap();
+            let e = load("simple", &o).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("workloads/simple.toml: {want}")),
+                "--{flag}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -13,9 +13,12 @@ use crate::model::{
 use crate::overrides::PeakRate;
 use crate::popularity::Popularity;
 use crate::schedule::Phase;
+use crate::validate::show;
+use crate::WorkloadError;
 use cacheoff_base::{Bytes, Dur, Rate};
 use serde::{Deserialize, Deserializer};
 use std::net::Ipv4Addr;
+use std::time::Duration;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -169,6 +172,46 @@ impl Default for RawWorkload {
 }
 
 impl RawWorkload {
+    /// Checks the numbers only the scaling rules read, and the counts they
+    /// may be given, against their rows of [`crate::ranges`] before
+    /// [`resolve`](Self::resolve) derives from them.
+    pub(crate) fn check(&self) -> Result<(), WorkloadError> {
+        use crate::ranges::{self as r, Range};
+        let name = &self.name;
+        let fail = |row: &'static Range, value: String| {
+            move |why: String| WorkloadError {
+                workload: name.clone(),
+                param: row.key,
+                value,
+                why,
+            }
+        };
+        let rate = |row: &'static Range, v: Rate| {
+            row.check(v.per_sec())
+                .map_err(fail(row, format!("{}/s", show(v.per_sec()))))
+        };
+        let count = |row: &'static Range, n: u32| {
+            row.check_count(n.into()).map_err(fail(row, n.to_string()))
+        };
+        if let PeakRate::PerSecond(p) = self.peak_rate {
+            rate(&r::PEAK_RATE, p)?;
+        }
+        rate(&r::ROBOT_RATE, self.robots.rate)?;
+        if let Some(s) = self.servers.rate {
+            rate(&r::SERVER_RATE, s)?;
+        }
+        if let Some(n) = self.robots.count {
+            count(&r::ROBOTS, n)?;
+        }
+        count(&r::MAX_COUNT, self.robots.max_count)?;
+        if let Some(n) = self.servers.count {
+            count(&r::SERVERS, n)?;
+        }
+        count(&r::SERVER_BASE, self.servers.base)?;
+        let k = self.servers.per_robot;
+        r::PER_ROBOT.check(k).map_err(fail(&r::PER_ROBOT, show(k)))
+    }
+
     /// Scales every phase (and the working-set time or size) so that the plateau
     /// lasts `want`; the nominal plateau is `plateau`, else the last
     /// measured phase. Nothing to scale from: nothing changes.
@@ -184,11 +227,15 @@ impl RawWorkload {
             return;
         };
         let k = want.as_secs_f64() / nominal.as_secs_f64();
+        // Past what a duration holds, a phase is as long as can be (and
+        // refused by its range).
+        let scaled =
+            |d: Dur| Dur(Duration::try_from_secs_f64(d.as_secs_f64() * k).unwrap_or(Duration::MAX));
         for p in &mut self.phases {
-            p.duration = Dur::secs(p.duration.as_secs_f64() * k);
+            p.duration = scaled(p.duration);
         }
         if let Some(t) = &mut self.popularity.working_set_time {
-            *t = Dur::secs(t.as_secs_f64() * k);
+            *t = scaled(*t);
         }
         // A working set given in bytes (WebAxe-4's 1 GB) shrinks with the
         // plateau as PolyMix's cap does, so a compressed plateau revisits
@@ -214,7 +261,8 @@ impl RawWorkload {
             .count
             .unwrap_or_else(|| match (servers.rate, peak_rate) {
                 (Some(each), Some(r)) => ((r.per_sec() / each.per_sec()).ceil() as u32).max(1),
-                _ => (servers.per_robot * f64::from(robot_count)).round() as u32 + servers.base,
+                _ => ((servers.per_robot * f64::from(robot_count)).round() as u32)
+                    .saturating_add(servers.base),
             });
         let mut popularity = self.popularity;
         if popularity.working_set_cap.is_none() {
