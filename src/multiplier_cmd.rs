@@ -24,11 +24,21 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
         crate::preflight::check(p.addr)
             .map_err(|f| Failure::usage(f.error.context(format!("proxy under test {}", p.name))))?;
     }
-    raise_fds(proxies.len(), a.conns)?;
+    raise_fds_for(proxies.len(), a.conns, a.max_client_connections)?;
     let mut cfg = Config::new(a.listen, collector, proxies, out.clone());
     cfg.queue = a.queue.max(1);
     cfg.conns_per_proxy = a.conns.max(1);
     cfg.copy_unsafe = a.copy_unsafe;
+    cfg.max_queued_bytes = a.max_queued_bytes.0;
+    cfg.copy_timeout = a.copy_timeout.0;
+    cfg.allow = a.allow.clone();
+    cfg.allow_dest = (!a.allow_dest.is_empty()).then(|| a.allow_dest.clone());
+    cfg.max_client_connections = a.max_client_connections.max(1);
+    cfg.client_idle_timeout = a.client_idle_timeout.0;
+    cfg.client_header_timeout = a.client_header_timeout.0;
+    cfg.client_body_min_rate = a.client_body_min_rate.0;
+    cfg.max_buffered_uploads = a.max_buffered_uploads.0;
+    cfg.max_request_body = a.max_request_body.0;
     if let Some(w) = a.workers {
         cfg.workers = w.max(1);
     }
@@ -86,13 +96,20 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
 }
 
 /// Connections to each proxy under test and to the Collector, and the
-/// clients': the soft descriptor limit raised for them, or a clear error.
+/// clients' up to the default cap: the soft descriptor limit raised for
+/// them, or a clear error.
 pub fn raise_fds(proxies: usize, conns: usize) -> Result<(), Failure> {
-    let clients = 4096;
+    let here = SocketAddr::from(([127, 0, 0, 1], 0));
+    let cap = Config::new(here, here, Vec::new(), Default::default()).max_client_connections;
+    raise_fds_for(proxies, conns, cap)
+}
+
+/// [`raise_fds`] for up to `clients` client connections.
+pub fn raise_fds_for(proxies: usize, conns: usize, clients: usize) -> Result<(), Failure> {
     let needed = ((proxies + 1) * conns + clients + 256) as u64;
     cacheoff_agent::raise_fd_limit(needed).map_err(|e| {
         Failure::usage(anyhow::anyhow!(
-            "{e}: the Multiplier may keep {conns} connections to each of {proxies} proxies; raise the limit or give --conns"
+            "{e}: the Multiplier may keep {conns} connections to each of {proxies} proxies and {clients} client connections; raise the limit or give --conns or --max-client-connections"
         ))
     })
 }
@@ -219,4 +236,94 @@ fn watches(
             .collect()
     });
     Ok(Some((sample, watched)))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// `cacheoff multiplier --help`, as the command prints it.
+    fn help() -> String {
+        let mut cli = crate::cli::Cli::command();
+        let m = cli.find_subcommand_mut("multiplier").expect("a multiplier command");
+        m.render_long_help().to_string()
+    }
+
+    /// Each option of the help with a `[default: ...]`: its long name and
+    /// that value.
+    fn defaults(help: &str) -> Vec<(String, String)> {
+        let mut blocks: Vec<(String, String)> = Vec::new();
+        for line in help.lines() {
+            let t = line.trim_start();
+            let flag = t.strip_prefix("--").or_else(|| {
+                t.strip_prefix('-')
+                    .and_then(|r| r.split_once(", --"))
+                    .map(|(_, r)| r)
+            });
+            match flag {
+                Some(f) if t.len() < line.len() => {
+                    let name = f.split([' ', '<', '=']).next().unwrap_or_default();
+                    blocks.push((name.to_string(), t.to_string()));
+                }
+                _ => {
+                    if let Some(b) = blocks.last_mut() {
+                        b.1.push(' ');
+                        b.1.push_str(t);
+                    }
+                }
+            }
+        }
+        blocks
+            .into_iter()
+            .filter_map(|(name, text)| {
+                let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                let (_, rest) = text.split_once("[default: ")?;
+                Some((name, rest.split(']').next()?.to_string()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_documented_defaults_are_the_command_s() {
+        let doc = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/multiplier.md"
+        ))
+        .unwrap();
+        let found = defaults(&help());
+        let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
+        for flag in [
+            "queue",
+            "conns",
+            "max-queued-bytes",
+            "copy-timeout",
+            "max-client-connections",
+            "client-header-timeout",
+            "client-idle-timeout",
+            "client-body-min-rate",
+            "max-buffered-uploads",
+        ] {
+            assert!(names.contains(&flag), "--{flag} shows no default: {names:?}");
+        }
+        for (flag, value) in &found {
+            let cell = format!("| `--{flag}` |");
+            let row = doc
+                .lines()
+                .find(|l| l.contains(&cell))
+                .unwrap_or_else(|| panic!("docs/multiplier.md has no settings row for --{flag}"));
+            assert!(
+                row.contains(&format!("| `{value}` |")),
+                "--help says --{flag} defaults to {value}; docs/multiplier.md says: {row}"
+            );
+        }
+        // In-process runs (the lineup, tests) start from the same values.
+        let here = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+        let cfg = cacheoff_multiplier::Config::new(here, here, Vec::new(), Default::default());
+        for (flag, value) in [("queue", cfg.queue), ("conns", cfg.conns_per_proxy)] {
+            assert!(
+                found.contains(&(flag.into(), value.to_string())),
+                "--{flag}: {found:?}"
+            );
+        }
+    }
 }
