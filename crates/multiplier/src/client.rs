@@ -12,7 +12,7 @@ use crate::claim::collector_claim;
 use crate::copies::{CollectorReply, Job, Ticket};
 use crate::facts::{BodyTracker, Facts};
 use crate::inbound::{read_body, read_request, refuse};
-use crate::limits::Waiting;
+use crate::limits::{WaitEntry, Waiting};
 use crate::request::{forward, is_safe, refusal};
 use crate::wire::{connect, read_head, read_some, Pool, WireError};
 use crate::Shared;
@@ -33,14 +33,16 @@ pub(crate) async fn serve(
     pool: Rc<Pool>,
     worker: usize,
     waiting: Rc<Waiting>,
+    first: WaitEntry,
     accepted: Instant,
 ) {
     let _ = s.set_nodelay(true);
     let mut buf: Vec<u8> = Vec::with_capacity(8 * 1024);
     let mut scanner = HeadScanner::new();
     let (mut since, mut fresh) = (accepted, true);
+    let mut first = Some(first);
     loop {
-        let entry = waiting.enter(since);
+        let entry = first.take().unwrap_or_else(|| waiting.enter(since));
         let read = tokio::select! {
             r = read_request(&mut s, &mut buf, &mut scanner, &sh, since, fresh) => r,
             // Counted by the worker that evicted it.

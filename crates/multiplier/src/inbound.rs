@@ -89,10 +89,18 @@ pub(crate) async fn read_request(
             None => tokio::time::timeout(sh.cfg.client_idle_timeout, s.read_buf(buf)).await,
         };
         match read {
-            Ok(Ok(0)) | Ok(Err(_)) | Err(_) if quiet => return Ok(None),
+            Ok(Ok(0)) | Ok(Err(_)) if quiet => return Ok(None),
             Ok(Ok(0)) | Ok(Err(_)) => return Err(MALFORMED),
             Ok(Ok(_)) => {
                 deadline.get_or_insert_with(|| Instant::now() + limit);
+            }
+            // A keep-alive connection idled out; a new one never spoke:
+            // it held a slot for nothing (counted, closed unanswered).
+            Err(_) if quiet => {
+                if deadline.is_some() {
+                    sh.refuse(Refusal::HeaderTimeout);
+                }
+                return Ok(None);
             }
             Err(_) => return Err(HEADER_TIMEOUT),
         }

@@ -90,9 +90,12 @@ fn admit(
             return;
         }
     };
+    // Among the waiting at once, not when its task first runs: a burst of
+    // connections accepted before any task ran can still evict it.
+    let entry = waiting.enter(accepted);
     let (sh, pool, waiting) = (sh.clone(), pool.clone(), waiting.clone());
     tokio::task::spawn_local(async move {
-        client::serve(s, sh, pool, worker, waiting, accepted).await;
+        client::serve(s, sh, pool, worker, waiting, entry, accepted).await;
         drop(slot);
     });
 }
