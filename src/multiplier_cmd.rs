@@ -245,7 +245,9 @@ mod tests {
     /// `cacheoff multiplier --help`, as the command prints it.
     fn help() -> String {
         let mut cli = crate::cli::Cli::command();
-        let m = cli.find_subcommand_mut("multiplier").expect("a multiplier command");
+        let m = cli
+            .find_subcommand_mut("multiplier")
+            .expect("a multiplier command");
         m.render_long_help().to_string()
     }
 
@@ -285,11 +287,9 @@ mod tests {
 
     #[test]
     fn the_documented_defaults_are_the_command_s() {
-        let doc = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/docs/multiplier.md"
-        ))
-        .unwrap();
+        let doc =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/multiplier.md"))
+                .unwrap();
         let found = defaults(&help());
         let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
         for flag in [
@@ -303,7 +303,10 @@ mod tests {
             "client-body-min-rate",
             "max-buffered-uploads",
         ] {
-            assert!(names.contains(&flag), "--{flag} shows no default: {names:?}");
+            assert!(
+                names.contains(&flag),
+                "--{flag} shows no default: {names:?}"
+            );
         }
         for (flag, value) in &found {
             let cell = format!("| `--{flag}` |");

@@ -162,7 +162,12 @@ mod tests {
     const OWN: &str = "127.0.0.1:3128";
 
     fn check(raw: &str, rules: Option<&[DestRule]>) -> Result<Admitted, Refused> {
-        admit(&head(raw), OWN.parse().unwrap(), "cacheoff-multiplier-ab", rules)
+        admit(
+            &head(raw),
+            OWN.parse().unwrap(),
+            "cacheoff-multiplier-ab",
+            rules,
+        )
     }
 
     #[test]
@@ -214,7 +219,10 @@ mod tests {
         ] {
             assert_eq!(check(raw, r).unwrap_err(), BAD_HOST, "{raw}");
         }
-        let e = check("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", r);
+        let e = check(
+            "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+            r,
+        );
         assert_eq!(e.unwrap_err(), TUNNEL);
         assert_eq!(check("GET /a HTTP/1.0\r\n\r\n", r).unwrap_err(), NO_TARGET);
     }
@@ -223,6 +231,9 @@ mod tests {
     fn tokens_differ_between_instances() {
         let (a, b) = (via_token(), via_token());
         assert_ne!(a, b);
-        assert!(a.starts_with("cacheoff-multiplier-") && a.len() == 36, "{a}");
+        assert!(
+            a.starts_with("cacheoff-multiplier-") && a.len() == 36,
+            "{a}"
+        );
     }
 }

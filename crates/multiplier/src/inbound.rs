@@ -32,11 +32,8 @@ const BODY_TIMEOUT: Refused = Refused::new(
     "the request body did not arrive in time",
 );
 const MALFORMED: Refused = Refused::new(400, Refusal::Malformed, "malformed request");
-const HEAD_TOO_LARGE: Refused = Refused::new(
-    431,
-    Refusal::Malformed,
-    "request header block too large",
-);
+const HEAD_TOO_LARGE: Refused =
+    Refused::new(431, Refusal::Malformed, "request header block too large");
 const TOO_LARGE: Refused = Refused::new(413, Refusal::BodyTooLarge, "request body too large");
 const UPLOADS_FULL: Refused = Refused::new(
     503,

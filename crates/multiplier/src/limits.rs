@@ -172,9 +172,7 @@ impl Waiting {
         let id = self.next.get();
         self.next.set(id + 1);
         let notify = Rc::new(Notify::new());
-        self.by_age
-            .borrow_mut()
-            .insert((since, id), notify.clone());
+        self.by_age.borrow_mut().insert((since, id), notify.clone());
         WaitEntry {
             reg: self.clone(),
             key: (since, id),

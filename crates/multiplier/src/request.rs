@@ -67,7 +67,10 @@ pub fn forward(head: &RequestHead, target: &str, body: &[u8], id: u64, via: &str
     out.push(b' ');
     out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
-    if let Some(authority) = target.get(7..).and_then(|r| r.split(['/', '?', '#']).next()) {
+    if let Some(authority) = target
+        .get(7..)
+        .and_then(|r| r.split(['/', '?', '#']).next())
+    {
         out.extend_from_slice(b"Host: ");
         out.extend_from_slice(authority.as_bytes());
         out.extend_from_slice(b"\r\n");
@@ -158,9 +161,7 @@ mod tests {
         );
         assert!(!out.contains("Content-Length"));
         // The target says where; the client's Host and Via are kept apart.
-        let h = head(
-            "GET http://o:1/a?q HTTP/1.1\r\nHost: 127.0.0.1:22\r\nVia: 1.1 other\r\n\r\n",
-        );
+        let h = head("GET http://o:1/a?q HTTP/1.1\r\nHost: 127.0.0.1:22\r\nVia: 1.1 other\r\n\r\n");
         let out = String::from_utf8(forward(&h, "http://o:1/a?q", b"", 2, "m-1")).unwrap();
         assert_eq!(
             out,

@@ -116,7 +116,9 @@ fn clients_outside_allow_are_refused_unread_and_destinations_held_to_allow_dest(
     ];
     // A name `*` admits that resolves to this machine.
     if let Some(name) = host_name_on_loopback() {
-        attacks.push(format!("GET http://{name}:{sp}/ HTTP/1.1\r\nHost: x\r\n\r\n"));
+        attacks.push(format!(
+            "GET http://{name}:{sp}/ HTTP/1.1\r\nHost: x\r\n\r\n"
+        ));
     }
     for raw in &attacks {
         let (status, got) = status_of(outside, raw);
@@ -168,12 +170,17 @@ fn requests_naming_the_multiplier_get_508_and_a_loop_ends_at_its_second_hop() {
     // Its own address, in two spellings: refused before anything is sent.
     let (status, _) = status_of(
         own,
-        &format!("POST http://{own}/form HTTP/1.1\r\nHost: {own}\r\nContent-Length: 5\r\n\r\nhello"),
+        &format!(
+            "POST http://{own}/form HTTP/1.1\r\nHost: {own}\r\nContent-Length: 5\r\n\r\nhello"
+        ),
     );
     assert_eq!(status, 508);
     let (status, _) = status_of(
         own,
-        &format!("GET http://localhost:{}/x HTTP/1.1\r\nHost: x\r\n\r\n", own.port()),
+        &format!(
+            "GET http://localhost:{}/x HTTP/1.1\r\nHost: x\r\n\r\n",
+            own.port()
+        ),
     );
     assert_eq!(status, 508);
     // Another name for it (a port forward): the Collector's request back
@@ -181,7 +188,9 @@ fn requests_naming_the_multiplier_get_508_and_a_loop_ends_at_its_second_hop() {
     let (fwd, carried) = forwarder(own);
     let (status, got) = status_of(
         own,
-        &format!("POST http://{fwd}/form HTTP/1.1\r\nHost: {fwd}\r\nContent-Length: 5\r\n\r\nhello"),
+        &format!(
+            "POST http://{fwd}/form HTTP/1.1\r\nHost: {fwd}\r\nContent-Length: 5\r\n\r\nhello"
+        ),
     );
     assert_eq!(status, 508, "{}", String::from_utf8_lossy(&got));
     let (status, _) = status_of(
@@ -205,8 +214,16 @@ fn requests_naming_the_multiplier_get_508_and_a_loop_ends_at_its_second_hop() {
     // (none if the Collector served it the 508 it had just fetched).
     assert!((2..=3).contains(&carried), "{carried}");
     assert_eq!(loops, 2 + carried);
-    assert_eq!(summary.requests, 2 + 2 + carried + 1, "no hop beyond the second");
-    assert_eq!(posts.load(Ordering::SeqCst), 0, "no POST reached the origin");
+    assert_eq!(
+        summary.requests,
+        2 + 2 + carried + 1,
+        "no hop beyond the second"
+    );
+    assert_eq!(
+        posts.load(Ordering::SeqCst),
+        0,
+        "no POST reached the origin"
+    );
     let c = summary.proxy("honest").unwrap().span.counts;
     assert_eq!((c.copied, c.not_copied_unsafe), (2, 1), "{c:?}");
 }
@@ -252,7 +269,8 @@ fn slow_heads_are_cut_off_at_the_header_deadline_and_the_client_beside_them_is_s
     // it (once the request line and Host are sent, one endless line).
     let head = format!("ET http://{origin}/slow HTTP/1.1\r\nHost: {origin}\r\nX: ");
     let head = head.as_bytes();
-    let mut slow: Vec<Option<TcpStream>> = half_heads(m.addr(), 300).into_iter().map(Some).collect();
+    let mut slow: Vec<Option<TcpStream>> =
+        half_heads(m.addr(), 300).into_iter().map(Some).collect();
     // The client beside them.
     let mut s = client(m.addr());
     let mut buf = Vec::new();
@@ -292,7 +310,11 @@ fn slow_heads_are_cut_off_at_the_header_deadline_and_the_client_beside_them_is_s
     assert!(answered_408 > 0, "timed-out heads are answered 408");
     // The client beside them idles out quietly, and nothing stays open.
     let (closed, got) = closed_within(&mut s, Duration::from_secs(30));
-    assert!(closed && got.is_empty(), "{}", String::from_utf8_lossy(&got));
+    assert!(
+        closed && got.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
     until("every connection closed", || m.client_connections() == 0);
     let summary = m.stop().unwrap();
     assert_eq!(summary.proxy("honest").unwrap().span.counts.completed, 2);
@@ -401,7 +423,11 @@ fn a_dripped_body_gets_408_and_a_steady_one_beside_it_is_served() {
     assert_eq!((r.status, r.body), (200, b"posted 1".to_vec()));
     assert_eq!(m.refusals(Refusal::BodyTimeout), 1);
     let summary = m.stop().unwrap();
-    assert_eq!(posts.load(Ordering::SeqCst), 1, "the dripped body went nowhere");
+    assert_eq!(
+        posts.load(Ordering::SeqCst),
+        1,
+        "the dripped body went nowhere"
+    );
     assert_eq!(summary.refused, 1);
 }
 

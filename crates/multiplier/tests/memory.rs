@@ -86,11 +86,7 @@ fn queued_copies_hold_at_most_their_byte_budget_whatever_clients_send() {
     // copies of them, and slack for the allocator: not the 200 MiB held
     // without the budget.
     let overhead = 64 * MB;
-    assert!(
-        grew <= BUDGET + overhead,
-        "RSS grew {} MiB",
-        grew / MB
-    );
+    assert!(grew <= BUDGET + overhead, "RSS grew {} MiB", grew / MB);
     let silent = summary.proxy("silent").unwrap();
     let c = silent.span.counts;
     assert_eq!(c.copied + c.dropped, N as u64 + 1, "{c:?}");

@@ -4,7 +4,6 @@
 //! reference proxy (`parent`) and small fakes whose misbehaviour is exact
 //! (relay honestly, corrupt a byte, truncate, never answer).
 
-
 mod support;
 
 use cacheoff_proxy::{Proxy, ProxyConfig};

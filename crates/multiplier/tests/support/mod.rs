@@ -241,7 +241,11 @@ pub fn get(s: &mut TcpStream, buf: &mut Vec<u8>, origin: SocketAddr, path: &str)
     read_reply(s, buf)
 }
 
-pub fn config(collector: SocketAddr, proxies: &[(&str, SocketAddr)], out: &std::path::Path) -> Config {
+pub fn config(
+    collector: SocketAddr,
+    proxies: &[(&str, SocketAddr)],
+    out: &std::path::Path,
+) -> Config {
     let proxies = proxies
         .iter()
         .map(|(n, a)| ProxyUnderTest {
@@ -272,7 +276,6 @@ pub fn until(what: &str, f: impl Fn() -> bool) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
-
 
 /// A TCP port forward to `to` (another name for it, as a NAT or a proxy
 /// under test pointed back at the Multiplier would be); the connections
@@ -325,12 +328,17 @@ pub fn closed_within(s: &mut TcpStream, limit: Duration) -> (bool, Vec<u8>) {
     let t = Instant::now();
     let mut got = Vec::new();
     let mut chunk = [0u8; 4096];
-    s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
     while t.elapsed() < limit {
         match s.read(&mut chunk) {
             Ok(0) => return (true, got),
             Ok(n) => got.extend_from_slice(&chunk[..n]),
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
             Err(_) => return (true, got),
         }
     }
