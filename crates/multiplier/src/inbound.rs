@@ -91,14 +91,10 @@ pub(crate) async fn read_request(
             Ok(Ok(_)) => {
                 deadline.get_or_insert_with(|| Instant::now() + limit);
             }
-            // A keep-alive connection idled out; a new one never spoke:
-            // it held a slot for nothing (counted, closed unanswered).
-            Err(_) if quiet => {
-                if deadline.is_some() {
-                    sh.refuse(Refusal::HeaderTimeout);
-                }
-                return Ok(None);
-            }
+            // A keep-alive connection idled out, or a new one never spoke
+            // (a browser's spare connection): closed quietly, uncounted,
+            // as neither asked for anything.
+            Err(_) if quiet => return Ok(None),
             Err(_) => return Err(HEADER_TIMEOUT),
         }
     }

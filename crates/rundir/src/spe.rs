@@ -299,7 +299,8 @@ pub struct Interval {
     pub end_s: f64,
     /// Requests from clients.
     pub requests: u64,
-    /// Requests refused by the Multiplier itself (400, 501, limits).
+    /// Requests and connections the Multiplier refused itself (400, 403,
+    /// 408, 501, 508, limits: every [`Refusal`]).
     #[serde(default)]
     pub refused: u64,
     pub collector: CollectorSpan,
