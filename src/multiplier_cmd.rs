@@ -83,11 +83,15 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     console::print("cacheoff: stopping the Multiplier (copies in flight may take a moment)");
+    let refusals = refusals(&m);
     let summary = m
         .stop()
         .context("the Multiplier failed")
         .map_err(Failure::run)?;
     conclude(&out, &summary);
+    if !refusals.is_empty() {
+        console::print(&format!("refused: {refusals}"));
+    }
     if let Some(s) = server {
         let seen = s.scrapes();
         s.wait_for_scrape(seen, crate::run_cmd::METRICS_LINGER);
@@ -114,6 +118,18 @@ pub fn raise_fds_for(proxies: usize, conns: usize, clients: usize) -> Result<(),
     })
 }
 
+/// What the Multiplier refused, by kind ("loop 2, dest_denied 1"); empty
+/// if nothing.
+fn refusals(m: &cacheoff_multiplier::Multiplier) -> String {
+    cacheoff_multiplier::Refusal::ALL
+        .iter()
+        .map(|&k| (k, m.refusals(k)))
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{} {n}", k.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The ranking and where the results are.
 pub fn conclude(out: &Path, s: &Summary) {
     console::print(&format!(
@@ -123,7 +139,7 @@ pub fn conclude(out: &Path, s: &Summary) {
     for p in &s.proxies {
         let span = &p.span;
         console::print(&format!(
-            "  {:<16} copied {:>8} dropped {:>6} hits claimed {:>5.1}% validated {:>5.1}%  rt mean {:>8.2} ms  mismatches {}{}",
+            "  {:<16} copied {:>8} dropped {:>6} hits claimed {:>5.1}% validated {:>5.1}%  rt mean {:>8.2} ms  mismatches {}{}{}",
             span.name,
             span.counts.copied,
             span.counts.dropped,
@@ -131,6 +147,11 @@ pub fn conclude(out: &Path, s: &Summary) {
             p.validated_hit_ratio,
             span.rt_ms.all.mean,
             span.counts.mismatches,
+            if span.counts.unfinished > 0 {
+                format!("  unfinished at stop {}", span.counts.unfinished)
+            } else {
+                String::new()
+            },
             if p.overloaded { "  OVERLOADED" } else { "" }
         ));
     }

@@ -42,7 +42,7 @@ pub struct MultiplierArgs {
     /// times that wait).
     #[arg(long, default_value_t = multiplier_defaults().conns_per_proxy, value_name = "N")]
     pub conns: usize,
-    /// From a copy's send to its reply's last byte; then the copy ends
+    /// From a copy's start (leaving the queue; connecting included) to its reply's last byte; then the copy ends
     /// as a `timeout` mismatch (an endless body or 100 Continues, or no
     /// answer).
     #[arg(long, value_name = "TIME", default_value_t = Dur(multiplier_defaults().copy_timeout))]

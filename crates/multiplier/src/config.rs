@@ -38,7 +38,7 @@ pub struct Config {
     /// the proxies (so a stalled one only ever loses its own copies); a
     /// copy that does not fit its proxy's share is dropped.
     pub max_queued_bytes: u64,
-    /// From a copy's send to its reply's last byte: an endless body, an
+    /// From a copy's start (leaving the queue; connecting included) to its reply's last byte: an endless body, an
     /// endless run of `100 Continue` or a proxy that never answers ends
     /// here (a `timeout` mismatch).
     pub copy_timeout: Duration,

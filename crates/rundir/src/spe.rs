@@ -93,7 +93,7 @@ pub struct Settings {
     pub max_queued_bytes: u64,
     /// Request body bytes buffered at once across client connections.
     pub max_buffered_uploads: u64,
-    /// From a copy's send to its reply's last byte.
+    /// From a copy's start (leaving the queue; connecting included) to its reply's last byte.
     pub copy_timeout_ms: u64,
     /// From a connection's start, or a request's first byte, to the end
     /// of its head.
