@@ -307,6 +307,49 @@ mod tests {
     }
 
     #[test]
+    fn access_and_byte_limits_parse_as_the_proxy_s() {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from([
+            "cacheoff",
+            "multiplier",
+            "--collector",
+            "127.0.0.1:1",
+            "--proxy",
+            "a=127.0.0.1:2",
+            "--allow",
+            "10.0.0.0/8",
+            "--allow",
+            "192.0.2.7/32",
+            "--allow-dest",
+            "*.example.com:80",
+            "--allow-dest",
+            "[2001:db8::/32]:443",
+            "--max-queued-bytes",
+            "32MB",
+        ])
+        .unwrap();
+        let crate::cli::Command::Multiplier(a) = cli.command else {
+            panic!("not the multiplier");
+        };
+        assert_eq!(a.allow.len(), 2);
+        let rules: Vec<String> = a.allow_dest.iter().map(ToString::to_string).collect();
+        assert_eq!(rules, ["*.example.com:80", "[2001:db8::/32]:443"]);
+        assert_eq!(a.max_queued_bytes.0, 32 << 20);
+        for bad in [["--allow", "10.0.0.0/33"], ["--allow-dest", "*:0"]] {
+            let mut argv = vec![
+                "cacheoff",
+                "multiplier",
+                "--collector",
+                "h:1",
+                "--proxy",
+                "a=h:2",
+            ];
+            argv.extend(bad);
+            assert!(crate::cli::Cli::try_parse_from(argv).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn the_documented_defaults_are_the_command_s() {
         let doc =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/multiplier.md"))
