@@ -450,7 +450,7 @@ fn misbehaving_proxies_end_at_the_copy_deadline_and_every_copy_is_counted_once()
         ],
         tmp.path(),
     );
-    cfg.copy_timeout = Duration::from_millis(500);
+    cfg.copy_timeout = Duration::from_secs(1);
     cfg.first_byte_timeout = Duration::from_secs(60);
     cfg.idle_timeout = Duration::from_secs(60);
     cfg.conns_per_proxy = 2;
@@ -474,41 +474,36 @@ fn misbehaving_proxies_end_at_the_copy_deadline_and_every_copy_is_counted_once()
         let p = format!("/copy/{i}");
         assert_eq!(get(&mut s, &mut buf, origin, &p).body, body_of(&p));
     }
-    // Some copies of each run into the deadline; then stop with copies
-    // still queued and in flight, to be cut off.
+    // Copies of each run into the deadline...
     until("each slow proxy's copies time out", || {
         let t = timeouts.lock().unwrap();
-        slow.iter().all(|n| t.get(*n).copied().unwrap_or(0) >= 2)
+        slow.iter().all(|n| t.get(*n).copied().unwrap_or(0) >= 1)
     });
+    // ... and one more request's copies are queued or in flight when the
+    // Multiplier stops, with less grace than their deadline: cut off.
+    let r = get(&mut s, &mut buf, origin, "/copy/last");
+    assert_eq!(r.body, body_of("/copy/last"));
     let summary = m.stop().unwrap();
-    let mut unfinished = 0;
     for p in &summary.proxies {
-        let c = p.span.counts;
+        let (name, c) = (&p.span.name, p.span.counts);
         // Every copy made is counted once: not queued, or queued and then
         // completed, failed, or cut off at stop.
-        assert_eq!(c.copied + c.dropped, N, "{}: {c:?}", p.span.name);
+        assert_eq!(c.copied + c.dropped, N + 1, "{name}: {c:?}");
         assert_eq!(
             c.completed + c.errors + c.unfinished,
             c.copied,
-            "{}: {c:?}",
-            p.span.name
+            "{name}: {c:?}"
         );
-        if slow.contains(&p.span.name.as_str()) {
-            assert_eq!(c.completed, 0, "{}: {c:?}", p.span.name);
-            assert!(c.errors >= 2, "{}: {c:?}", p.span.name);
+        if slow.contains(&name.as_str()) {
+            assert_eq!(c.completed, 0, "{name}: {c:?}");
+            assert!(c.errors >= 1, "{name}: {c:?}");
             assert_eq!(
                 p.span.mismatches_by_kind.get("timeout"),
                 Some(&c.errors),
-                "{}: {:?}",
-                p.span.name,
+                "{name}: {:?}",
                 p.span.mismatches_by_kind
             );
-            assert!(p.overloaded, "its queue filled: {c:?}");
-            unfinished += c.unfinished;
+            assert!(c.unfinished >= 1, "{name}: cut off at stop: {c:?}");
         }
     }
-    assert!(unfinished > 0, "copies cut off at stop are counted");
-    let honest = summary.proxy("honest").unwrap().span.counts;
-    assert!(honest.completed > 0, "{honest:?}");
-    assert_eq!(honest.mismatches, 0, "{honest:?}");
 }
