@@ -24,11 +24,21 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
         crate::preflight::check(p.addr)
             .map_err(|f| Failure::usage(f.error.context(format!("proxy under test {}", p.name))))?;
     }
-    raise_fds(proxies.len(), a.conns)?;
+    raise_fds_for(proxies.len(), a.conns, a.max_client_connections)?;
     let mut cfg = Config::new(a.listen, collector, proxies, out.clone());
     cfg.queue = a.queue.max(1);
     cfg.conns_per_proxy = a.conns.max(1);
     cfg.copy_unsafe = a.copy_unsafe;
+    cfg.max_queued_bytes = a.max_queued_bytes.0;
+    cfg.copy_timeout = a.copy_timeout.0;
+    cfg.allow = a.allow.clone();
+    cfg.allow_dest = (!a.allow_dest.is_empty()).then(|| a.allow_dest.clone());
+    cfg.max_client_connections = a.max_client_connections.max(1);
+    cfg.client_idle_timeout = a.client_idle_timeout.0;
+    cfg.client_header_timeout = a.client_header_timeout.0;
+    cfg.client_body_min_rate = a.client_body_min_rate.0;
+    cfg.max_buffered_uploads = a.max_buffered_uploads.0;
+    cfg.max_request_body = a.max_request_body.0;
     if let Some(w) = a.workers {
         cfg.workers = w.max(1);
     }
@@ -73,11 +83,15 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     console::print("cacheoff: stopping the Multiplier (copies in flight may take a moment)");
+    let refusals = refusals(&m);
     let summary = m
         .stop()
         .context("the Multiplier failed")
         .map_err(Failure::run)?;
     conclude(&out, &summary);
+    if !refusals.is_empty() {
+        console::print(&format!("refused: {refusals}"));
+    }
     if let Some(s) = server {
         let seen = s.scrapes();
         s.wait_for_scrape(seen, crate::run_cmd::METRICS_LINGER);
@@ -86,15 +100,34 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
 }
 
 /// Connections to each proxy under test and to the Collector, and the
-/// clients': the soft descriptor limit raised for them, or a clear error.
+/// clients' up to the default cap: the soft descriptor limit raised for
+/// them, or a clear error.
 pub fn raise_fds(proxies: usize, conns: usize) -> Result<(), Failure> {
-    let clients = 4096;
+    let here = SocketAddr::from(([127, 0, 0, 1], 0));
+    let cap = Config::new(here, here, Vec::new(), Default::default()).max_client_connections;
+    raise_fds_for(proxies, conns, cap)
+}
+
+/// [`raise_fds`] for up to `clients` client connections.
+pub fn raise_fds_for(proxies: usize, conns: usize, clients: usize) -> Result<(), Failure> {
     let needed = ((proxies + 1) * conns + clients + 256) as u64;
     cacheoff_agent::raise_fd_limit(needed).map_err(|e| {
         Failure::usage(anyhow::anyhow!(
-            "{e}: the Multiplier may keep {conns} connections to each of {proxies} proxies; raise the limit or give --conns"
+            "{e}: the Multiplier may keep {conns} connections to each of {proxies} proxies and {clients} client connections; raise the limit or give --conns or --max-client-connections"
         ))
     })
+}
+
+/// What the Multiplier refused, by kind ("loop 2, dest_denied 1"); empty
+/// if nothing.
+fn refusals(m: &cacheoff_multiplier::Multiplier) -> String {
+    cacheoff_multiplier::Refusal::ALL
+        .iter()
+        .map(|&k| (k, m.refusals(k)))
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{} {n}", k.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The ranking and where the results are.
@@ -106,7 +139,7 @@ pub fn conclude(out: &Path, s: &Summary) {
     for p in &s.proxies {
         let span = &p.span;
         console::print(&format!(
-            "  {:<16} copied {:>8} dropped {:>6} hits claimed {:>5.1}% validated {:>5.1}%  rt mean {:>8.2} ms  mismatches {}{}",
+            "  {:<16} copied {:>8} dropped {:>6} hits claimed {:>5.1}% validated {:>5.1}%  rt mean {:>8.2} ms  mismatches {}{}{}",
             span.name,
             span.counts.copied,
             span.counts.dropped,
@@ -114,6 +147,11 @@ pub fn conclude(out: &Path, s: &Summary) {
             p.validated_hit_ratio,
             span.rt_ms.all.mean,
             span.counts.mismatches,
+            if span.counts.unfinished > 0 {
+                format!("  unfinished at stop {}", span.counts.unfinished)
+            } else {
+                String::new()
+            },
             if p.overloaded { "  OVERLOADED" } else { "" }
         ));
     }
@@ -219,4 +257,140 @@ fn watches(
             .collect()
     });
     Ok(Some((sample, watched)))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// `cacheoff multiplier --help`, as the command prints it.
+    fn help() -> String {
+        let mut cli = crate::cli::Cli::command();
+        let m = cli
+            .find_subcommand_mut("multiplier")
+            .expect("a multiplier command");
+        m.render_long_help().to_string()
+    }
+
+    /// Each option of the help with a `[default: ...]`: its long name and
+    /// that value.
+    fn defaults(help: &str) -> Vec<(String, String)> {
+        let mut blocks: Vec<(String, String)> = Vec::new();
+        for line in help.lines() {
+            let t = line.trim_start();
+            let flag = t.strip_prefix("--").or_else(|| {
+                t.strip_prefix('-')
+                    .and_then(|r| r.split_once(", --"))
+                    .map(|(_, r)| r)
+            });
+            match flag {
+                Some(f) if t.len() < line.len() => {
+                    let name = f.split([' ', '<', '=']).next().unwrap_or_default();
+                    blocks.push((name.to_string(), t.to_string()));
+                }
+                _ => {
+                    if let Some(b) = blocks.last_mut() {
+                        b.1.push(' ');
+                        b.1.push_str(t);
+                    }
+                }
+            }
+        }
+        blocks
+            .into_iter()
+            .filter_map(|(name, text)| {
+                let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                let (_, rest) = text.split_once("[default: ")?;
+                Some((name, rest.split(']').next()?.to_string()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn access_and_byte_limits_parse_as_the_proxy_s() {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from([
+            "cacheoff",
+            "multiplier",
+            "--collector",
+            "127.0.0.1:1",
+            "--proxy",
+            "a=127.0.0.1:2",
+            "--allow",
+            "10.0.0.0/8",
+            "--allow",
+            "192.0.2.7/32",
+            "--allow-dest",
+            "*.example.com:80",
+            "--allow-dest",
+            "[2001:db8::/32]:443",
+            "--max-queued-bytes",
+            "32MB",
+        ])
+        .unwrap();
+        let crate::cli::Command::Multiplier(a) = cli.command else {
+            panic!("not the multiplier");
+        };
+        assert_eq!(a.allow.len(), 2);
+        let rules: Vec<String> = a.allow_dest.iter().map(ToString::to_string).collect();
+        assert_eq!(rules, ["*.example.com:80", "[2001:db8::/32]:443"]);
+        assert_eq!(a.max_queued_bytes.0, 32 << 20);
+        for bad in [["--allow", "10.0.0.0/33"], ["--allow-dest", "*:0"]] {
+            let mut argv = vec![
+                "cacheoff",
+                "multiplier",
+                "--collector",
+                "h:1",
+                "--proxy",
+                "a=h:2",
+            ];
+            argv.extend(bad);
+            assert!(crate::cli::Cli::try_parse_from(argv).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_documented_defaults_are_the_command_s() {
+        let doc =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/multiplier.md"))
+                .unwrap();
+        let found = defaults(&help());
+        let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
+        for flag in [
+            "queue",
+            "conns",
+            "max-queued-bytes",
+            "copy-timeout",
+            "max-client-connections",
+            "client-header-timeout",
+            "client-idle-timeout",
+            "client-body-min-rate",
+            "max-buffered-uploads",
+        ] {
+            assert!(
+                names.contains(&flag),
+                "--{flag} shows no default: {names:?}"
+            );
+        }
+        for (flag, value) in &found {
+            let cell = format!("| `--{flag}` |");
+            let row = doc
+                .lines()
+                .find(|l| l.contains(&cell))
+                .unwrap_or_else(|| panic!("docs/multiplier.md has no settings row for --{flag}"));
+            assert!(
+                row.contains(&format!("| `{value}` |")),
+                "--help says --{flag} defaults to {value}; docs/multiplier.md says: {row}"
+            );
+        }
+        // In-process runs (the lineup, tests) start from the same values.
+        let here = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+        let cfg = cacheoff_multiplier::Config::new(here, here, Vec::new(), Default::default());
+        for (flag, value) in [("queue", cfg.queue), ("conns", cfg.conns_per_proxy)] {
+            assert!(
+                found.contains(&(flag.into(), value.to_string())),
+                "--{flag}: {found:?}"
+            );
+        }
+    }
 }

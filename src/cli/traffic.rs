@@ -1,10 +1,16 @@
 //! Arguments of the commands that carry real traffic: the SPE
 //! Multiplier, trace replays and sample traces.
 
-use cacheoff_base::Bytes;
+use cacheoff_base::{Bytes, Dur};
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+
+/// The Multiplier's defaults, which its flags show and take.
+fn multiplier_defaults() -> cacheoff_multiplier::Config {
+    let here = SocketAddr::from(([127, 0, 0, 1], 0));
+    cacheoff_multiplier::Config::new(here, here, Vec::new(), PathBuf::new())
+}
 
 #[derive(Debug, Args)]
 pub struct MultiplierArgs {
@@ -24,17 +30,69 @@ pub struct MultiplierArgs {
     pub out: Option<PathBuf>,
     /// Pending copies per proxy under test; more are dropped (and the
     /// proxy reported overloaded).
-    #[arg(long, default_value = "8192", value_name = "N")]
+    #[arg(long, default_value_t = multiplier_defaults().queue, value_name = "N")]
     pub queue: usize,
+    /// Bytes all queued and in-flight copies may hold at once, each proxy
+    /// an equal share; a copy that does not fit its proxy's share is
+    /// dropped (and the proxy reported overloaded).
+    #[arg(long, value_name = "SIZE", default_value_t = Bytes(multiplier_defaults().max_queued_bytes))]
+    pub max_queued_bytes: Bytes,
     /// Connections open at once to each proxy under test (a copy waits
     /// as long as the origin did, so this many are in flight at the rate
     /// times that wait).
-    #[arg(long, default_value = "1024", value_name = "N")]
+    #[arg(long, default_value_t = multiplier_defaults().conns_per_proxy, value_name = "N")]
     pub conns: usize,
+    /// From a copy's start (leaving the queue; connecting included) to its reply's last byte; then the copy ends
+    /// as a `timeout` mismatch (an endless body or 100 Continues, or no
+    /// answer).
+    #[arg(long, value_name = "TIME", default_value_t = Dur(multiplier_defaults().copy_timeout))]
+    pub copy_timeout: Dur,
     /// Copy non-idempotent requests (POST, ...) too; by default they go
     /// to the Collector only.
     #[arg(long)]
     pub copy_unsafe: bool,
+    /// Clients allowed besides loopback (CIDR; repeatable); others are
+    /// answered 403 and closed before anything is read. Once other
+    /// clients are allowed, requests may ask only for what --allow-dest
+    /// says (by default ports 80 and 443).
+    #[arg(long, value_name = "CIDR")]
+    pub allow: Vec<cacheoff_multiplier::IpNet>,
+    /// Where requests may ask for (repeatable), as `cacheoff proxy
+    /// --allow-dest`: HOST[:PORTS], HOST being *, a name, *.domain, an
+    /// address or a CIDR ([...] for IPv6 with a port), PORTS a port,
+    /// LOW-HIGH or * (the default); * never matches this machine. Others
+    /// get 403 before anything is relayed. Default: no check while only
+    /// loopback clients are allowed; *:80 and *:443 once --allow admits
+    /// others.
+    #[arg(long, value_name = "HOST[:PORTS]")]
+    pub allow_dest: Vec<cacheoff_multiplier::DestRule>,
+    /// Client connections open at once; at the cap a new one closes the
+    /// connection that has waited longest for a request (idle, or its
+    /// head still arriving), or is answered 503 if none waits.
+    #[arg(long, value_name = "N", default_value_t = multiplier_defaults().max_client_connections)]
+    pub max_client_connections: usize,
+    /// How long an idle keep-alive client connection waits for its next
+    /// request.
+    #[arg(long, value_name = "TIME", default_value_t = Dur(multiplier_defaults().client_idle_timeout))]
+    pub client_idle_timeout: Dur,
+    /// From a new connection's start, or a later request's first byte, to
+    /// the end of the request's head (one deadline, not one per read);
+    /// then 408 and close.
+    #[arg(long, value_name = "TIME", default_value_t = Dur(multiplier_defaults().client_header_timeout))]
+    pub client_header_timeout: Dur,
+    /// Pace a request body must keep: it may take --client-header-timeout
+    /// plus one second per this many bytes received (0: no pace); then
+    /// 408 and close.
+    #[arg(long, value_name = "SIZE", default_value_t = Bytes(multiplier_defaults().client_body_min_rate))]
+    pub client_body_min_rate: Bytes,
+    /// Request body bytes buffered at once across client connections; a
+    /// body that does not fit is answered 503 before it is read.
+    #[arg(long, value_name = "SIZE", default_value_t = Bytes(multiplier_defaults().max_buffered_uploads))]
+    pub max_buffered_uploads: Bytes,
+    /// Largest request body (413 beyond it; bodies are buffered to be
+    /// copied).
+    #[arg(long, value_name = "SIZE", default_value_t = Bytes(multiplier_defaults().max_request_body))]
+    pub max_request_body: Bytes,
     /// Client-side worker threads (default: one per core).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,

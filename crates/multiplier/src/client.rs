@@ -1,192 +1,122 @@
-//! A client connection: read a request (and its body, buffered), refuse
-//! what cannot be copied, hand one copy per proxy to the proxies' queues,
-//! relay the Collector's reply to the client unchanged while measuring
-//! it, and only then read the next request (pipelined bytes stay in the
-//! buffer). Nothing here waits for a copy.
+//! A client connection: read a request (and its body, buffered) within
+//! its deadlines (`inbound`), refuse what may not or cannot be copied
+//! (`admit`), hand one copy per proxy to the proxies' queues within their
+//! byte budgets, relay the Collector's reply to the client unchanged
+//! while measuring it, and only then read the next request (pipelined
+//! bytes stay in the buffer). Nothing here waits for a copy. While it
+//! waits for a request the connection is among its worker's `Waiting`,
+//! which a new connection at the cap may close.
 
+use crate::admit::{admit, admit_resolved};
 use crate::claim::collector_claim;
-use crate::copies::{CollectorReply, Job};
+use crate::copies::{CollectorReply, Job, Ticket};
 use crate::facts::{BodyTracker, Facts};
-use crate::request::{absolute_target, forward, is_safe, refusal};
+use crate::inbound::{read_body, read_request, refuse};
+use crate::limits::{WaitEntry, Waiting};
+use crate::request::{forward, is_safe, refusal};
 use crate::wire::{connect, read_head, read_some, Pool, WireError};
 use crate::Shared;
-use cacheoff_http::chunked::ChunkedDecoder;
-use cacheoff_http::request::parse_request_strict;
-use cacheoff_http::{HeadScanner, RequestHead, ResponseHead};
+use cacheoff_http::{HeadScanner, ResponseHead};
+use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-const CONNECT_REFUSAL: &str = "the Multiplier copies plain HTTP only: a CONNECT tunnel's bytes cannot be compared between proxies";
-
-/// Serves one client connection until it closes, errs or idles out.
+/// Serves one client connection until it closes, errs, idles out or is
+/// evicted.
 pub(crate) async fn serve(
     mut s: TcpStream,
     sh: Arc<Shared>,
-    pool: std::rc::Rc<Pool>,
+    pool: Rc<Pool>,
     worker: usize,
+    waiting: Rc<Waiting>,
+    first: WaitEntry,
+    accepted: Instant,
 ) {
     let _ = s.set_nodelay(true);
     let mut buf: Vec<u8> = Vec::with_capacity(8 * 1024);
     let mut scanner = HeadScanner::new();
+    let (mut since, mut fresh) = (accepted, true);
+    let mut first = Some(first);
     loop {
-        let head = match read_request(&mut s, &mut buf, &mut scanner, &sh).await {
+        let entry = first.take().unwrap_or_else(|| waiting.enter(since));
+        let read = tokio::select! {
+            r = read_request(&mut s, &mut buf, &mut scanner, &sh, since, fresh) => r,
+            // Counted by the worker that evicted it.
+            _ = entry.evicted() => return,
+        };
+        drop(entry);
+        let head = match read {
             Ok(Some(h)) => h,
             Ok(None) => return,
-            Err(status) => {
+            Err(r) => {
                 sh.requests.fetch_add(1, Ordering::Relaxed);
-                return refuse(&mut s, &sh, status, "malformed or oversized request").await;
+                return refuse(&mut s, &sh, r).await;
             }
         };
         sh.requests.fetch_add(1, Ordering::Relaxed);
-        if head.method.as_str().eq_ignore_ascii_case("CONNECT") {
-            return refuse(&mut s, &sh, 501, CONNECT_REFUSAL).await;
-        }
-        let Some(target) = absolute_target(&head) else {
-            return refuse(
-                &mut s,
-                &sh,
-                400,
-                "a request to a proxy names http://host/...",
-            )
-            .await;
+        let admitted = match admit(&head, sh.addr, &sh.via, sh.dest_rules.as_deref()) {
+            Ok(a) => a,
+            Err(r) => return refuse(&mut s, &sh, r).await,
         };
-        let body = match read_body(&mut s, &mut buf, &head, &sh).await {
-            Ok(b) => b,
-            Err(status) => {
-                return refuse(&mut s, &sh, status, "bad or oversized request body").await
+        if let Some(rules) = &sh.dest_rules {
+            let resolved = admit_resolved(&admitted.dest, rules, sh.cfg.connect_timeout);
+            if let Err(r) = resolved.await {
+                return refuse(&mut s, &sh, r).await;
             }
+        }
+        let (body, upload) = match read_body(&mut s, &mut buf, &head, &sh).await {
+            Ok(b) => b,
+            Err(r) => return refuse(&mut s, &sh, r).await,
         };
         scanner.reset();
         let keep_alive = head.keep_alive;
         let head_request = head.method.as_str() == "HEAD";
         let t0 = Instant::now();
         let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
-        let request: Arc<[u8]> = forward(&head, &target, &body, id).into();
+        let request: Arc<[u8]> = forward(&head, &admitted.target, &body, id, &sh.via).into();
+        drop(body);
         let (tx, rx) = watch::channel(None);
         let copy = is_safe(&head.method) || sh.cfg.copy_unsafe;
-        let url: Arc<str> = target.into();
+        let url: Arc<str> = admitted.target.into();
         for p in &sh.proxies {
             if !copy {
                 p.client.not_copied_unsafe.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
+            let Some(charge) = p.budget.take(request.len() as u64) else {
+                p.client.dropped.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
             let job = Job {
                 id,
                 request: request.clone(),
+                charge,
                 url: url.clone(),
                 head_request,
                 queued: t0,
                 facts: rx.clone(),
+                ticket: Ticket::new(p.client.clone()),
             };
             match p.tx.try_send(job) {
                 Ok(()) => p.client.copied.fetch_add(1, Ordering::Relaxed),
-                Err(_) => p.client.dropped.fetch_add(1, Ordering::Relaxed),
+                Err(e) => {
+                    // Never queued: counted as dropped, not unfinished.
+                    e.into_inner().ticket.punch();
+                    p.client.dropped.fetch_add(1, Ordering::Relaxed)
+                }
             };
         }
         drop(rx);
         let again = relay(&mut s, &request, head_request, t0, tx, &sh, &pool, worker).await;
+        drop(upload);
         if !(again && keep_alive) {
             return;
         }
-    }
-}
-
-async fn refuse(s: &mut TcpStream, sh: &Shared, status: u16, text: &str) {
-    sh.refused.fetch_add(1, Ordering::Relaxed);
-    let _ = tokio::time::timeout(sh.cfg.idle_timeout, s.write_all(&refusal(status, text))).await;
-    let _ = s.shutdown().await;
-}
-
-/// The next request head, once whole; `Ok(None)` when the client closed
-/// or idled out between requests; `Err(status)` for a bad one.
-async fn read_request(
-    s: &mut TcpStream,
-    buf: &mut Vec<u8>,
-    scanner: &mut HeadScanner,
-    sh: &Shared,
-) -> Result<Option<RequestHead>, u16> {
-    let max = sh.cfg.max_header;
-    loop {
-        if let Some(n) = scanner.scan_within(buf, max).map_err(|e| e.status())? {
-            return match parse_request_strict(&buf[..n], true, max) {
-                Ok(Some(h)) => Ok(Some(h)),
-                Ok(None) => Err(400),
-                Err(e) => Err(e.status()),
-            };
-        }
-        let between = buf.is_empty();
-        let limit = if between {
-            sh.cfg.client_idle_timeout
-        } else {
-            sh.cfg.idle_timeout
-        };
-        buf.reserve(8 * 1024);
-        match tokio::time::timeout(limit, s.read_buf(buf)).await {
-            Ok(Ok(0)) | Ok(Err(_)) if between => return Ok(None),
-            Ok(Ok(0)) | Ok(Err(_)) => return Err(400),
-            Ok(Ok(_)) => {}
-            Err(_) if between => return Ok(None),
-            Err(_) => return Err(408),
-        }
-    }
-}
-
-/// Reads the request's body whole (it is copied), and drops the request
-/// from `buf`, leaving any pipelined bytes after it.
-async fn read_body(
-    s: &mut TcpStream,
-    buf: &mut Vec<u8>,
-    head: &RequestHead,
-    sh: &Shared,
-) -> Result<Vec<u8>, u16> {
-    let max = sh.cfg.max_request_body;
-    let idle = sh.cfg.idle_timeout;
-    let wants_continue = head
-        .headers
-        .iter()
-        .any(|(n, v)| n.eq_ignore_ascii_case("expect") && v.eq_ignore_ascii_case(b"100-continue"));
-    if wants_continue && (head.chunked || head.content_length.unwrap_or(0) > 0) {
-        let _ = s.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await;
-    }
-    buf.drain(..head.head_len);
-    if head.chunked {
-        let mut dec = ChunkedDecoder::default();
-        let mut body = Vec::new();
-        loop {
-            let used = dec
-                .decode(buf, |d| body.extend_from_slice(d))
-                .map_err(|_| 400u16)?;
-            buf.drain(..used);
-            if body.len() as u64 > max {
-                return Err(413);
-            }
-            if dec.is_done() {
-                return Ok(body);
-            }
-            more(s, buf, idle).await?;
-        }
-    }
-    let n = head.content_length.unwrap_or(0);
-    if n > max {
-        return Err(413);
-    }
-    let n = n as usize;
-    while buf.len() < n {
-        more(s, buf, idle).await?;
-    }
-    Ok(buf.drain(..n).collect())
-}
-
-/// More request bytes: 400 if the client closed, 408 if it idled.
-async fn more(s: &mut TcpStream, buf: &mut Vec<u8>, idle: Duration) -> Result<(), u16> {
-    match read_some(s, buf, idle, WireError::IdleTimeout(idle)).await {
-        Ok(0) | Err(WireError::Io(_)) => Err(400),
-        Ok(_) => Ok(()),
-        Err(_) => Err(408),
+        (since, fresh) = (Instant::now(), false);
     }
 }
 
@@ -255,12 +185,8 @@ async fn relay(
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .error();
-        let status = match failure {
-            Some(
-                WireError::ConnectTimeout
-                | WireError::FirstByteTimeout(_)
-                | WireError::IdleTimeout(_),
-            ) => 504,
+        let status = match &failure {
+            Some(e) if e.is_timeout() => 504,
             _ => 502,
         };
         let why = failure.map_or_else(|| "no reply".to_string(), |e| e.to_string());

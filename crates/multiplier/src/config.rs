@@ -1,6 +1,7 @@
 //! The Multiplier's settings: every limit and timeout with its default,
 //! in one place, and the `NAME=HOST:PORT` form proxies are named in.
 
+use cacheoff_access::{DestRule, IpNet};
 use cacheoff_rundir::spe::{Interval, Settings};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -33,6 +34,14 @@ pub struct Config {
     pub out: PathBuf,
     /// Pending copies per proxy; more are dropped.
     pub queue: usize,
+    /// Bytes all queued copies may hold at once, split equally between
+    /// the proxies (so a stalled one only ever loses its own copies); a
+    /// copy that does not fit its proxy's share is dropped.
+    pub max_queued_bytes: u64,
+    /// From a copy's start (leaving the queue; connecting included) to its reply's last byte: an endless body, an
+    /// endless run of `100 Continue` or a proxy that never answers ends
+    /// here (a `timeout` mismatch).
+    pub copy_timeout: Duration,
     /// Connections open at once to each proxy under test.
     pub conns_per_proxy: usize,
     /// Copy non-idempotent requests (POST, PUT, ...) too.
@@ -51,9 +60,30 @@ pub struct Config {
     /// How long a copy waits for the Collector's reply to the same request
     /// to end, before it is left uncompared.
     pub facts_wait: Duration,
-    /// How long an idle client connection stays open.
+    /// How long an idle keep-alive client connection waits for the first
+    /// byte of its next request.
     pub client_idle_timeout: Duration,
+    /// From a new connection's start, or from the first byte of a later
+    /// request, to the end of the request's head: a whole-head deadline,
+    /// not one per read.
+    pub client_header_timeout: Duration,
+    /// Bytes a second a request body must keep up: it may take
+    /// `client_header_timeout` plus a second per this many bytes received
+    /// (0 turns the pace off; `idle_timeout` still bounds each wait).
+    pub client_body_min_rate: u64,
+    /// Client connections open at once; at the cap a new one closes the
+    /// accepting worker's connection that has waited longest for a
+    /// request, or gets 503 if none is waiting.
     pub max_client_connections: usize,
+    /// Request body bytes buffered at once across client connections; a
+    /// body that does not fit gets 503 before it is read.
+    pub max_buffered_uploads: u64,
+    /// Clients allowed besides loopback (which always is).
+    pub allow: Vec<IpNet>,
+    /// Where requests may ask for. `None`: anywhere while only loopback
+    /// clients are allowed, [`DestRule::defaults`] (ports 80 and 443)
+    /// once `allow` admits others, as the reference proxy.
+    pub allow_dest: Option<Vec<DestRule>>,
     /// Largest request or reply header block.
     pub max_header: usize,
     /// Largest request body (bodies are buffered to be copied).
@@ -86,8 +116,10 @@ impl Config {
             collector,
             proxies,
             out,
-            queue: 1024,
-            conns_per_proxy: 64,
+            queue: 8192,
+            max_queued_bytes: 64 << 20,
+            copy_timeout: Duration::from_secs(120),
+            conns_per_proxy: 1024,
             copy_unsafe: false,
             interval: Duration::from_secs(5),
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -96,7 +128,12 @@ impl Config {
             idle_timeout: Duration::from_secs(30),
             facts_wait: Duration::from_secs(60),
             client_idle_timeout: Duration::from_secs(120),
+            client_header_timeout: Duration::from_secs(10),
+            client_body_min_rate: 1024,
             max_client_connections: 10_000,
+            max_buffered_uploads: 64 << 20,
+            allow: Vec::new(),
+            allow_dest: None,
             max_header: 64 * 1024,
             max_request_body: 16 << 20,
             stop_grace: Duration::from_secs(10),
@@ -108,6 +145,15 @@ impl Config {
             on_interval: None,
             sample: None,
             watched: Default::default(),
+        }
+    }
+
+    /// The destination rules in force, if destinations are checked.
+    pub fn dest_rules(&self) -> Option<Vec<DestRule>> {
+        match &self.allow_dest {
+            Some(rules) => Some(rules.clone()),
+            None if self.allow.is_empty() => None,
+            None => Some(DestRule::defaults()),
         }
     }
 
@@ -128,6 +174,18 @@ impl Config {
             max_client_connections: self.max_client_connections,
             max_header: self.max_header,
             max_request_body: self.max_request_body,
+            max_queued_bytes: self.max_queued_bytes,
+            max_buffered_uploads: self.max_buffered_uploads,
+            copy_timeout_ms: ms(self.copy_timeout),
+            client_header_timeout_ms: ms(self.client_header_timeout),
+            client_body_min_rate: self.client_body_min_rate,
+            allow: self.allow.iter().map(ToString::to_string).collect(),
+            allow_dest: self
+                .dest_rules()
+                .unwrap_or_default()
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
         }
     }
 }
@@ -245,5 +303,22 @@ mod tests {
                 .len(),
             2
         );
+    }
+
+    #[test]
+    fn destinations_are_checked_once_other_clients_are_allowed() {
+        let mut c = Config::new(
+            "127.0.0.1:0".parse().unwrap(),
+            "127.0.0.1:1".parse().unwrap(),
+            Vec::new(),
+            PathBuf::new(),
+        );
+        assert_eq!(c.dest_rules(), None);
+        assert!(c.settings().allow_dest.is_empty());
+        c.allow.push("10.0.0.0/8".parse().unwrap());
+        assert_eq!(c.dest_rules(), Some(DestRule::defaults()));
+        assert_eq!(c.settings().allow_dest, ["*:80", "*:443"]);
+        c.allow_dest = Some(vec!["*:8080".parse().unwrap()]);
+        assert_eq!(c.settings().allow_dest, ["*:8080"]);
     }
 }

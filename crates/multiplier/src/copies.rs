@@ -1,25 +1,32 @@
 //! Copies to one proxy under test, on a thread of its own.
 //!
 //! Client workers `try_send` a [`Job`] into the proxy's bounded queue
-//! (a full queue drops the copy, counted there), so no proxy can slow the
-//! client path. The proxy's thread runs one single-threaded runtime: a
+//! (a full queue, by count or by the proxy's share of the queued-bytes
+//! budget, drops the copy, counted there), so no proxy can slow the
+//! client path. A job holds its request's bytes, charged to that budget,
+//! until its exchange ends, and a [`Ticket`] that counts it `unfinished`
+//! if it is dropped before it is recorded (cut off at stop): every copy
+//! queued is counted once, as completed, an error or unfinished. The proxy's thread runs one single-threaded runtime: a
 //! dispatcher takes jobs and runs each as a task holding one of
 //! `conns_per_proxy` permits, which bounds the connections open to the
 //! proxy; idle keep-alive connections wait in the thread's [`Pool`].
-//! A task times the exchange, reads the reply whole, gives its permit
-//! back, then waits for the Collector's facts of the same request (a
+//! A task times the exchange, reads the reply whole within the copy's
+//! deadline (`copy_timeout`: an endless body or `100 Continue`s end
+//! there), gives its permit back, then waits for the Collector's facts of the same request (a
 //! `watch` the client path fills) and records the comparison into the
 //! proxy's accumulator.
 
 use crate::claim::{claim, stamp, verdict, Verdict};
 use crate::compare::compare;
 use crate::facts::{BodyTracker, Facts};
+use crate::limits::{Budget, Charge};
 use crate::stats::{ClientSideCounts, CopyRecord, ProxyAcc};
 use crate::wire::{connect, read_head, read_some, Pool, ReplyTimeouts, WireError};
 use cacheoff_rundir::spe::Mismatch;
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
@@ -41,10 +48,37 @@ pub(crate) type FactsRx = watch::Receiver<Option<Arc<CollectorReply>>>;
 pub(crate) struct Job {
     pub id: u64,
     pub request: Arc<[u8]>,
+    /// The request's bytes against the proxy's share of the budget.
+    pub charge: Charge,
     pub url: Arc<str>,
     pub head_request: bool,
     pub queued: Instant,
     pub facts: FactsRx,
+    pub ticket: Ticket,
+}
+
+/// A queued copy's promise to be counted: dropped before [`Ticket::punch`]
+/// (a copy cut off at stop, in the queue or in flight), it counts the copy
+/// `unfinished`.
+pub(crate) struct Ticket(Option<Arc<ClientSideCounts>>);
+
+impl Ticket {
+    pub(crate) fn new(counts: Arc<ClientSideCounts>) -> Ticket {
+        Ticket(Some(counts))
+    }
+
+    /// The copy is counted elsewhere (recorded, or never queued).
+    pub(crate) fn punch(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.unfinished.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// One proxy under test, shared by the client workers, its copy thread
@@ -53,7 +87,9 @@ pub(crate) struct ProxyShared {
     pub name: String,
     pub addr: SocketAddr,
     pub tx: mpsc::Sender<Job>,
-    pub client: ClientSideCounts,
+    /// Bytes its queued copies hold: an equal share of `max_queued_bytes`.
+    pub budget: Arc<Budget>,
+    pub client: Arc<ClientSideCounts>,
     pub acc: Mutex<ProxyAcc>,
 }
 
@@ -63,6 +99,7 @@ pub(crate) struct CopySettings {
     pub connect_timeout: Duration,
     pub reply: ReplyTimeouts,
     pub facts_wait: Duration,
+    pub copy_timeout: Duration,
 }
 
 struct Ctx {
@@ -161,11 +198,25 @@ struct Got {
 }
 
 async fn copy(ctx: Rc<Ctx>, job: Job, permit: tokio::sync::OwnedSemaphorePermit) {
+    let Job {
+        id,
+        request,
+        charge,
+        url,
+        head_request,
+        queued,
+        facts,
+        ticket,
+    } = job;
     let dequeued = Instant::now();
-    let got = exchange(&ctx, &job, dequeued).await;
-    drop(permit);
-    let queue_us = micros(dequeued - job.queued);
-    let url = job.url.to_string();
+    let deadline = ctx.settings.copy_timeout;
+    let exchanged = exchange(&ctx, &request, id, head_request, dequeued);
+    let got = tokio::time::timeout(deadline, exchanged)
+        .await
+        .unwrap_or(Err(WireError::Deadline(deadline)));
+    drop((permit, request, charge));
+    let queue_us = micros(dequeued - queued);
+    let url = url.to_string();
     let record = match got {
         Err(e) => CopyRecord {
             url,
@@ -175,11 +226,18 @@ async fn copy(ctx: Rc<Ctx>, job: Job, permit: tokio::sync::OwnedSemaphorePermit)
             rt_us: None,
             verdict: Verdict::Unverified,
             claimed_hit: false,
-            mismatch: Some((Mismatch::Error, format!("expected a reply; got {e}"))),
+            mismatch: Some((
+                if e.is_timeout() {
+                    Mismatch::Timeout
+                } else {
+                    Mismatch::Error
+                },
+                format!("expected a reply; got {e}"),
+            )),
             collector_rt_us: None,
         },
         Ok(got) => {
-            let collector = collector_reply(job.facts, ctx.settings.facts_wait).await;
+            let collector = collector_reply(facts, ctx.settings.facts_wait).await;
             CopyRecord {
                 url,
                 queue_us,
@@ -197,6 +255,7 @@ async fn copy(ctx: Rc<Ctx>, job: Job, permit: tokio::sync::OwnedSemaphorePermit)
     };
     let mut kept = ctx.kept.borrow_mut();
     let mut acc = ctx.shared.acc.lock().unwrap_or_else(|e| e.into_inner());
+    ticket.punch();
     acc.record(record, &mut kept);
 }
 
@@ -214,7 +273,13 @@ fn micros(d: Duration) -> u64 {
 
 /// Sends the copy and reads the reply whole (retrying once on a fresh
 /// connection if a pooled one turns out closed before any reply byte).
-async fn exchange(ctx: &Ctx, job: &Job, dequeued: Instant) -> Result<Got, WireError> {
+async fn exchange(
+    ctx: &Ctx,
+    request: &[u8],
+    id: u64,
+    head_request: bool,
+    dequeued: Instant,
+) -> Result<Got, WireError> {
     let s = &ctx.settings;
     for attempt in 0..2 {
         let pooled = if attempt == 0 { ctx.pool.take() } else { None };
@@ -224,7 +289,7 @@ async fn exchange(ctx: &Ctx, job: &Job, dequeued: Instant) -> Result<Got, WireEr
             None => connect(ctx.shared.addr, s.connect_timeout).await?,
         };
         let connected = Instant::now();
-        if let Err(e) = conn.write_all(&job.request).await {
+        if let Err(e) = conn.write_all(request).await {
             if reused {
                 continue;
             }
@@ -232,8 +297,7 @@ async fn exchange(ctx: &Ctx, job: &Job, dequeued: Instant) -> Result<Got, WireEr
         }
         let mut buf = Vec::new();
         let mut first = None;
-        let head = match read_head(&mut conn, &mut buf, job.head_request, s.reply, &mut first).await
-        {
+        let head = match read_head(&mut conn, &mut buf, head_request, s.reply, &mut first).await {
             Ok(h) => h,
             Err(WireError::Closed | WireError::Io(_)) if reused && buf.is_empty() => continue,
             Err(e) => return Err(e),
@@ -264,7 +328,7 @@ async fn exchange(ctx: &Ctx, job: &Job, dequeued: Instant) -> Result<Got, WireEr
         }
         let claimed_hit = claim(&head.headers) == Some(true);
         return Ok(Got {
-            verdict: verdict(stamp(&head.headers), job.id),
+            verdict: verdict(stamp(&head.headers), id),
             claimed_hit,
             facts: Facts::of_head(&head).with_body(&body),
             connect_us: if reused {

@@ -4,12 +4,17 @@
 //! compares with the Collector's.
 //!
 //! [`start`] binds one listening socket per client worker thread
-//! (`SO_REUSEPORT`), each running a single-threaded runtime that serves
-//! its clients (`client`) with its own keep-alive pool to the Collector
-//! (`wire::Pool`). Every proxy under test has a thread of its own
-//! (`copies`): a bounded queue the client workers `try_send` copies into
-//! (a full queue drops the copy, so a slow proxy never slows clients) and
-//! a runtime with up to `conns_per_proxy` connections. The Collector's
+//! (`SO_REUSEPORT`), each running a single-threaded runtime (`listen`)
+//! that admits clients by address and within the connection cap, and
+//! serves them (`client`) within the head and body deadlines, with its own
+//! keep-alive pool to the Collector (`wire::Pool`). A request is checked
+//! from its head (`admit`: tunnels, loops by `Via` token or own address,
+//! `--allow-dest`) before its body is read. Every proxy under test has a
+//! thread of its own (`copies`): a bounded queue the client workers
+//! `try_send` copies into (a full queue, by count or by bytes, drops the
+//! copy, so a slow proxy never slows clients) and a runtime with up to
+//! `conns_per_proxy` connections, each copy within `copy_timeout`. Byte
+//! budgets, slots and deadlines are `limits`. The Collector's
 //! reply facts ([`Facts`], `facts`) reach a copy through a `watch` per
 //! request; [`claim`] and [`verdict`] say hit or miss, [`compare`] finds
 //! the [`Mismatch`]. Counters and histograms (`stats`) are folded by the
@@ -17,6 +22,7 @@
 //! [`Multiplier::stop`], `summary.json` (formats in
 //! `cacheoff_rundir::spe`).
 
+mod admit;
 mod claim;
 mod client;
 mod compare;
@@ -24,11 +30,15 @@ mod config;
 mod coord;
 mod copies;
 mod facts;
+mod inbound;
+mod limits;
+mod listen;
 mod request;
 mod stats;
 mod wire;
 
-pub use cacheoff_rundir::spe::{Interval, Mismatch, Summary};
+pub use cacheoff_access::{DestRule, IpNet};
+pub use cacheoff_rundir::spe::{Interval, Mismatch, Refusal, Summary};
 pub use claim::{claim, collector_claim, stamp, verdict, Verdict, COLLECTED_HEADER, COPY_HEADER};
 pub use compare::compare;
 pub use config::{
@@ -40,14 +50,14 @@ pub use request::is_safe;
 use cacheoff_rundir::spe::{Manifest, ProxyAddr, SpeDir};
 use cacheoff_rundir::RunDirError;
 use copies::{CopySettings, ProxyShared};
+use limits::{Budget, Slots};
 use stats::{ClientSideCounts, CollectorAcc, ProxyAcc};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::sync::{mpsc, watch};
 
 #[derive(Debug, thiserror::Error)]
@@ -71,16 +81,33 @@ pub enum MultiplierError {
 /// What every thread shares: the settings, the proxies, the counters.
 pub(crate) struct Shared {
     cfg: Config,
+    /// Where clients connect, as bound.
+    addr: SocketAddr,
+    /// This Multiplier's `Via` pseudonym (`admit::via_token`).
+    via: String,
+    /// `cfg.dest_rules()`, once.
+    dest_rules: Option<Vec<DestRule>>,
     proxies: Vec<Arc<ProxyShared>>,
     /// One per client worker, recorded only by it.
     collector: Vec<Mutex<CollectorAcc>>,
     requests: AtomicU64,
+    /// Since the last interval (the interval thread swaps it out).
     refused: AtomicU64,
+    /// By kind over the run, never reset.
+    refusals: [AtomicU64; Refusal::COUNT],
     next_id: AtomicU64,
-    connections: AtomicUsize,
+    slots: Arc<Slots>,
+    /// Request bodies being buffered, and held until their relay ends.
+    uploads: Arc<Budget>,
 }
 
 impl Shared {
+    /// Counts a connection or request the Multiplier refused itself.
+    fn refuse(&self, kind: Refusal) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        self.refusals[kind as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
     fn reply_timeouts(&self) -> wire::ReplyTimeouts {
         wire::ReplyTimeouts {
             first_byte: self.cfg.first_byte_timeout,
@@ -104,17 +131,6 @@ pub struct Multiplier {
     coord: Option<JoinHandle<Result<Summary, MultiplierError>>>,
 }
 
-fn listener(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
-    let domain = socket2::Domain::for_address(addr);
-    let s = socket2::Socket::new(domain, socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
-    s.set_reuse_address(true)?;
-    s.set_reuse_port(true)?;
-    s.bind(&addr.into())?;
-    s.listen(4096)?;
-    s.set_nonblocking(true)?;
-    Ok(s.into())
-}
-
 /// Binds, creates the run directory, starts every thread and returns.
 pub fn start(cfg: Config) -> Result<Multiplier, MultiplierError> {
     if cfg.proxies.is_empty() {
@@ -124,6 +140,7 @@ pub fn start(cfg: Config) -> Result<Multiplier, MultiplierError> {
         ("queue", cfg.queue),
         ("conns_per_proxy", cfg.conns_per_proxy),
         ("workers", cfg.workers),
+        ("max_client_connections", cfg.max_client_connections),
     ] {
         if n == 0 {
             return Err(MultiplierError::Zero(what));
@@ -139,11 +156,11 @@ pub fn start(cfg: Config) -> Result<Multiplier, MultiplierError> {
         addr: cfg.listen,
         source,
     };
-    let first = listener(cfg.listen).map_err(listen_err)?;
+    let first = listen::listener(cfg.listen).map_err(listen_err)?;
     let addr = first.local_addr().map_err(listen_err)?;
     let mut listeners = vec![first];
     for _ in 1..cfg.workers {
-        listeners.push(listener(addr).map_err(listen_err)?);
+        listeners.push(listen::listener(addr).map_err(listen_err)?);
     }
     let manifest = Manifest::new(
         &cfg.build,
@@ -170,7 +187,9 @@ pub fn start(cfg: Config) -> Result<Multiplier, MultiplierError> {
             max_header: cfg.max_header,
         },
         facts_wait: cfg.facts_wait,
+        copy_timeout: cfg.copy_timeout,
     };
+    let share = cfg.max_queued_bytes / cfg.proxies.len() as u64;
     let mut proxies = Vec::new();
     let mut queues = Vec::new();
     for p in &cfg.proxies {
@@ -179,7 +198,8 @@ pub fn start(cfg: Config) -> Result<Multiplier, MultiplierError> {
             name: p.name.clone(),
             addr: p.addr,
             tx,
-            client: ClientSideCounts::default(),
+            budget: Budget::new(share),
+            client: Arc::new(ClientSideCounts::default()),
             acc: Mutex::new(ProxyAcc::new()),
         }));
         queues.push(rx);
@@ -188,12 +208,17 @@ pub fn start(cfg: Config) -> Result<Multiplier, MultiplierError> {
         collector: (0..cfg.workers)
             .map(|_| Mutex::new(CollectorAcc::new()))
             .collect(),
+        addr,
+        via: admit::via_token(),
+        dest_rules: cfg.dest_rules(),
+        slots: Slots::new(cfg.max_client_connections),
+        uploads: Budget::new(cfg.max_buffered_uploads),
         cfg,
         proxies,
         requests: AtomicU64::new(0),
         refused: AtomicU64::new(0),
+        refusals: std::array::from_fn(|_| AtomicU64::new(0)),
         next_id: AtomicU64::new(1),
-        connections: AtomicUsize::new(0),
     });
     let copiers = shared
         .proxies
@@ -209,7 +234,7 @@ pub fn start(cfg: Config) -> Result<Multiplier, MultiplierError> {
             let (sh, rx) = (shared.clone(), client_stop_rx.clone());
             std::thread::Builder::new()
                 .name(format!("multiplier-{i}"))
-                .spawn(move || worker(i, l, sh, rx))
+                .spawn(move || listen::worker(i, l, sh, rx))
                 .expect("spawn multiplier worker")
         })
         .collect();
@@ -233,60 +258,6 @@ pub fn start(cfg: Config) -> Result<Multiplier, MultiplierError> {
     })
 }
 
-/// Frees a client connection's slot when the connection ends.
-struct Slot(Arc<Shared>);
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.connections.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-fn worker(
-    id: usize,
-    listener: std::net::TcpListener,
-    sh: Arc<Shared>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("multiplier runtime");
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async move {
-        let listener = tokio::net::TcpListener::from_std(listener).expect("register listener");
-        let pool = Rc::new(wire::Pool::new(256));
-        loop {
-            tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok((mut s, _)) => {
-                        let open = sh.connections.fetch_add(1, Ordering::Relaxed);
-                        let slot = Slot(sh.clone());
-                        if open >= sh.cfg.max_client_connections {
-                            sh.refused.fetch_add(1, Ordering::Relaxed);
-                            let busy = request::refusal(503, "too many client connections");
-                            tokio::task::spawn_local(async move {
-                                use tokio::io::AsyncWriteExt;
-                                let _ = tokio::time::timeout(Duration::from_secs(1), s.write_all(&busy)).await;
-                                drop(slot);
-                            });
-                            continue;
-                        }
-                        let (sh, pool) = (sh.clone(), pool.clone());
-                        tokio::task::spawn_local(async move {
-                            client::serve(s, sh, pool, id).await;
-                            drop(slot);
-                        });
-                    }
-                    // Out of descriptors: back off instead of spinning.
-                    Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-                },
-                _ = stop.changed() => break,
-            }
-        }
-    });
-}
-
 impl Multiplier {
     /// Where clients connect.
     pub fn addr(&self) -> SocketAddr {
@@ -296,6 +267,40 @@ impl Multiplier {
     /// The run directory.
     pub fn out(&self) -> &Path {
         &self.out
+    }
+
+    /// The `Via` pseudonym this Multiplier adds to what it sends, and
+    /// refuses (508) in what it receives.
+    pub fn via(&self) -> &str {
+        &self.shared.via
+    }
+
+    /// Bytes the copies queued or in flight hold now, over every proxy.
+    pub fn queued_bytes(&self) -> u64 {
+        self.shared.proxies.iter().map(|p| p.budget.used()).sum()
+    }
+
+    /// The most each proxy's copies ever held, added over the proxies (at
+    /// least the most they held together; at most `max_queued_bytes`).
+    pub fn queued_bytes_peak(&self) -> u64 {
+        self.shared.proxies.iter().map(|p| p.budget.peak()).sum()
+    }
+
+    /// The most request body bytes ever buffered at once (at most
+    /// `max_buffered_uploads`).
+    pub fn buffered_uploads_peak(&self) -> u64 {
+        self.shared.uploads.peak()
+    }
+
+    /// Client connections open now.
+    pub fn client_connections(&self) -> usize {
+        self.shared.slots.open()
+    }
+
+    /// Connections and requests refused for `kind` since the start (the
+    /// run directory's `refused` adds every kind).
+    pub fn refusals(&self, kind: Refusal) -> u64 {
+        self.shared.refusals[kind as usize].load(Ordering::Relaxed)
     }
 
     /// Stops accepting and closes client connections, lets queued and

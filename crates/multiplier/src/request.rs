@@ -1,7 +1,7 @@
 //! The request the Multiplier sends on: one set of bytes for the Collector
-//! and every copy (absolute-form, the copy id added, hop-by-hop fields
-//! dropped, the buffered body with its length), and the Multiplier's own
-//! refusals.
+//! and every copy (absolute-form, `Host` from the target, the copy id and
+//! this Multiplier's `Via` added, hop-by-hop fields dropped, the buffered
+//! body with its length), and the Multiplier's own refusals.
 
 use crate::claim::COPY_HEADER;
 use cacheoff_http::echo::write_hex16;
@@ -45,9 +45,12 @@ fn hop_by_hop(name: &str, nominated: &[String]) -> bool {
         || nominated.iter().any(|n| name.eq_ignore_ascii_case(n))
 }
 
-/// The request to send on for copy `id`: `target` (absolute), the client's
-/// end-to-end fields, `X-Cacheoff-Copy`, the body with its length.
-pub fn forward(head: &RequestHead, target: &str, body: &[u8], id: u64) -> Vec<u8> {
+/// The request to send on for copy `id`: `target` (absolute), `Host` its
+/// authority (RFC 9112 §3.2.2: the client's is replaced, so the Collector
+/// cannot be sent anywhere the target does not say), the client's
+/// end-to-end fields, `X-Cacheoff-Copy`, `Via` with this Multiplier's
+/// token `via` after the client's, the body with its length.
+pub fn forward(head: &RequestHead, target: &str, body: &[u8], id: u64, via: &str) -> Vec<u8> {
     let nominated: Vec<String> = head
         .headers
         .iter()
@@ -64,15 +67,16 @@ pub fn forward(head: &RequestHead, target: &str, body: &[u8], id: u64) -> Vec<u8
     out.push(b' ');
     out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
-    if head.host.is_none() {
-        if let Some(authority) = target.get(7..).and_then(|r| r.split('/').next()) {
-            out.extend_from_slice(b"Host: ");
-            out.extend_from_slice(authority.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
+    if let Some(authority) = target
+        .get(7..)
+        .and_then(|r| r.split(['/', '?', '#']).next())
+    {
+        out.extend_from_slice(b"Host: ");
+        out.extend_from_slice(authority.as_bytes());
+        out.extend_from_slice(b"\r\n");
     }
     for (name, value) in &head.headers {
-        if hop_by_hop(name, &nominated) {
+        if hop_by_hop(name, &nominated) || name.eq_ignore_ascii_case("host") {
             continue;
         }
         out.extend_from_slice(name.as_bytes());
@@ -83,6 +87,8 @@ pub fn forward(head: &RequestHead, target: &str, body: &[u8], id: u64) -> Vec<u8
     out.extend_from_slice(COPY_HEADER.as_bytes());
     out.extend_from_slice(b": ");
     write_hex16(&mut out, id);
+    out.extend_from_slice(b"\r\nVia: 1.1 ");
+    out.extend_from_slice(via.as_bytes());
     out.extend_from_slice(b"\r\n");
     if !body.is_empty() || head.content_length.is_some() || head.chunked {
         out.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
@@ -141,19 +147,27 @@ mod tests {
             "POST http://o:1/a HTTP/1.1\r\nHost: o:1\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n\
              X-Cacheoff-Copy: 0000000000000009\r\nTransfer-Encoding: chunked\r\nAccept: */*\r\n\r\n",
         );
-        let out = String::from_utf8(forward(&h, "http://o:1/a", b"hello", 0xab)).unwrap();
+        let out = String::from_utf8(forward(&h, "http://o:1/a", b"hello", 0xab, "m-1")).unwrap();
         assert_eq!(
             out,
             "POST http://o:1/a HTTP/1.1\r\nHost: o:1\r\nAccept: */*\r\n\
-             X-Cacheoff-Copy: 00000000000000ab\r\nContent-Length: 5\r\n\r\nhello"
+             X-Cacheoff-Copy: 00000000000000ab\r\nVia: 1.1 m-1\r\nContent-Length: 5\r\n\r\nhello"
         );
         let h = head("GET http://o:1/ HTTP/1.0\r\n\r\n");
-        let out = String::from_utf8(forward(&h, "http://o:1/", b"", 1)).unwrap();
+        let out = String::from_utf8(forward(&h, "http://o:1/", b"", 1, "m-1")).unwrap();
         assert!(
             out.starts_with("GET http://o:1/ HTTP/1.1\r\nHost: o:1\r\n"),
             "{out}"
         );
         assert!(!out.contains("Content-Length"));
+        // The target says where; the client's Host and Via are kept apart.
+        let h = head("GET http://o:1/a?q HTTP/1.1\r\nHost: 127.0.0.1:22\r\nVia: 1.1 other\r\n\r\n");
+        let out = String::from_utf8(forward(&h, "http://o:1/a?q", b"", 2, "m-1")).unwrap();
+        assert_eq!(
+            out,
+            "GET http://o:1/a?q HTTP/1.1\r\nHost: o:1\r\nVia: 1.1 other\r\n\
+             X-Cacheoff-Copy: 0000000000000002\r\nVia: 1.1 m-1\r\n\r\n"
+        );
     }
 
     #[test]

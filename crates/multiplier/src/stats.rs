@@ -1,7 +1,8 @@
 //! Counters and histograms in fixed memory.
 //!
-//! Ownership: each proxy's [`ProxyShared`] holds atomics the client
-//! workers bump (copied, dropped, not copied) and a mutex-guarded
+//! Ownership: each proxy's `ProxyShared` holds atomics the client
+//! workers bump (copied, dropped, not copied; unfinished by a dropped
+//! copy) and a mutex-guarded
 //! [`ProxyAcc`] only that proxy's copy thread records into; each client
 //! worker records the Collector's replies into its own [`CollectorAcc`].
 //! The interval thread swaps the interval's accumulators out (a short
@@ -241,12 +242,14 @@ impl ProxyAcc {
     }
 }
 
-/// Counters the client workers bump for a proxy.
+/// Counters the client workers bump for a proxy, and `unfinished`, which
+/// a copy's [`crate::copies::Ticket`] bumps when it is dropped unrecorded.
 #[derive(Default)]
 pub(crate) struct ClientSideCounts {
     pub copied: AtomicU64,
     pub dropped: AtomicU64,
     pub not_copied_unsafe: AtomicU64,
+    pub unfinished: AtomicU64,
 }
 
 impl ClientSideCounts {
@@ -256,6 +259,7 @@ impl ClientSideCounts {
             copied: self.copied.swap(0, Ordering::Relaxed),
             dropped: self.dropped.swap(0, Ordering::Relaxed),
             not_copied_unsafe: self.not_copied_unsafe.swap(0, Ordering::Relaxed),
+            unfinished: self.unfinished.swap(0, Ordering::Relaxed),
             ..ProxyCounts::default()
         }
     }

@@ -21,12 +21,27 @@ pub(crate) enum WireError {
     FirstByteTimeout(Duration),
     #[error("no bytes for {0:?}")]
     IdleTimeout(Duration),
+    #[error("no whole reply within the copy deadline of {0:?}")]
+    Deadline(Duration),
     #[error("connection closed before the reply head ended")]
     Closed,
     #[error("{0}")]
     Io(#[from] std::io::Error),
     #[error("{0}")]
     Http(#[from] HttpError),
+}
+
+impl WireError {
+    /// A timeout of any kind (counted as the `timeout` mismatch).
+    pub(crate) fn is_timeout(&self) -> bool {
+        matches!(
+            self,
+            WireError::ConnectTimeout
+                | WireError::FirstByteTimeout(_)
+                | WireError::IdleTimeout(_)
+                | WireError::Deadline(_)
+        )
+    }
 }
 
 pub(crate) async fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, WireError> {

@@ -1,7 +1,7 @@
-//! docs/multiplier.md against the code: every mismatch kind with its
-//! description, every field of a proxy's summary.
+//! docs/multiplier.md against the code: every mismatch and refusal kind
+//! with its description, every field of a proxy's summary.
 
-use cacheoff_multiplier::Mismatch;
+use cacheoff_multiplier::{Mismatch, Refusal};
 use cacheoff_rundir::spe::{CollectorSpan, ProxySpan, Summary};
 
 fn doc() -> String {
@@ -13,6 +13,15 @@ fn doc() -> String {
 fn every_mismatch_kind_is_documented_with_its_description() {
     let doc = doc();
     for k in Mismatch::ALL {
+        let row = format!("| `{}` | {} |", k.name(), k.description());
+        assert!(doc.contains(&row), "docs/multiplier.md lacks the row {row}");
+    }
+}
+
+#[test]
+fn every_refusal_kind_is_documented_with_its_description() {
+    let doc = doc();
+    for k in Refusal::ALL {
         let row = format!("| `{}` | {} |", k.name(), k.description());
         assert!(doc.contains(&row), "docs/multiplier.md lacks the row {row}");
     }

@@ -37,7 +37,26 @@ cacheoff_base::closed_set! {
         CorruptBody = "corrupt_body": "same length and validators, different body bytes",
         Validators = "validators": "ETag or Last-Modified differ (same body)",
         Freshness = "freshness": "Expires or Cache-Control differ",
-        Error = "error": "no usable reply: connect failure, timeout or malformed reply",
+        Error = "error": "no usable reply: connect failure, reset or malformed reply",
+        Timeout = "timeout": "no whole reply in time: a connect, first-byte or idle timeout, or the copy's deadline (copy_timeout) ran out",
+    }
+}
+
+cacheoff_base::closed_set! {
+    /// Why the Multiplier refused a client connection or request itself
+    /// (each also counts in `refused`).
+    Refusal {
+        ClientDenied = "client_denied": "the client's address is neither loopback nor in --allow: closed before anything was read",
+        OverCapacity = "over_capacity": "--max-client-connections were open and none was waiting for a request to close: 503",
+        Evicted = "evicted": "an idle or slow connection closed, at --max-client-connections, to admit a new one",
+        HeaderTimeout = "header_timeout": "the request head was not whole within --client-header-timeout: 408",
+        BodyTimeout = "body_timeout": "the request body fell behind --client-body-min-rate: 408",
+        Malformed = "malformed": "a malformed request, or a head over max_header: 400 or 431",
+        BodyTooLarge = "body_too_large": "a request body over max_request_body: 413",
+        UploadsFull = "uploads_full": "the body did not fit in what --max-buffered-uploads had left: 503",
+        Tunnel = "tunnel": "CONNECT: the Multiplier copies plain HTTP only: 501",
+        DestDenied = "dest_denied": "a destination --allow-dest does not admit: 403",
+        Loop = "loop": "the request carries this Multiplier's Via token or names its own address: 508",
     }
 }
 
@@ -70,6 +89,21 @@ pub struct Settings {
     pub max_client_connections: usize,
     pub max_header: usize,
     pub max_request_body: u64,
+    /// Bytes all queued copies may hold at once (each proxy an equal share).
+    pub max_queued_bytes: u64,
+    /// Request body bytes buffered at once across client connections.
+    pub max_buffered_uploads: u64,
+    /// From a copy's start (leaving the queue; connecting included) to its reply's last byte.
+    pub copy_timeout_ms: u64,
+    /// From a connection's start, or a request's first byte, to the end
+    /// of its head.
+    pub client_header_timeout_ms: u64,
+    /// Bytes a second a request body must keep up (0: no pace).
+    pub client_body_min_rate: u64,
+    /// Clients allowed besides loopback (CIDR).
+    pub allow: Vec<String>,
+    /// Destination rules in force (`--allow-dest`); empty: unchecked.
+    pub allow_dest: Vec<String>,
 }
 
 /// `manifest.json` of a Multiplier run.
@@ -124,13 +158,15 @@ impl Manifest {
 pub struct ProxyCounts {
     /// Copies queued for the proxy.
     pub copied: u64,
-    /// Copies dropped: the proxy's queue was full.
+    /// Copies dropped: the proxy's queue was full, by count (`queue`) or
+    /// by bytes (its share of `max_queued_bytes`).
     pub dropped: u64,
     /// Unsafe requests (POST, PUT, ...) sent to the Collector only.
     pub not_copied_unsafe: u64,
     /// Copies answered with a usable reply (compared).
     pub completed: u64,
-    /// Copies without a usable reply (also counted as `error` mismatches).
+    /// Copies without a usable reply (also counted as `error` or `timeout`
+    /// mismatches).
     pub errors: u64,
     /// Replies the proxy says were hits (`X-Cache`, `Cache-Status`, ...).
     pub claimed_hits: u64,
@@ -145,6 +181,9 @@ pub struct ProxyCounts {
     /// Completed copies not compared: the Collector's reply to the same
     /// request failed or did not end within the facts wait.
     pub uncompared: u64,
+    /// Copies queued or in flight when the Multiplier stopped and its
+    /// stop grace ran out: `copied` = `completed` + `errors` + `unfinished`.
+    pub unfinished: u64,
 }
 
 impl ProxyCounts {
@@ -160,6 +199,7 @@ impl ProxyCounts {
         self.unverified += o.unverified;
         self.mismatches += o.mismatches;
         self.uncompared += o.uncompared;
+        self.unfinished += o.unfinished;
     }
 }
 
@@ -259,7 +299,8 @@ pub struct Interval {
     pub end_s: f64,
     /// Requests from clients.
     pub requests: u64,
-    /// Requests refused by the Multiplier itself (400, 501, limits).
+    /// Requests and connections the Multiplier refused itself (400, 403,
+    /// 408, 501, 508, limits: every [`Refusal`]).
     #[serde(default)]
     pub refused: u64,
     pub collector: CollectorSpan,
@@ -678,6 +719,9 @@ mod tests {
             assert_eq!(Mismatch::from_name(k.name()), Some(*k));
             assert!(!k.description().is_empty());
         }
-        assert_eq!(Mismatch::COUNT, 8);
+        assert_eq!(Mismatch::COUNT, 9);
+        for k in Refusal::ALL {
+            assert_eq!(Refusal::from_name(k.name()), Some(*k));
+        }
     }
 }
