@@ -442,3 +442,50 @@ fn every_peak_file_field_is_documented() {
         );
     }
 }
+
+/// Every Rust source file of the repository, read.
+fn all_rust_sources() -> String {
+    fn walk(dir: &std::path::Path, out: &mut String) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            let name = e.file_name();
+            if name == "target" || name.to_string_lossy().starts_with('.') {
+                continue;
+            }
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push_str(&std::fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+    let mut all = String::new();
+    walk(std::path::Path::new(env!("CARGO_MANIFEST_DIR")), &mut all);
+    all
+}
+
+#[test]
+fn every_test_docs_security_md_cites_exists() {
+    let doc = repo_file("docs/security.md");
+    let sources = all_rust_sources();
+    let mut cited = 0;
+    for quoted in doc.split('`').skip(1).step_by(2) {
+        // A test's name, maybe after its file or module (`file.rs::name`).
+        let name = quoted.rsplit("::").next().unwrap();
+        // (Metric names are `cacheoff_…`.)
+        let is_test_name = name.matches('_').count() >= 3
+            && !name.starts_with("cacheoff_")
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !is_test_name {
+            continue;
+        }
+        cited += 1;
+        assert!(
+            sources.contains(&format!("fn {name}(")),
+            "docs/security.md cites `{quoted}`, which is no test"
+        );
+    }
+    assert!(cited >= 30, "only {cited} tests cited");
+}
