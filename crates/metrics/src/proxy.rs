@@ -57,6 +57,11 @@ const COUNTERS: &[(&str, &str, Field)] = &[
         |s| &s.collapsed,
     ),
     (
+        "cacheoff_proxy_collapse_takeovers",
+        "Waiters that left a late collapsed fetch to fetch in its place (--collapse-wait)",
+        |s| &s.collapse_takeovers,
+    ),
+    (
         "cacheoff_proxy_stale",
         "Stale copies checked with the origin server",
         |s| &s.stale,
