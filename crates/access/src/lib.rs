@@ -2,12 +2,17 @@
 //! reference proxy, the Multiplier, a fleet agent): which clients may
 //! connect ([`client_allowed`]: loopback always, others only by CIDR), and
 //! where a connection made on a peer's behalf may go ([`DestRule`]s
-//! matched against a normalised [`Dest`]). One spelling of each rule, so
-//! `--allow` and `--allow-dest` mean the same on every command.
+//! matched against a normalised [`Dest`]), and what a listener holds at
+//! most for its clients (`hold`: byte [`Budget`]s, connection [`Slots`],
+//! a body's pace by [`BodyClock`]). One spelling of each rule, so
+//! `--allow` and `--allow-dest` mean the same on every command, and the
+//! proxy and the Multiplier bound clients alike.
 
 mod dest;
+mod hold;
 
 pub use dest::{admitted, admitted_resolved, Dest, DestRule, Host};
+pub use hold::{BodyClock, Budget, Charge, Slot, Slots};
 pub use ipnet::IpNet;
 
 use std::net::IpAddr;

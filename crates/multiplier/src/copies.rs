@@ -19,9 +19,9 @@
 use crate::claim::{claim, stamp, verdict, Verdict};
 use crate::compare::compare;
 use crate::facts::{BodyTracker, Facts};
-use crate::limits::{Budget, Charge};
 use crate::stats::{ClientSideCounts, CopyRecord, ProxyAcc};
 use crate::wire::{connect, read_head, read_some, Pool, ReplyTimeouts, WireError};
+use cacheoff_access::{Budget, Charge};
 use cacheoff_rundir::spe::Mismatch;
 use std::cell::RefCell;
 use std::net::SocketAddr;

@@ -10,9 +10,9 @@
 //! clients send can never hold more than `max_buffered_uploads`.
 
 use crate::admit::Refused;
-use crate::limits::{body_deadline, Charge};
 use crate::request::refusal;
 use crate::Shared;
+use cacheoff_access::{BodyClock, Charge};
 use cacheoff_http::chunked::ChunkedDecoder;
 use cacheoff_http::request::parse_request_strict;
 use cacheoff_http::{HeadScanner, RequestHead};
@@ -133,12 +133,12 @@ pub(crate) async fn read_body(
     let start = Instant::now();
     let wait_until = |received: usize| {
         let idle = Instant::now() + cfg.idle_timeout;
-        let pace = body_deadline(
+        let pace = BodyClock {
             start,
-            cfg.client_header_timeout,
-            cfg.client_body_min_rate,
-            received as u64,
-        );
+            grace: cfg.client_header_timeout,
+            min_rate: cfg.client_body_min_rate,
+        }
+        .deadline(received as u64);
         pace.map_or(idle, |p| p.min(idle))
     };
     if head.chunked {

@@ -47,10 +47,10 @@ pub use config::{
 pub use facts::Facts;
 pub use request::is_safe;
 
+use cacheoff_access::{Budget, Slots};
 use cacheoff_rundir::spe::{Manifest, ProxyAddr, SpeDir};
 use cacheoff_rundir::RunDirError;
 use copies::{CopySettings, ProxyShared};
-use limits::{Budget, Slots};
 use stats::{ClientSideCounts, CollectorAcc, ProxyAcc};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

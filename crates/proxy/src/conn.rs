@@ -7,10 +7,11 @@ use crate::answer::answer;
 use crate::cache_status::CacheStatus;
 use crate::config::Upstream;
 use crate::framing::error_reply;
-use crate::limits::{BodyClock, IdleTimer, Reservation, Slot};
+use crate::limits::IdleTimer;
 use crate::upstream::Pool;
 use crate::Shared;
 use cacheoff_access::{admitted, Dest};
+use cacheoff_access::{BodyClock, Charge, Slot};
 use cacheoff_http::chunked::ChunkedDecoder;
 use cacheoff_http::request::parse_request_strict;
 use cacheoff_http::{HeadScanner, Method, RequestHead};
@@ -211,7 +212,7 @@ pub(crate) async fn serve(
             }
         }
         // Held until the request is answered: its body counts until then.
-        let mut upload = sh.uploads.reserve();
+        let mut upload = sh.uploads.charge();
         let ready = match admit(&mut req, &sh) {
             Ok((t, expect)) => read_body(&mut s, &mut buf, &req, &sh, &mut upload, expect)
                 .await
@@ -452,7 +453,7 @@ async fn read_body(
     buf: &mut Vec<u8>,
     req: &RequestHead,
     sh: &Shared,
-    upload: &mut Reservation<'_>,
+    upload: &mut Charge,
     expect_continue: bool,
 ) -> Result<Vec<u8>, u16> {
     let cfg = &sh.cfg;

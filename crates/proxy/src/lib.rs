@@ -183,8 +183,8 @@ pub(crate) struct Shared {
     stats: Arc<ProxyStats>,
     /// `cfg.dest_rules()`, resolved once.
     dest_rules: Option<Vec<DestRule>>,
-    uploads: limits::UploadBudget,
-    slots: Arc<limits::Slots>,
+    uploads: Arc<cacheoff_access::Budget>,
+    slots: Arc<cacheoff_access::Slots>,
     /// The queue of `cfg.capacity`.
     gate: Option<capacity::Gate>,
 }
@@ -253,8 +253,8 @@ impl Proxy {
             log,
             stats: Arc::default(),
             dest_rules: cfg.dest_rules(),
-            uploads: limits::UploadBudget::new(cfg.max_buffered_uploads),
-            slots: limits::Slots::new(cfg.max_client_connections),
+            uploads: cacheoff_access::Budget::new(cfg.max_buffered_uploads),
+            slots: cacheoff_access::Slots::new(cfg.max_client_connections),
             gate: cfg.capacity.map(capacity::Gate::new),
             cfg,
         });
