@@ -78,7 +78,7 @@ ranges! {
     MAX_COUNT = "robots.max_count" Count >= 1.0, u32::MAX as f64, "a cap: the count it derives is held to robots.count's range";
     PER_HOST = "robots.per_host" Count >= 1.0, MAX_ROBOTS, "as robots.count";
     MAX_CONNS = "robots.max_conns" Count >= 1.0, 1000.0, "file descriptors: robots × this";
-    BACKLOG = "robots.backlog" Count >= 0.0, 10_000.0, "requests queued per robot";
+    BACKLOG = "robots.backlog" Count >= 0.0, 1_000_000.0, "requests queued per robot (a queue grown only as a run falls behind)";
     MAX_HEAD = "robots.max_head" Bytes >= KB, 16.0 * MB, "buffered per connection";
     CONN_REUSE = "robots.conn_reuse" Count >= 0.0, 1e9, "every value of the distribution";
     ROBOT_DELAY = "robots.link.delay" Time >= 0.0, 60.0, "a one-way delay";

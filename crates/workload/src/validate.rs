@@ -399,7 +399,7 @@ mod tests {
             ),
             (
                 "[robots]\nbacklog = 4000000000\n",
-                "robots.backlog = 4000000000: must be 0 ≤ x ≤ 10000",
+                "robots.backlog = 4000000000: must be 0 ≤ x ≤ 1000000",
             ),
             (
                 "[robots]\nconn_reuse = \"const(1e12)\"\n",
