@@ -419,6 +419,46 @@ fn a_run_that_breaks_a_cache_off_rule_exits_1_and_says_why() {
 }
 
 #[test]
+fn a_cache_that_hits_too_little_is_failed_on_its_card_and_by_its_exit_status() {
+    // A proxy that stores nothing: 0% hits where simple offers over 50%.
+    let proxy = support::proxy::start(|c| c.memory = 0);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let addr = proxy.addr().to_string();
+    let o = cacheoff(&[
+        "run",
+        "simple",
+        "--proxy",
+        &addr,
+        "--rate",
+        "200/s",
+        "--warmup",
+        "1s",
+        "--duration",
+        "3s",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("disqualified") && err.contains("under 25%"),
+        "{err}"
+    );
+    // The card says the same, from the same rules.
+    let card = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let row = card
+        .split("<tr>")
+        .find(|r| r.contains("<td>hit ratio</td>"))
+        .unwrap_or_else(|| panic!("no hit-ratio verdict on the card"));
+    assert!(
+        row.contains("class=\"fail\"") && row.contains("under 25%"),
+        "{row}"
+    );
+}
+
+#[test]
 fn a_surrogate_gets_its_address_map_before_the_run() {
     let o = cacheoff(&[
         "workload",

@@ -20,9 +20,9 @@ pub use downtime::{time_till_first, Downtime};
 pub use page::{html, markdown};
 pub use products::{Conformance, Msl, Product, Products};
 
-use crate::html::{MAX_ERROR_PERCENT, MIN_DHR_PERCENT, MIN_TIME_WAIT_S};
 use crate::{relative_path, ReportError, Run, RunState};
 use cacheoff_resources::Resources;
+use cacheoff_rundir::rules::Facts;
 use cacheoff_rundir::Mode;
 use cacheoff_stats::{Entry, RtClock};
 use std::path::{Path, PathBuf};
@@ -98,9 +98,8 @@ pub struct Row {
     pub cache_age_h: Option<f64>,
     pub errors: u64,
     pub errors_percent: f64,
-    /// The 25% minimum hit ratio applies: a PolyMix-style workload (one
-    /// with a `top2` phase) through a proxy.
-    pub dhr_rule: bool,
+    /// Robots spoke HTTPS (through a forward proxy no hit can be seen).
+    pub tls: bool,
     pub msl: Option<Msl>,
     /// The conformance suite's score.
     pub conformance: Option<Conformance>,
@@ -112,11 +111,6 @@ pub struct Row {
     pub ab: Option<AbSummary>,
     /// Why the run is disqualified ([`Row::check_rules`] when built).
     pub disqualified: Vec<String>,
-}
-
-/// `v` rounded to 3 decimals, without trailing zeros.
-fn num(v: f64) -> String {
-    ((v * 1000.0).round() / 1000.0).to_string()
 }
 
 impl Row {
@@ -133,35 +127,24 @@ impl Row {
         !self.disqualified.is_empty()
     }
 
-    /// The cache-off's rules, applied to the row's figures: why it is
-    /// disqualified (empty when it is not). More than 3% errors; a
-    /// document hit ratio under 25% where the rule applies
-    /// ([`Row::dhr_rule`]); a failed MSL test (TIME-WAIT under 60 s).
+    /// What the cache-off's rules look at, from the row.
+    pub fn facts(&self) -> Facts {
+        Facts {
+            mode: self.mode,
+            tls: self.tls,
+            phase: self.phase.clone(),
+            errors_percent: self.errors_percent,
+            dhr: self.dhr,
+            dhr_offered: self.dhr_offered,
+            msl: self.msl,
+        }
+    }
+
+    /// The cache-off's rules (`cacheoff_rundir::rules`, as the report
+    /// card and the exit status judge them), applied to the row's
+    /// figures: why it is disqualified (empty when it is not).
     pub fn check_rules(&self) -> Vec<String> {
-        let mut why = Vec::new();
-        if self.errors_percent > MAX_ERROR_PERCENT {
-            why.push(format!(
-                "{}% errors, more than {MAX_ERROR_PERCENT}%",
-                num(self.errors_percent)
-            ));
-        }
-        if self.dhr_rule && self.dhr < MIN_DHR_PERCENT {
-            why.push(format!(
-                "DHR {}% over {}, under {MIN_DHR_PERCENT}%",
-                num(self.dhr),
-                self.phase
-            ));
-        }
-        if let Some(m) = self.msl.filter(|m| m.verdict() == Some(false)) {
-            why.push(match m.time_wait_s {
-                Some(t) if t < MIN_TIME_WAIT_S => {
-                    format!("TIME-WAIT {} s, under {MIN_TIME_WAIT_S} s", num(t))
-                }
-                Some(t) => format!("failed the MSL test (TIME-WAIT {} s)", num(t)),
-                None => "failed the MSL test".into(),
-            });
-        }
-        why
+        cacheoff_rundir::rules::disqualified(&self.facts())
     }
 
     /// The product as shown: label, version and mode
@@ -239,10 +222,7 @@ fn row(run: &Run, product: Option<&Product>, baseline: Option<&Run>) -> Result<R
         cache_age_h,
         errors: h.errors.total,
         errors_percent: h.errors.percent,
-        // Inside a forward proxy's CONNECT tunnels (HTTPS) no hit is possible.
-        dhr_rule: mode != Mode::Direct
-            && !(mode == Mode::Forward && m.workload.robots.tls)
-            && m.workload.phases.iter().any(|p| p.name == "top2"),
+        tls: m.workload.robots.tls,
         msl: product.and_then(|p| p.msl),
         conformance: product.and_then(|p| p.conformance),
         resources: run.resources(),
@@ -332,7 +312,7 @@ pub(crate) mod sample {
             cache_age_h: None,
             errors: 0,
             errors_percent: 0.0,
-            dhr_rule: true,
+            tls: false,
             msl: None,
             conformance: None,
             resources: None,
@@ -375,13 +355,25 @@ mod tests {
             ..clean.clone()
         });
         assert_eq!(low_dhr.disqualified, ["DHR 20% over top2, under 25%"]);
-        // Only where the rule applies: not a workload without top2, nor a
-        // run without a proxy.
-        assert!(!judged(Row {
-            dhr_rule: false,
-            ..low_dhr.clone()
-        })
-        .disqualified());
+        // Only where the rule applies: not a run without a proxy, nor one
+        // whose workload offered under 25%, nor HTTPS through a forward
+        // proxy.
+        for exempt in [
+            Row {
+                mode: Mode::Direct,
+                ..low_dhr.clone()
+            },
+            Row {
+                dhr_offered: 24.0,
+                ..low_dhr.clone()
+            },
+            Row {
+                tls: true,
+                ..low_dhr.clone()
+            },
+        ] {
+            assert!(!judged(exempt).disqualified());
+        }
 
         let msl_fail = judged(Row {
             msl: Some(Msl {

@@ -30,6 +30,7 @@ mod outage;
 pub mod peak;
 mod records;
 mod replayed;
+pub mod rules;
 mod run;
 pub mod spe;
 pub mod spending;

@@ -67,26 +67,9 @@ impl Conformance {
     }
 }
 
-/// The MSL test: how long the product kept a closed connection in
-/// TIME-WAIT, and whether that passes (at least 60 s, an MSL of 30 s).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Msl {
-    /// Seconds until the product accepted the same connection again.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_wait_s: Option<f64>,
-    /// The test's verdict; when left out, `time_wait_s` ≥ 60 passes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pass: Option<bool>,
-}
-
-impl Msl {
-    /// Passed, failed, or not known (neither key given).
-    pub fn verdict(&self) -> Option<bool> {
-        self.pass
-            .or(self.time_wait_s.map(|t| t >= crate::html::MIN_TIME_WAIT_S))
-    }
-}
+/// The MSL test's result as a products file records it (the rules judge
+/// it: `cacheoff_rundir::rules`).
+pub use cacheoff_rundir::rules::MslResult as Msl;
 
 impl Products {
     /// Reads a products file; run and downtime paths are taken relative to

@@ -7,54 +7,17 @@ use crate::{Run, RunState};
 use cacheoff_stats::{Entry, RtClock};
 use std::fmt::Write;
 
-/// The cache-off's disqualification rules.
-pub const MAX_ERROR_PERCENT: f64 = 3.0;
-pub const MIN_DHR_PERCENT: f64 = 25.0;
-/// The MSL test: TIME-WAIT of at least 60 s (an MSL of 30 s).
-pub const MIN_TIME_WAIT_S: f64 = 60.0;
+use cacheoff_rundir::rules::{judge, Facts, Rule};
+pub use cacheoff_rundir::rules::{Verdict, MAX_ERROR_PERCENT, MIN_DHR_PERCENT, MIN_TIME_WAIT_S};
 
-/// Pass/fail of one rule, and why.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Verdict {
-    Pass(String),
-    Fail(String),
-    NotApplicable(String),
-}
-
-/// The cache-off's rules applied to the headline figures.
-pub fn verdicts(run: &Run, e: &Entry) -> Vec<(&'static str, Verdict)> {
-    rules(e, run.manifest.proxy.is_some())
-}
-
-/// Passes `figure` saying what is `allowed`, or fails it saying what
-/// `disqualifies`.
-fn judge(ok: bool, figure: String, allowed: String, disqualifies: String) -> Verdict {
-    if ok {
-        Verdict::Pass(format!("{figure} ({allowed})"))
-    } else {
-        Verdict::Fail(format!("{figure}: {disqualifies}"))
-    }
-}
-
-/// The rules for a run with or without a proxy under test.
-fn rules(e: &Entry, proxied: bool) -> Vec<(&'static str, Verdict)> {
-    let errors = judge(
-        e.errors.percent <= MAX_ERROR_PERCENT,
-        format!("{} errors", pct(e.errors.percent)),
-        format!("at most {MAX_ERROR_PERCENT}% allowed"),
-        format!("more than {MAX_ERROR_PERCENT}% disqualifies"),
-    );
-    let dhr = if proxied {
-        judge(
-            e.dhr.measured >= MIN_DHR_PERCENT,
-            format!("document hit ratio {}", pct(e.dhr.measured)),
-            format!("at least {MIN_DHR_PERCENT}% needed"),
-            format!("below {MIN_DHR_PERCENT}% disqualifies"),
-        )
-    } else {
-        Verdict::NotApplicable("no proxy under test".into())
-    };
-    vec![("errors", errors), ("hit ratio", dhr)]
+/// The cache-off's rules on a run (`cacheoff_rundir::rules`, as its exit
+/// status and the executive summary judge it); the MSL test only where
+/// one was run.
+pub fn verdicts(f: &Facts) -> Vec<(Rule, Verdict)> {
+    judge(f)
+        .into_iter()
+        .filter(|(r, _)| *r != Rule::Msl || f.msl.is_some())
+        .collect()
 }
 
 /// A run over many hosts: its agents, and a banner when one was lost.
@@ -204,7 +167,7 @@ fn card(o: &mut String, k: &str, v: &str, d: &str) {
 
 /// The headline figures of `head` (the `measured` phase, or the whole
 /// run): cards, the verdicts and the response times on both clocks.
-pub(super) fn figures(o: &mut String, head: &Entry, measured: Option<&str>, proxied: bool) {
+pub(super) fn figures(o: &mut String, head: &Entry, measured: Option<&str>, facts: &Facts) {
     let _ = write!(
         o,
         "<h2 id=\"summary\">Headline figures ({})</h2><div class=\"cards\">",
@@ -257,7 +220,7 @@ pub(super) fn figures(o: &mut String, head: &Entry, measured: Option<&str>, prox
     }
     o.push_str("</div>");
     o.push_str("<table id=\"verdict\"><thead><tr><th>cache-off rule</th><th>result</th><th>why</th></tr></thead><tbody>");
-    for (rule, v) in rules(head, proxied) {
+    for (rule, v) in verdicts(facts) {
         let (class, word, why) = match v {
             Verdict::Pass(w) => ("pass", "pass", w),
             Verdict::Fail(w) => ("fail", "fail", w),
@@ -266,7 +229,7 @@ pub(super) fn figures(o: &mut String, head: &Entry, measured: Option<&str>, prox
         let _ = write!(
             o,
             "<tr><td>{}</td><td class=\"{class}\">{word}</td><td style=\"text-align:left\">{}</td></tr>",
-            esc(rule),
+            esc(rule.name()),
             esc(&why)
         );
     }
@@ -310,13 +273,15 @@ fn response_times(o: &mut String, head: &Entry) {
 mod tests {
     use super::super::sample;
     use super::*;
+    use cacheoff_rundir::Mode;
 
     #[test]
     fn headline_shows_the_figures_and_judges_them() {
         // 30 hits, 10 misses, 1 error in 41 requests: 2.4% errors.
         let e = sample::entry("meas", 30, 10, 1);
         let mut o = String::new();
-        figures(&mut o, &e, Some("meas"), true);
+        let fwd = |e: &Entry| Facts::of_figures(e, Mode::Forward, false);
+        figures(&mut o, &e, Some("meas"), &fwd(&e));
         assert!(o.contains("Headline figures (phase meas)"));
         assert!(o.contains("4.0/s") && o.contains("40 replies"), "{o}");
         assert!(o.contains(">75.0%<") && o.contains("offered 75.0%"), "{o}");
@@ -356,46 +321,21 @@ mod tests {
 
         let bad = sample::entry("total", 5, 30, 2);
         let mut o = String::new();
-        figures(&mut o, &bad, None, true);
+        // A workload that offered enough hits for the hit-ratio rule.
+        let offered = Facts {
+            dhr_offered: 60.0,
+            ..fwd(&bad)
+        };
+        figures(&mut o, &bad, None, &offered);
         assert!(o.contains("Headline figures (whole run)"));
         assert_eq!(o.matches("class=\"fail\"").count(), 2, "{o}");
         let mut o = String::new();
-        figures(&mut o, &bad, None, false);
+        figures(
+            &mut o,
+            &bad,
+            None,
+            &Facts::of_figures(&bad, Mode::Direct, false),
+        );
         assert!(o.contains("no proxy under test") && o.contains("class=\"na\""));
-    }
-
-    #[test]
-    fn rules_draw_the_line_at_the_cache_off_limits() {
-        let e = sample::entry("x", 1, 3, 0);
-        assert!(
-            matches!(rules(&e, true)[1].1, Verdict::Pass(_)),
-            "25% passes"
-        );
-        let e = sample::entry("x", 1, 99, 3);
-        assert!(matches!(rules(&e, true)[0].1, Verdict::Pass(_)), "2.9%");
-        let e = sample::entry("x", 1, 99, 4);
-        let r = rules(&e, true);
-        assert_eq!(
-            r[0].1,
-            Verdict::Fail("3.8% errors: more than 3% disqualifies".into())
-        );
-        assert_eq!(
-            r[1].1,
-            Verdict::Fail("document hit ratio 1.0%: below 25% disqualifies".into())
-        );
-        let e = sample::entry("x", 30, 10, 0);
-        assert_eq!(
-            rules(&e, true),
-            [
-                (
-                    "errors",
-                    Verdict::Pass("0.0% errors (at most 3% allowed)".into())
-                ),
-                (
-                    "hit ratio",
-                    Verdict::Pass("document hit ratio 75.0% (at least 25% needed)".into())
-                )
-            ]
-        );
     }
 }
