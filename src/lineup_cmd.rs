@@ -54,6 +54,7 @@ pub fn run(a: &LineupArgs) -> Result<(), Failure> {
                 .map_err(|e| Failure::usage(anyhow::anyhow!("--find-peak: {e:#}")))?,
         );
     }
+    l.open_workloads(&a.pgl)?;
     l.downtime.enabled &= !a.no_downtime;
     l.msl.enabled &= !a.no_msl;
     l.conform &= !a.no_conform;

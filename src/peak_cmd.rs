@@ -8,6 +8,7 @@
 
 use crate::cli::WorkloadArgs;
 use crate::run_cmd::{self, Setup};
+use crate::workload_file::Source;
 use crate::{console, Failure};
 use anyhow::Context;
 use cacheoff_agent::{BoundServers, StopHandle, Via};
@@ -16,7 +17,7 @@ use cacheoff_base::Rate;
 use cacheoff_peak::{Figures, Limits, Outcome, Role, SearchConfig, Stop};
 use cacheoff_rundir::peak::{Limit, Peak, PeakStep, PEAK_FORMAT, PEAK_VERSION};
 use cacheoff_rundir::{RunDir, Summary};
-use cacheoff_workload::{load, Overrides, PeakRate, Workload};
+use cacheoff_workload::{Overrides, PeakRate, Workload};
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -28,8 +29,11 @@ use std::sync::Arc;
     after_help = "Exit status: 0 a peak was found and confirmed, 1 none was (no rate kept the limit, or the repeat failed), 2 bad input or set-up."
 )]
 pub struct PeakArgs {
-    /// Workload whose measured phase is stepped (a built-in or a file).
+    /// Workload whose measured phase is stepped (a built-in, a workload
+    /// file or a Web Polygraph `.pg` file).
     pub workload: String,
+    #[command(flatten)]
+    pub pgl: crate::cli::PglArgs,
     /// Forward proxy under test (HOST:PORT); without it (and without
     /// --reverse) the reference proxy is started and tested.
     #[arg(long, value_name = "HOST:PORT", conflicts_with = "reverse")]
@@ -105,7 +109,7 @@ pub fn figures(s: &Summary) -> Figures {
 
 /// The settings every step shares, and how one step's workload is made.
 struct Plan {
-    name: String,
+    source: Source,
     overrides: Overrides,
     closed_loop: bool,
     /// Robots and servers of the first resolution, kept by every step so
@@ -125,13 +129,13 @@ impl Plan {
             o.rate = Some(PeakRate::PerSecond(Rate(load)));
             o.robots = Some(self.robots);
         }
-        let w = load_workload(&self.name, &o)?;
+        let w = load_workload(&self.source, &o)?;
         Ok(cacheoff_peak::cut(&w).map_err(Failure::usage)?.step)
     }
 }
 
-fn load_workload(name: &str, o: &Overrides) -> Result<Workload, Failure> {
-    let w = load(name, o).map_err(Failure::usage)?;
+fn load_workload(source: &Source, o: &Overrides) -> Result<Workload, Failure> {
+    let w = source.load(o)?;
     w.check_runnable().map_err(Failure::usage)?;
     Ok(w)
 }
@@ -167,8 +171,8 @@ pub struct Knobs {
 /// A search against a target that is already there (a proxy started by
 /// the caller, or by `run`).
 pub struct Search<'a> {
-    /// The workload's name or file, and the settings on it.
-    pub workload: String,
+    /// The workload, and the settings on it.
+    pub workload: Source,
     pub overrides: Overrides,
     pub limits: Limits,
     pub knobs: Knobs,
@@ -200,7 +204,8 @@ pub fn run(a: &PeakArgs, argv: &[String]) -> Result<PeakResult, Failure> {
         let proxy = cacheoff_proxy::ProxyConfig::new((std::net::Ipv4Addr::LOCALHOST, 0).into());
         overrides.cache_size = Some(cacheoff_base::Bytes(proxy.memory));
     }
-    let workload = load_workload(&a.workload, &overrides)?;
+    let source = Source::open(&a.workload, &a.pgl)?;
+    let workload = load_workload(&source, &overrides)?;
     let dir = a
         .out
         .clone()
@@ -213,7 +218,7 @@ pub fn run(a: &PeakArgs, argv: &[String]) -> Result<PeakResult, Failure> {
     let stop = StopHandle::new();
     run_cmd::install_signal_handlers(&stop);
     let s = Search {
-        workload: a.workload.clone(),
+        workload: source,
         overrides,
         limits,
         knobs: Knobs {
@@ -259,7 +264,7 @@ pub fn run(a: &PeakArgs, argv: &[String]) -> Result<PeakResult, Failure> {
 /// peak is no error here: `peak_rate_xps` is `None`.
 pub fn search(dir: &Path, s: Search) -> Result<Peak, Failure> {
     let Search {
-        workload: name,
+        workload: source,
         overrides,
         limits,
         knobs,
@@ -272,7 +277,7 @@ pub fn search(dir: &Path, s: Search) -> Result<Peak, Failure> {
         stop,
     } = s;
     let closed_loop = overrides.rate == Some(PeakRate::ClosedLoop);
-    let workload = load_workload(&name, &overrides)?;
+    let workload = load_workload(&source, &overrides)?;
     let cut = cacheoff_peak::cut(&workload).map_err(Failure::usage)?;
     let start = if closed_loop {
         f64::from(overrides.robots.unwrap_or(1))
@@ -298,7 +303,7 @@ pub fn search(dir: &Path, s: Search) -> Result<Peak, Failure> {
         ),
     };
     let plan = Plan {
-        name,
+        source,
         overrides,
         closed_loop,
         robots: workload.robots.count,

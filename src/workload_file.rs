@@ -10,7 +10,7 @@ use crate::cli::PglArgs;
 use crate::console::print;
 use crate::Failure;
 use cacheoff_workload::{load_text, Overrides, Workload};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Whether `spec` names a PGL file.
 pub fn is_pgl(spec: &str) -> bool {
@@ -41,13 +41,55 @@ pub fn import(spec: &str, pgl: &PglArgs, say: bool) -> Result<cacheoff_pgl::Impo
     Ok(imported)
 }
 
+/// A workload as named on the command line, read once: every command
+/// (`run`, `ab`, `peak`, `lineup`) resolves it here, so a `.pg` file
+/// works wherever a built-in or a TOML file does, and is imported (and
+/// its mapping said) once however many runs a command makes of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Source {
+    spec: String,
+    include: Vec<PathBuf>,
+    /// A PGL file's import (TOML text).
+    imported: Option<String>,
+}
+
+impl Source {
+    /// Reads `spec`: a `.pg` file is imported now (its includes from its
+    /// own directory and `pgl.include`).
+    pub fn open(spec: &str, pgl: &PglArgs) -> Result<Source, Failure> {
+        let imported = if is_pgl(spec) {
+            Some(import(spec, pgl, true)?.toml)
+        } else {
+            None
+        };
+        Ok(Source {
+            spec: spec.to_string(),
+            include: pgl.include.clone(),
+            imported,
+        })
+    }
+
+    /// As the command line named it.
+    pub fn spec(&self) -> &str {
+        &self.spec
+    }
+
+    /// The workload with `o`'s settings over its own.
+    pub fn load(&self, o: &Overrides) -> Result<Workload, Failure> {
+        match &self.imported {
+            Some(toml) => {
+                load_text(&format!("{} (imported)", self.spec), toml, o).map_err(Failure::usage)
+            }
+            None => {
+                cacheoff_workload::load_with(&self.spec, o, &self.include).map_err(Failure::usage)
+            }
+        }
+    }
+}
+
 /// The workload `spec` names, with the command line's overrides.
 pub fn load(spec: &str, o: &Overrides, pgl: &PglArgs) -> Result<Workload, Failure> {
-    if is_pgl(spec) {
-        let imported = import(spec, pgl, true)?;
-        return load_text(&format!("{spec} (imported)"), &imported.toml, o).map_err(Failure::usage);
-    }
-    cacheoff_workload::load_with(spec, o, &pgl.include).map_err(Failure::usage)
+    Source::open(spec, pgl)?.load(o)
 }
 
 /// A Web Polygraph file run, as given, in its run directory.

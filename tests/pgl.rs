@@ -141,3 +141,65 @@ fn an_imported_polymix_3_run_offers_the_builtin_s_hit_ratio() {
         "imported {ours}, built-in {theirs}"
     );
 }
+
+#[test]
+fn a_pg_file_runs_through_peak_and_lineup_as_through_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let peak = dir.path().join("peak");
+    let o = cacheoff(&[
+        "peak",
+        &pg("downtime.pg"),
+        "--plateau",
+        "1s",
+        "--rt-limit",
+        "p99<=10s",
+        "--max-load",
+        "4",
+        "--max-steps",
+        "2",
+        "--rest",
+        "0.1s",
+        "--no-warmup",
+        "--cache-size",
+        "64MB",
+        "-q",
+        "-o",
+        peak.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let p = cacheoff_rundir::peak::Peak::read(&peak).unwrap();
+    assert!(p.steps.len() >= 2 && p.peak_rate_xps.is_some(), "{p:?}");
+    // Imported once, however many steps: its mapping said once.
+    assert_eq!(stdout(&o).matches("servers: 10 addresses").count(), 1);
+
+    let lineup = dir.path().join("lineup.toml");
+    std::fs::write(
+        &lineup,
+        format!(
+            "forward_workload = {:?}\nbaseline = false\n",
+            pg("downtime.pg")
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("lineup");
+    let o = cacheoff(&[
+        "lineup",
+        lineup.to_str().unwrap(),
+        "--product",
+        "reference:forward",
+        "--no-downtime",
+        "--no-msl",
+        "--no-conform",
+        "--plateau",
+        "2s",
+        "--cache-size",
+        "64MB",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let runs = summary.to_string();
+    assert!(runs.contains("downtime"), "the .pg's workload ran: {runs}");
+}

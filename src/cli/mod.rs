@@ -116,6 +116,10 @@ pub struct LineupArgs {
     /// named with --product.
     #[arg(value_name = "LINEUP.toml")]
     pub file: Option<PathBuf>,
+    /// Where the lineup's workload files may read their includes and
+    /// tables from (its workloads may be `.pg` files).
+    #[command(flatten)]
+    pub pgl: PglArgs,
     /// A product (a product file's name: reference, squid, varnish, nginx,
     /// trafficserver, or a path) in one mode, or in every mode it has;
     /// repeat for more. Replaces the file's products.

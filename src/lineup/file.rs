@@ -157,6 +157,37 @@ pub struct Lineup {
     /// Find each product's peak rate first.
     pub peak: Option<FindPeak>,
     pub products: Vec<Entry>,
+    /// The two workloads as read ([`Lineup::open_workloads`]; until then
+    /// each run reads its own).
+    pub sources: Option<[crate::workload_file::Source; 2]>,
+}
+
+impl Lineup {
+    /// Reads the forward and reverse workloads once (a `.pg` file is
+    /// imported here, its includes from its directory and `pgl.include`).
+    pub fn open_workloads(&mut self, pgl: &crate::cli::PglArgs) -> Result<(), crate::Failure> {
+        use crate::workload_file::Source;
+        self.sources = Some([
+            Source::open(&self.forward_workload, pgl)?,
+            Source::open(&self.reverse_workload, pgl)?,
+        ]);
+        Ok(())
+    }
+
+    /// The workload of `mode`'s runs, as read.
+    pub fn source(
+        &self,
+        mode: cacheoff_products::Mode,
+    ) -> Result<crate::workload_file::Source, crate::Failure> {
+        let k = usize::from(mode == cacheoff_products::Mode::Reverse);
+        match &self.sources {
+            Some(s) => Ok(s[k].clone()),
+            None => crate::workload_file::Source::open(
+                [&self.forward_workload, &self.reverse_workload][k],
+                &crate::cli::PglArgs::default(),
+            ),
+        }
+    }
 }
 
 impl Default for Lineup {
@@ -171,6 +202,7 @@ impl Default for Lineup {
             msl: Msl::default(),
             peak: None,
             products: Vec::new(),
+            sources: None,
         }
     }
 }
@@ -258,6 +290,7 @@ impl Lineup {
                 timeout: dur(raw.msl.timeout, "msl.timeout", d.msl.timeout)?,
             },
             products,
+            sources: None,
         })
     }
 

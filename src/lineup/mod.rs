@@ -17,7 +17,7 @@ use crate::{console, Failure};
 use anyhow::{anyhow, Context};
 use cacheoff_agent::{BoundServers, StopHandle, Via};
 use cacheoff_products::Mode;
-use cacheoff_workload::{load, Overrides, Workload};
+use cacheoff_workload::{Overrides, Workload};
 use file::Lineup;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -149,16 +149,12 @@ pub fn contenders(l: &Lineup) -> Result<Vec<Contender>, Failure> {
 /// The workload a contender runs: the lineup's for its mode, with the
 /// lineup's settings, then its own.
 pub fn workload_for(l: &Lineup, mode: Mode, own: &[(String, String)]) -> Result<Workload, Failure> {
-    let name = match mode {
-        Mode::Forward => &l.forward_workload,
-        Mode::Reverse => &l.reverse_workload,
-    };
     let mut o = Overrides::default();
     for (k, v) in l.settings.iter().chain(own) {
         o.set(k, v)
             .map_err(|e| Failure::usage(anyhow!("setting {k} = {v:?}: {e}")))?;
     }
-    let w = load(name, &o).map_err(Failure::usage)?;
+    let w = l.source(mode)?.load(&o)?;
     w.check_runnable().map_err(Failure::usage)?;
     Ok(w)
 }
@@ -374,10 +370,7 @@ fn peak_first(
     stop: &StopHandle,
     f: &mut Finished,
 ) -> anyhow::Result<Workload> {
-    let name = match c.mode {
-        Mode::Forward => &l.forward_workload,
-        Mode::Reverse => &l.reverse_workload,
-    };
+    let source = l.source(c.mode).map_err(|f| f.error)?;
     let mut overrides = Overrides::default();
     for (k, v) in l.settings.iter().chain(&c.settings) {
         overrides
@@ -391,7 +384,7 @@ fn peak_first(
     let argv = std::env::args().collect::<Vec<_>>();
     let peak_dir = dir.join("peak");
     let search = crate::peak_cmd::Search {
-        workload: name.clone(),
+        workload: source,
         overrides,
         limits: p.limits,
         knobs: crate::peak_cmd::Knobs {
