@@ -145,16 +145,13 @@ pub fn run(a: &AbArgs) -> Result<AbReport, Failure> {
         a: Contestant::parse(&a.a, a.a_watch.clone(), mode)?,
         b: Contestant::parse(&a.b, a.b_watch.clone(), mode)?,
         rounds: a.rounds,
-        workers: a
-            .workers
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-            .max(1),
+        workers: crate::cli::workers(a.workers),
         out,
         quiet: a.quiet,
         workload,
     };
     let stop = StopHandle::new();
-    crate::run_cmd::install_signal_handlers(&stop);
+    crate::signals::stop_runs_on_signals(&stop);
     let report = experiment(&e, &stop)?;
     console::print(&cacheoff_ab::report_table(&report));
     console::print(&format!("\nab: {}", e.out.join(AB_FILE).display()));

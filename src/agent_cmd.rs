@@ -17,10 +17,7 @@ pub fn run(a: &AgentArgs) -> Result<(), Failure> {
         .with_context(|| format!("--listen {}: cannot listen", a.listen))
         .map_err(Failure::usage)?;
     let addr = listener.local_addr().map_err(Failure::run)?;
-    let workers = a
-        .workers
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let workers = crate::cli::workers(a.workers);
     let data = a
         .data
         .clone()

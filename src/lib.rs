@@ -23,6 +23,7 @@ pub mod replay_cmd;
 pub mod report_cmd;
 pub mod run_cmd;
 mod sample_trace;
+mod signals;
 mod tls_cmd;
 pub mod watch;
 pub mod workload_cmd;

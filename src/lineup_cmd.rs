@@ -81,16 +81,17 @@ pub fn run(a: &LineupArgs) -> Result<(), Failure> {
         .transpose()?;
     let opts = Options {
         out: out.clone(),
-        workers: a
-            .workers
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-            .max(1),
+        workers: crate::cli::workers(a.workers),
         quiet: a.quiet,
         metrics: a.metrics.map(|_| run_metrics),
         spe_metrics: a.metrics.map(|_| spe_metrics),
     };
     let stop = StopHandle::new();
-    let interrupted = install_signal_handlers(&stop);
+    let interrupted = crate::signals::on_signals(
+        &stop,
+        "stopping the lineup (the product under test is stopped)",
+        lineup::kill_current,
+    );
     if a.spe {
         return spe(&l, &opts, &stop, &interrupted);
     }
@@ -153,28 +154,4 @@ fn spe(
         )));
     }
     Ok(())
-}
-
-/// The first SIGINT/SIGTERM stops the current run and the product under
-/// test, and the lineup writes what it has; a second exits at once (the
-/// products die with us: their processes are set to).
-fn install_signal_handlers(stop: &StopHandle) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
-        return flag;
-    };
-    let (stop, seen) = (stop.clone(), flag.clone());
-    std::thread::spawn(move || {
-        for _ in signals.forever() {
-            if stop.is_stopped() {
-                lineup::kill_current();
-                std::process::exit(130);
-            }
-            eprintln!("cacheoff: stopping the lineup (the product under test is stopped; signal again to abort)");
-            seen.store(true, std::sync::atomic::Ordering::Relaxed);
-            stop.stop();
-        }
-    });
-    flag
 }

@@ -68,7 +68,7 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
         }));
     }
     let stop = cacheoff_agent::StopHandle::new();
-    crate::run_cmd::install_signal_handlers(&stop);
+    crate::signals::stop_runs_on_signals(&stop);
     let m = cacheoff_multiplier::start(cfg)
         .context("cannot start the Multiplier")
         .map_err(Failure::usage)?;

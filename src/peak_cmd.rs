@@ -216,7 +216,7 @@ pub fn run(a: &PeakArgs, argv: &[String]) -> Result<PeakResult, Failure> {
         .clone()
         .or_else(|| target.embedded.as_ref().map(run_cmd::reference_label));
     let stop = StopHandle::new();
-    run_cmd::install_signal_handlers(&stop);
+    crate::signals::stop_runs_on_signals(&stop);
     let s = Search {
         workload: source,
         overrides,
@@ -231,10 +231,7 @@ pub fn run(a: &PeakArgs, argv: &[String]) -> Result<PeakResult, Failure> {
         via: target.via,
         bound: target.bound.clone(),
         label,
-        workers: a
-            .workers
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-            .max(1),
+        workers: crate::cli::workers(a.workers),
         quiet: a.quiet,
         argv,
         stop: &stop,

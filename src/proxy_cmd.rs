@@ -186,22 +186,11 @@ pub fn run(a: &ProxyArgs) -> Result<(), Failure> {
         }
         None => None,
     };
-    wait_for_signal();
+    crate::signals::wait();
     console::print(&counters_line(&proxy));
     if proxy.config().collector {
         console::print(&replay_line(&proxy));
     }
     proxy.stop();
     Ok(())
-}
-
-fn wait_for_signal() {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
-        // Without signal handling the default action (exit) still applies.
-        loop {
-            std::thread::park();
-        }
-    };
-    signals.forever().next();
 }

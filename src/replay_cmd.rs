@@ -85,10 +85,7 @@ pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
         .out
         .clone()
         .unwrap_or_else(|| RunDir::default_path(&workload.name));
-    let workers = a
-        .workers
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let workers = crate::cli::workers(a.workers);
     let what = a.trace.display().to_string();
     let Target {
         via,
@@ -129,7 +126,7 @@ pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
         },
     );
     let stop = StopHandle::new();
-    crate::run_cmd::install_signal_handlers(&stop);
+    crate::signals::stop_runs_on_signals(&stop);
     let metrics = a
         .metrics
         .map(|addr| crate::run_cmd::Metrics::start(addr, embedded.as_ref()))

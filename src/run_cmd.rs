@@ -41,10 +41,7 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         .out
         .clone()
         .unwrap_or_else(|| RunDir::default_path(&workload.name));
-    let workers = a
-        .workers
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let workers = crate::cli::workers(a.workers);
     let fleet = crate::agent_cmd::fleet(&a.fleet)?;
     let Target {
         via,
@@ -59,7 +56,7 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         .clone()
         .or_else(|| embedded.as_ref().map(reference_label));
     let stop = StopHandle::new();
-    install_signal_handlers(&stop);
+    crate::signals::stop_runs_on_signals(&stop);
     let metrics = a
         .metrics
         .map(|addr| Metrics::start(addr, embedded.as_ref()))
@@ -541,22 +538,4 @@ pub fn run_setup(
         dir: dir.to_path_buf(),
         summary,
     })
-}
-
-/// First SIGINT/SIGTERM stops the run gracefully; a second exits at once.
-pub fn install_signal_handlers(stop: &StopHandle) {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
-        return;
-    };
-    let stop = stop.clone();
-    std::thread::spawn(move || {
-        for _ in signals.forever() {
-            if stop.is_stopped() {
-                std::process::exit(130);
-            }
-            eprintln!("cacheoff: stopping (finishing the current interval; signal again to abort)");
-            stop.stop();
-        }
-    });
 }

@@ -506,6 +506,13 @@ pub fn host_port(s: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("{s}: the name has no address"))
 }
 
+/// Worker threads: as asked (at least one), or one per core.
+pub fn workers(asked: Option<usize>) -> usize {
+    asked
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,44 @@
+//! SIGINT and SIGTERM, one way for every command: the first stops the
+//! work gracefully (what was measured is kept), the second aborts at once
+//! (exit 130) after what the command must not leave behind (a product
+//! under test killed). A command with nothing to drain waits for one.
+
+use cacheoff_agent::StopHandle;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Stops `stop` at the first signal, saying `stopping`; at the second,
+/// runs `abort` and exits 130. The flag says whether a signal came.
+pub fn on_signals(stop: &StopHandle, stopping: &'static str, abort: fn()) -> Arc<AtomicBool> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let seen = Arc::new(AtomicBool::new(false));
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return seen;
+    };
+    let (stop, flag) = (stop.clone(), seen.clone());
+    std::thread::spawn(move || {
+        for _ in signals.forever() {
+            if flag.swap(true, Ordering::SeqCst) || stop.is_stopped() {
+                abort();
+                std::process::exit(130);
+            }
+            eprintln!("cacheoff: {stopping} (signal again to abort)");
+            stop.stop();
+        }
+    });
+    seen
+}
+
+/// A run's: the current interval is finished and the run written.
+pub fn stop_runs_on_signals(stop: &StopHandle) {
+    on_signals(stop, "stopping (finishing the current interval)", || {});
+}
+
+/// Blocks until the first signal (a service with nothing to drain).
+pub fn wait() {
+    let stop = StopHandle::new();
+    on_signals(&stop, "stopping", || {});
+    while !stop.is_stopped() {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
