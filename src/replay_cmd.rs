@@ -16,11 +16,11 @@ use crate::Failure;
 use anyhow::Context;
 use cacheoff_agent::{StopHandle, TraceFeed};
 use cacheoff_base::rng::mix64;
-use cacheoff_base::{Bytes, RequestType};
+use cacheoff_base::{Bytes, Dur, Rate, RequestType};
 use cacheoff_rundir::{Ceiling, Replayed, RunDir};
 use cacheoff_trace::ceiling::{CeilingCalc, Ceilings};
 use cacheoff_trace::{Format, Method, Record, TraceReader};
-use cacheoff_workload::{load_text, Overrides, TracedRequest, Workload};
+use cacheoff_workload::{load_text, Overrides, PeakRate, TracedRequest, Workload};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -208,45 +208,28 @@ fn replay_workload(
     cache_bytes: u64,
 ) -> Result<Workload, Failure> {
     let rate = c.requests as f64 / replay_s.max(1e-3);
-    let port = a.server_port.unwrap_or(0);
-    let text = format!(
-        r#"name = "replay"
-description = "replay of {file}: {requests} requests, {objects} objects"
-peak_rate = "{rate:.3}/s"
-cache_size = "{cache_bytes}B"
-
-[robots]
-count = {robots}
-max_conns = 8
-
-[servers]
-count = {servers}
-port = {port}
-
-[[content]]
-name = "traced"
-share = 1.0
-size = "const(1KB)"
-cachable = 1.0
-life_cycle = {{ length = "const(730day)", variance = 0.0, with_lmt = 1.0 }}
-
-[requests]
-basic = 1.0
-
-[[phases]]
-name = "replay"
-duration = "{secs:.3}s"
-measured = true
-"#,
-        file = a.trace.display().to_string().replace(['"', '\\'], "_"),
-        requests = c.requests,
-        objects = c.objects,
-        robots = a.robots,
-        servers = a.servers,
-        secs = replay_s + 1.0,
+    let o = Overrides {
+        rate: Some(PeakRate::PerSecond(Rate(rate))),
+        robots: Some(a.robots),
+        servers: Some(a.servers),
+        server_port: a.server_port,
+        cache_size: Some(Bytes(cache_bytes)),
+        // A second past the last request, to drain.
+        duration: Some(Dur::secs(replay_s + 1.0)),
+        ..Overrides::default()
+    };
+    let mut w = load_text("replay.toml", REPLAY_WORKLOAD, &o).map_err(Failure::usage)?;
+    w.description = format!(
+        "replay of {}: {} requests, {} objects",
+        a.trace.display(),
+        c.requests,
+        c.objects
     );
-    load_text("replay.toml", &text, &Overrides::default()).map_err(Failure::usage)
+    Ok(w)
 }
+
+/// What every replay runs before its settings (src/replay.toml).
+const REPLAY_WORKLOAD: &str = include_str!("replay.toml");
 
 /// How trace records become robots' requests.
 #[derive(Debug, Clone, Copy)]

@@ -100,6 +100,9 @@ pub struct Row {
     pub errors_percent: f64,
     /// Robots spoke HTTPS (through a forward proxy no hit can be seen).
     pub tls: bool,
+    /// What the best known policy reaches at the cache's size (a
+    /// replay's ceilings), when known.
+    pub dhr_reachable: Option<f64>,
     pub msl: Option<Msl>,
     /// The conformance suite's score.
     pub conformance: Option<Conformance>,
@@ -136,6 +139,7 @@ impl Row {
             errors_percent: self.errors_percent,
             dhr: self.dhr,
             dhr_offered: self.dhr_offered,
+            dhr_reachable: self.dhr_reachable,
             msl: self.msl,
         }
     }
@@ -223,6 +227,7 @@ fn row(run: &Run, product: Option<&Product>, baseline: Option<&Run>) -> Result<R
         errors: h.errors.total,
         errors_percent: h.errors.percent,
         tls: m.workload.robots.tls,
+        dhr_reachable: cacheoff_rundir::rules::Facts::of(run).dhr_reachable,
         msl: product.and_then(|p| p.msl),
         conformance: product.and_then(|p| p.conformance),
         resources: run.resources(),
@@ -313,6 +318,7 @@ pub(crate) mod sample {
             errors: 0,
             errors_percent: 0.0,
             tls: false,
+            dhr_reachable: None,
             msl: None,
             conformance: None,
             resources: None,

@@ -72,6 +72,9 @@ pub struct Facts {
     /// Document hit ratio measured, and offered by the workload (percent).
     pub dhr: f64,
     pub dhr_offered: f64,
+    /// What the best policy cacheoff knows reaches at the cache's size,
+    /// when known (a replay's ceilings): the rule does not ask more.
+    pub dhr_reachable: Option<f64>,
     /// The product's MSL test, when one was run (a lineup's).
     pub msl: Option<MslResult>,
 }
@@ -80,7 +83,14 @@ impl Facts {
     /// A run's facts from its directory (its headline figures).
     pub fn of(run: &Run) -> Facts {
         let m = &run.manifest;
-        Facts::of_figures(&run.headline(), m.mode(), m.workload.robots.tls)
+        Facts {
+            dhr_reachable: run
+                .summary
+                .as_ref()
+                .and_then(|s| s.ceiling.as_ref())
+                .map(|c| c.lru.max(c.belady)),
+            ..Facts::of_figures(&run.headline(), m.mode(), m.workload.robots.tls)
+        }
     }
 
     /// The facts of figures `h` from a run in `mode`, over HTTPS or not.
@@ -92,6 +102,7 @@ impl Facts {
             errors_percent: h.errors.percent,
             dhr: h.dhr.measured,
             dhr_offered: h.dhr.offered,
+            dhr_reachable: None,
             msl: None,
         }
     }
@@ -126,6 +137,11 @@ pub fn judge(f: &Facts) -> Vec<(Rule, Verdict)> {
             "the workload offered {}% over {}: no cache could reach {MIN_DHR_PERCENT}%",
             num(f.dhr_offered),
             f.phase
+        ))
+    } else if let Some(r) = f.dhr_reachable.filter(|&r| r < MIN_DHR_PERCENT) {
+        Verdict::NotApplicable(format!(
+            "the best policy known reaches {}% at this cache size, under {MIN_DHR_PERCENT}%",
+            num(r)
         ))
     } else if f.dhr >= MIN_DHR_PERCENT {
         Verdict::Pass(format!(
@@ -185,6 +201,7 @@ mod tests {
             errors_percent: 0.5,
             dhr: 40.0,
             dhr_offered: 55.0,
+            dhr_reachable: None,
             msl: None,
         }
     }
@@ -236,6 +253,10 @@ mod tests {
             },
             Facts {
                 dhr_offered: 20.0,
+                ..low.clone()
+            },
+            Facts {
+                dhr_reachable: Some(24.0),
                 ..low.clone()
             },
         ] {
