@@ -19,7 +19,6 @@ use cacheoff_rundir::peak::{Limit, Peak, PeakStep, PEAK_FORMAT, PEAK_VERSION};
 use cacheoff_rundir::{RunDir, Summary};
 use cacheoff_workload::{Overrides, PeakRate, Workload};
 use clap::Args;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -34,14 +33,8 @@ pub struct PeakArgs {
     pub workload: String,
     #[command(flatten)]
     pub pgl: crate::cli::PglArgs,
-    /// Forward proxy under test (HOST:PORT); without it (and without
-    /// --reverse) the reference proxy is started and tested.
-    #[arg(long, value_name = "HOST:PORT", conflicts_with = "reverse")]
-    pub proxy: Option<SocketAddr>,
-    /// Surrogate under test (needs --server-port), or without an address
-    /// the reference proxy as the surrogate.
-    #[arg(long, value_name = "HOST:PORT", num_args = 0..=1)]
-    pub reverse: Option<Option<SocketAddr>>,
+    #[command(flatten)]
+    pub target: crate::cli::TargetArgs,
     /// The response-time limit every step must keep, from the intended
     /// start: `mean<=TIME` or `p99<=TIME` (e.g. 'p99<=50ms').
     #[arg(long, value_name = "STAT<=TIME")]
@@ -199,18 +192,14 @@ pub fn run(a: &PeakArgs, argv: &[String]) -> Result<PeakResult, Failure> {
         )));
     }
     let mut overrides = a.settings.0.clone();
-    let embedded = a.proxy.is_none() && matches!(a.reverse, None | Some(None));
-    if overrides.cache_size.is_none() && embedded {
-        let proxy = cacheoff_proxy::ProxyConfig::new((std::net::Ipv4Addr::LOCALHOST, 0).into());
-        overrides.cache_size = Some(cacheoff_base::Bytes(proxy.memory));
-    }
+    a.target.settle(&mut overrides);
     let source = Source::open(&a.workload, &a.pgl)?;
     let workload = load_workload(&source, &overrides)?;
     let dir = a
         .out
         .clone()
         .unwrap_or_else(|| RunDir::default_path(&format!("{}-peak", workload.name)));
-    let target = run_cmd::choose_target(&workload, a.proxy, a.reverse, false, &a.workload)?;
+    let target = run_cmd::choose_target(&workload, &a.target, &a.workload)?;
     let label = a
         .label
         .clone()

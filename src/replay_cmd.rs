@@ -27,7 +27,7 @@ use std::sync::Arc;
 /// The ceilings' cache size when neither `--cache-size` nor a product
 /// says: the reference proxy's memory store.
 fn default_cache_size() -> u64 {
-    cacheoff_proxy::ProxyConfig::new((std::net::Ipv4Addr::LOCALHOST, 0).into()).memory
+    cacheoff_proxy::DEFAULT_MEMORY
 }
 
 /// Runs `cacheoff replay`.
@@ -91,7 +91,7 @@ pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
         via,
         bound,
         embedded,
-    } = choose_target(&workload, a.proxy, a.reverse, a.direct, &what)?;
+    } = choose_target(&workload, &a.target, &what)?;
     let label = a
         .label
         .clone()
@@ -208,7 +208,7 @@ fn replay_workload(
     cache_bytes: u64,
 ) -> Result<Workload, Failure> {
     let rate = c.requests as f64 / replay_s.max(1e-3);
-    let o = Overrides {
+    let mut o = Overrides {
         rate: Some(PeakRate::PerSecond(Rate(rate))),
         robots: Some(a.robots),
         servers: Some(a.servers),
@@ -218,6 +218,7 @@ fn replay_workload(
         duration: Some(Dur::secs(replay_s + 1.0)),
         ..Overrides::default()
     };
+    a.target.settle(&mut o);
     let mut w = load_text("replay.toml", REPLAY_WORKLOAD, &o).map_err(Failure::usage)?;
     w.description = format!(
         "replay of {}: {} requests, {} objects",

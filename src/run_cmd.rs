@@ -1,7 +1,7 @@
 //! `cacheoff run`: resolve the workload, prepare the run directory, run,
 //! and write the summary.
 
-use crate::cli::RunArgs;
+use crate::cli::{RunArgs, TargetArgs};
 use crate::console;
 use crate::Failure;
 use anyhow::Context;
@@ -20,15 +20,7 @@ pub struct RunResult {
 /// Turns command-line settings into the resolved workload.
 pub fn resolve_workload(a: &RunArgs) -> Result<Workload, Failure> {
     let mut o = a.settings.0.clone();
-    let embedded = a.proxy.is_none() && !a.direct && matches!(a.reverse, None | Some(None));
-    if a.reverse.flatten().is_some_and(|r| r.tls) {
-        o.tls = Some(true);
-    }
-    if o.cache_size.is_none() && embedded {
-        // Testing the reference proxy: its memory store is the cache.
-        let proxy = cacheoff_proxy::ProxyConfig::new((std::net::Ipv4Addr::LOCALHOST, 0).into());
-        o.cache_size = Some(cacheoff_base::Bytes(proxy.memory));
-    }
+    a.target.settle(&mut o);
     let w = crate::workload_file::load(&a.workload, &o, &a.pgl)?;
     w.check_runnable().map_err(Failure::usage)?;
     Ok(w)
@@ -48,8 +40,8 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         bound,
         embedded,
     } = match &fleet {
-        Some(_) => fleet_target(&workload, a.proxy, a.reverse_addr(), a.direct)?,
-        None => choose_target(&workload, a.proxy, a.reverse_addr(), a.direct, &a.workload)?,
+        Some(_) => fleet_target(&workload, &a.target)?,
+        None => choose_target(&workload, &a.target, &a.workload)?,
     };
     let label = a
         .label
@@ -183,13 +175,8 @@ pub struct Target {
 /// surrogate workload (WebAxe) tests a surrogate unless told otherwise,
 /// and with no proxy named the reference proxy is started and tested.
 /// `what` names the workload in messages.
-pub fn choose_target(
-    workload: &Workload,
-    proxy: Option<std::net::SocketAddr>,
-    reverse: Option<Option<std::net::SocketAddr>>,
-    direct: bool,
-    what: &str,
-) -> Result<Target, Failure> {
+pub fn choose_target(workload: &Workload, t: &TargetArgs, what: &str) -> Result<Target, Failure> {
+    let (proxy, reverse, direct) = (t.proxy, t.reverse_addr(), t.direct);
     let surrogate = reverse.is_some() || (workload.surrogate && proxy.is_none() && !direct);
     if let Some(p) = proxy.or(reverse.flatten()) {
         if surrogate && workload.servers.port == 0 {
@@ -235,12 +222,8 @@ pub fn choose_target(
 /// The target of a run over many hosts: the agents' robots reach the
 /// proxy or surrogate named, or the reference proxy started here (on
 /// loopback: for agents on this machine).
-fn fleet_target(
-    workload: &Workload,
-    proxy: Option<std::net::SocketAddr>,
-    reverse: Option<Option<std::net::SocketAddr>>,
-    direct: bool,
-) -> Result<Target, Failure> {
+fn fleet_target(workload: &Workload, t: &TargetArgs) -> Result<Target, Failure> {
+    let (proxy, reverse, direct) = (t.proxy, t.reverse_addr(), t.direct);
     let surrogate = reverse.is_some() || (workload.surrogate && proxy.is_none() && !direct);
     let named = proxy.or(reverse.flatten());
     if let Some(p) = named {

@@ -397,26 +397,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub pgl: PglArgs,
 
-    /// Forward proxy under test (HOST:PORT). Without it (and without
-    /// --direct or --reverse) the run starts cacheoff's reference proxy
-    /// and tests that.
-    #[arg(long, value_name = "HOST:PORT", conflicts_with_all = ["direct", "reverse"], value_parser = host_port)]
-    pub proxy: Option<SocketAddr>,
-
-    /// Reverse-proxy (surrogate) mode: robots send `GET /path` with
-    /// `Host: s<N>.bench.tst` to the surrogate at HOST:PORT, which routes
-    /// each name to its origin server (the address map: `cacheoff
-    /// workload addrmap`, and addrmap.txt in the run directory; needs
-    /// --server-port). Without an address: the reference proxy as the
-    /// surrogate.
-    /// `https://HOST:PORT` speaks TLS to it (as --tls).
-    #[arg(long, value_name = "[https://]HOST:PORT", num_args = 0..=1, conflicts_with = "direct", value_parser = surrogate)]
-    pub reverse: Option<Option<Surrogate>>,
-
-    /// No proxy: robots talk to the origin servers directly (the
-    /// no-proxy baseline, and what the workload offers).
-    #[arg(long)]
-    pub direct: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
 
     /// The test CA for HTTPS (made there by `cacheoff tls DIR` or the
     /// first run that names it): origin servers present its server.pem,
@@ -480,10 +462,53 @@ pub fn surrogate(s: &str) -> Result<Surrogate, String> {
     })
 }
 
-impl RunArgs {
+/// Where a run's traffic goes, as every command that runs one says it
+/// (`run`, `replay`, `peak`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct TargetArgs {
+    /// Forward proxy under test (HOST:PORT). Without it (and without
+    /// --direct or --reverse) the run starts cacheoff's reference proxy
+    /// and tests that.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with_all = ["direct", "reverse"], value_parser = host_port)]
+    pub proxy: Option<SocketAddr>,
+
+    /// Reverse-proxy (surrogate) mode: robots send `GET /path` with
+    /// `Host: s<N>.bench.tst` to the surrogate at HOST:PORT, which routes
+    /// each name to its origin server (the address map: `cacheoff
+    /// workload addrmap`, and addrmap.txt in the run directory; needs
+    /// --server-port). Without an address: the reference proxy as the
+    /// surrogate.
+    /// `https://HOST:PORT` speaks TLS to it (as --tls).
+    #[arg(long, value_name = "[https://]HOST:PORT", num_args = 0..=1, conflicts_with = "direct", value_parser = surrogate)]
+    pub reverse: Option<Option<Surrogate>>,
+
+    /// No proxy: robots talk to the origin servers directly (the
+    /// no-proxy baseline, and what the workload offers).
+    #[arg(long)]
+    pub direct: bool,
+}
+
+impl TargetArgs {
     /// `--reverse`'s address, if one was given.
     pub fn reverse_addr(&self) -> Option<Option<SocketAddr>> {
         self.reverse.map(|r| r.map(|s| s.addr))
+    }
+
+    /// The run tests cacheoff's own reference proxy, started here.
+    pub fn embedded(&self) -> bool {
+        self.proxy.is_none() && !self.direct && matches!(self.reverse, None | Some(None))
+    }
+
+    /// What the target implies for the workload: HTTPS to an `https://`
+    /// surrogate, and the reference proxy's memory as the cache size
+    /// when it is the cache under test and none was given.
+    pub fn settle(&self, o: &mut cacheoff_workload::Overrides) {
+        if self.reverse.flatten().is_some_and(|r| r.tls) {
+            o.tls = Some(true);
+        }
+        if o.cache_size.is_none() && self.embedded() {
+            o.cache_size = Some(cacheoff_base::Bytes(cacheoff_proxy::DEFAULT_MEMORY));
+        }
     }
 }
 
@@ -541,7 +566,7 @@ mod tests {
             o.size.as_ref().map(|d| d.to_string()),
             Some("exp(2KB)".into())
         );
-        assert_eq!((o.robots, a.direct), (None, true));
+        assert_eq!((o.robots, a.target.direct), (None, true));
         let a = run_args(&["--rate", "50/s", "--plateau", "2min", "-q"]).unwrap();
         let o = &a.settings.0;
         assert_eq!(

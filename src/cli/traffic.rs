@@ -127,17 +127,8 @@ pub struct ReplayArgs {
     /// The trace file (gzip or zstd compressed ones are read as they are).
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
-    /// Forward proxy under test (HOST:PORT); without it (and without
-    /// --direct or --reverse) the reference proxy is started and tested.
-    #[arg(long, value_name = "HOST:PORT", conflicts_with_all = ["direct", "reverse"])]
-    pub proxy: Option<SocketAddr>,
-    /// Surrogate under test (HOST:PORT; needs --server-port), or without
-    /// an address the reference proxy as the surrogate.
-    #[arg(long, value_name = "HOST:PORT", num_args = 0..=1, conflicts_with = "direct")]
-    pub reverse: Option<Option<SocketAddr>>,
-    /// No proxy: straight to the origin servers.
-    #[arg(long)]
-    pub direct: bool,
+    #[command(flatten)]
+    pub target: super::TargetArgs,
     /// The trace's format (detected when left out; csv needs --columns
     /// unless its header names the fields).
     #[arg(long, value_name = "squid|clf|oracle-general|wikimedia|csv")]

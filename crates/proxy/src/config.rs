@@ -24,6 +24,10 @@ pub enum Upstream {
     ByHost(std::sync::Arc<std::collections::HashMap<String, String>>),
 }
 
+/// The memory store's size unless told (also the cache size a run of
+/// the embedded reference proxy assumes).
+pub const DEFAULT_MEMORY: u64 = 256 << 20;
+
 #[derive(Clone)]
 pub struct ProxyConfig {
     pub listen: SocketAddr,
@@ -113,7 +117,7 @@ impl ProxyConfig {
             listen,
             upstream: Upstream::Forward,
             parent: None,
-            memory: 256 << 20,
+            memory: DEFAULT_MEMORY,
             disk: None,
             policy: Policy::default(),
             collector: false,

@@ -43,7 +43,7 @@ mod upstream;
 
 pub use access_log::LogCode;
 pub use cacheoff_access::DestRule;
-pub use config::{ProxyConfig, Upstream};
+pub use config::{ProxyConfig, Upstream, DEFAULT_MEMORY};
 pub use fault::{Fault, Faults};
 pub use framing::ReplyFraming;
 pub use replay::ReplayPrecision;
