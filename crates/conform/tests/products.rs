@@ -99,7 +99,7 @@ fn varnish() {
 #[test]
 #[ignore = "needs the products installed (ops/install-products.sh)"]
 fn nginx() {
-    run("nginx", Mode::Forward);
+    // Forward only as a child of a parent proxy: a surrogate here.
     run("nginx", Mode::Reverse);
 }
 
