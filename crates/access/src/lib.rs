@@ -4,16 +4,19 @@
 //! where a connection made on a peer's behalf may go ([`DestRule`]s
 //! matched against a normalised [`Dest`]), and what a listener holds at
 //! most for its clients (`hold`: byte [`Budget`]s, connection [`Slots`],
-//! a body's pace by [`BodyClock`]). One spelling of each rule, so
-//! `--allow` and `--allow-dest` mean the same on every command, and the
-//! proxy and the Multiplier bound clients alike.
+//! a body's pace by [`BodyClock`]), and the door itself ([`listener`]:
+//! one nonblocking socket per worker on a shared port). One spelling of
+//! each rule, so `--allow` and `--allow-dest` mean the same on every
+//! command, and the proxy and the Multiplier bound clients alike.
 
 mod dest;
 mod hold;
+mod listen;
 
 pub use dest::{admitted, admitted_resolved, Dest, DestRule, Host};
 pub use hold::{BodyClock, Budget, Charge, Slot, Slots};
 pub use ipnet::IpNet;
+pub use listen::{listener, BACKLOG};
 
 use std::net::IpAddr;
 

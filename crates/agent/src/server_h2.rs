@@ -161,10 +161,7 @@ fn h2_head(head: &[u8]) -> Option<http::Response<()>> {
     r.parse(head).ok()?;
     let mut b = http::Response::builder().status(r.code?);
     for h in r.headers.iter() {
-        let forbidden = ["connection", "keep-alive", "transfer-encoding"]
-            .iter()
-            .any(|f| h.name.eq_ignore_ascii_case(f));
-        if !forbidden {
+        if !cacheoff_http::fields::h2_forbidden(h.name, h.value) {
             b = b.header(h.name, h.value);
         }
     }
@@ -177,7 +174,8 @@ mod tests {
 
     #[test]
     fn the_reply_head_keeps_every_field_but_the_connection_ones() {
-        let head = b"HTTP/1.1 200 OK\r\nDate: x\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nX-Xact: 7\r\nContent-Length: 3\r\n\r\n";
+        let head = b"HTTP/1.1 200 OK\r\nDate: x\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\
+            Upgrade: h2c\r\nProxy-Connection: close\r\nTE: gzip\r\nX-Xact: 7\r\nContent-Length: 3\r\n\r\n";
         let r = h2_head(head).unwrap();
         assert_eq!(r.status(), 200);
         let names: Vec<&str> = r.headers().keys().map(|k| k.as_str()).collect();

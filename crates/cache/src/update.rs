@@ -4,48 +4,16 @@
 
 use crate::object::Object;
 use crate::validators::{etag_of, last_modified_of};
+use cacheoff_http::fields::{hop_only, is_hop_by_hop, is_one_of, nominated};
 use std::sync::Arc;
 
-/// Hop-by-hop fields (RFC 9110 §7.6.1) and the proxy ones, never stored.
-pub const HOP_BY_HOP: [&str; 9] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "transfer-encoding",
-    "upgrade",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "trailer",
-];
-
-pub fn is_hop_by_hop(name: &str) -> bool {
-    HOP_BY_HOP.iter().any(|h| h.eq_ignore_ascii_case(name))
-}
-
-/// The field names a message's `Connection` header lists (lowercase).
-pub fn connection_options<'a>(
-    headers: impl IntoIterator<Item = (&'a str, &'a [u8])>,
-) -> Vec<String> {
-    headers
-        .into_iter()
-        .filter(|(n, _)| n.eq_ignore_ascii_case("connection"))
-        .flat_map(|(_, v)| v.split(|&b| b == b','))
-        .map(|o| String::from_utf8_lossy(o.trim_ascii()).to_ascii_lowercase())
-        .filter(|o| !o.is_empty())
-        .collect()
-}
-
 /// Whether a field of an updating response is left out of the stored
-/// one: hop-by-hop or named in its `Connection`, framing (§3.2 never
-/// takes `Content-Length` from it), `Age` (the cache writes its own) and
-/// `Set-Cookie` (stored copies never carry one, see [`crate::storage`]).
+/// one: hop-by-hop or named in its `Connection` (§3.1), framing (§3.2
+/// never takes `Content-Length` from it), `Age` (the cache writes its own)
+/// and `Set-Cookie` (stored copies never carry one, see
+/// [`crate::storage`]).
 fn kept_out(name: &str, connection: &[String]) -> bool {
-    is_hop_by_hop(name)
-        || connection.iter().any(|c| c.eq_ignore_ascii_case(name))
-        || ["content-length", "age", "set-cookie"]
-            .iter()
-            .any(|f| f.eq_ignore_ascii_case(name))
+    hop_only(name, connection) || is_one_of(name, &["content-length", "age", "set-cookie"])
 }
 
 /// The stored header lines (`Name: value\r\n` each) updated by a `304`'s
@@ -57,7 +25,7 @@ pub fn merge_headers<'a, H>(stored: &[u8], update: H, strip: &[String]) -> Vec<u
 where
     H: IntoIterator<Item = (&'a str, &'a [u8])> + Clone,
 {
-    let connection = connection_options(update.clone());
+    let connection = nominated(update.clone());
     let taken = |name: &str| {
         !kept_out(name, &connection) && !strip.iter().any(|s| s.eq_ignore_ascii_case(name))
     };
@@ -206,6 +174,7 @@ mod tests {
             ("Upgrade", "h2c"),
             ("Proxy-Authenticate", "Basic"),
             ("Proxy-Authorization", "x"),
+            ("Proxy-Authentication-Info", "nextnonce=1"),
             ("Trailer", "X-T"),
             ("X-Secret", "t"),
             ("Content-Length", "99"),

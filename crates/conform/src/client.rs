@@ -119,35 +119,75 @@ fn try_exchange(t: &Target, method: &str, text: &[u8]) -> std::io::Result<Resp> 
     s.write_all(text)?;
     let mut reader = Reader::default();
     loop {
-        let Some(head) = reader.head(&mut s)? else {
+        let Some(head) = reader.response(&mut s, method == "HEAD")? else {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
                 "connection closed without a response",
             ));
         };
-        let mut hs = [httparse::EMPTY_HEADER; cacheoff_http::MAX_HEADERS];
-        let mut r = httparse::Response::new(&mut hs);
-        if !matches!(r.parse(&head), Ok(httparse::Status::Complete(_))) {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "unparsable response head",
-            ));
-        }
-        let status = r.code.unwrap_or(0);
-        let headers = wire::lines(r.headers);
-        if (100..200).contains(&status) {
+        if (100..200).contains(&head.status) {
             continue;
         }
-        let bodiless = method == "HEAD" || status == 304 || status == 204;
-        let body = match bodiless {
-            true => Vec::new(),
-            false => reader.body(&mut s, &headers, true)?,
-        };
+        // HEAD, 204 and 304 replies are framed empty by the codec.
+        let body = reader.body(&mut s, head.framing)?;
         return Ok(Resp {
-            status,
-            headers,
+            status: head.status,
+            headers: wire::lines(&head.headers),
             body,
             error: None,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::net::TcpListener;
+
+    /// A proxy that answers one request with `reply` and closes.
+    fn proxy(reply: &'static [u8]) -> Target {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !seen.ends_with(b"\r\n\r\n") {
+                match c.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => seen.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = c.write_all(reply);
+        });
+        Target {
+            mode: Mode::Forward,
+            proxy: addr,
+            origin: addr,
+            host: None,
+        }
+    }
+
+    #[test]
+    fn interim_replies_are_skipped_and_a_chunked_body_decoded() {
+        let t = proxy(
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nAge: 3\r\n\
+              Transfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
+        );
+        let r = exchange(&t, "GET", "/x", &[], b"");
+        assert_eq!((r.status, r.text(), r.age()), (200, "hi".into(), Some(3)));
+        assert!(r.error.is_none());
+    }
+
+    #[test]
+    fn a_broken_reply_is_no_response_with_the_reason() {
+        let t = proxy(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab");
+        let r = exchange(&t, "GET", "/x", &[], b"");
+        assert_eq!(r.status, 0);
+        let why = r.error.unwrap();
+        assert!(why.contains("ambiguous framing"), "{why}");
+        let r = exchange(&proxy(b""), "GET", "/x", &[], b"");
+        assert_eq!(r.error.unwrap(), "connection closed without a response");
     }
 }

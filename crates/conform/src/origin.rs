@@ -149,26 +149,14 @@ fn serve(mut conn: TcpStream, table: &Table) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
     let _ = conn.set_nodelay(true);
     let mut reader = Reader::default();
-    while let Ok(Some(head)) = reader.head(&mut conn) {
-        let mut hs = [httparse::EMPTY_HEADER; cacheoff_http::MAX_HEADERS];
-        let mut req = httparse::Request::new(&mut hs);
-        if !matches!(req.parse(&head), Ok(httparse::Status::Complete(_))) {
-            return;
-        }
-        let method = req.method.unwrap_or("").to_string();
-        let target = req.path.unwrap_or("").to_string();
-        let headers = wire::lines(req.headers);
-        let Ok(body) = reader.body(&mut conn, &headers, false) else {
+    while let Ok(Some(head)) = reader.request(&mut conn) {
+        let Ok(body) = reader.body(&mut conn, wire::request_framing(&head)) else {
             return;
         };
         // A proxy may send the absolute form: the path is the key.
-        let path = match target.find("://") {
-            Some(i) => target[i + 3..]
-                .find('/')
-                .map_or("/".to_string(), |j| target[i + 3 + j..].to_string()),
-            None => target.clone(),
-        };
-        let path = path.split('?').next().unwrap_or("").to_string();
+        let path = head.path().split('?').next().unwrap_or("").to_string();
+        let (method, target) = (head.method.as_str().to_string(), head.target);
+        let headers = wire::lines(&head.headers);
         let seen = {
             let mut log = table.log.lock().unwrap();
             let list = log.entry(path.clone()).or_default();

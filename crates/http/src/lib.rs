@@ -19,6 +19,10 @@
 //! - [`date`]: HTTP dates as Unix seconds, formatted and parsed.
 //! - [`echo`]: the transaction-id header and its echo, the basis of hit/miss
 //!   detection.
+//! - [`fields`]: which header fields are hop-by-hop (RFC 9110 §7.6.1,
+//!   §11.7; RFC 9111 §3.1; RFC 9113 §8.2.2 for HTTP/2), the names a
+//!   `Connection` line lists, and what it says about persistence: one
+//!   spelling for the proxy, its cache, the Multiplier and the robots.
 //! - [`status`]: status codes' reason phrases and status lines, one table
 //!   for every writer.
 
@@ -28,6 +32,7 @@ pub mod claim;
 pub mod date;
 pub mod echo;
 mod error;
+pub mod fields;
 mod length;
 pub mod request;
 pub mod response;

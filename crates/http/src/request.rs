@@ -2,7 +2,7 @@
 
 use crate::echo::{parse_hex, write_hex16, TTFB_HEADER, XACT_HEADER};
 use crate::length::{LengthFields, RequestBody};
-use crate::{complete_head, has_token, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
+use crate::{complete_head, fields, has_token, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
 use cacheoff_base::XactId;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -256,14 +256,8 @@ fn parse(
         } else if name.eq_ignore_ascii_case("cache-control") || name.eq_ignore_ascii_case("pragma")
         {
             head.no_cache |= has_token(h.value, "no-cache");
-        } else if name.eq_ignore_ascii_case("connection")
-            || name.eq_ignore_ascii_case("proxy-connection")
-        {
-            if has_token(h.value, "close") {
-                head.keep_alive = false;
-            } else if has_token(h.value, "keep-alive") {
-                head.keep_alive = true;
-            }
+        } else if let Some(persist) = fields::persistence(name, h.value) {
+            head.keep_alive = persist;
         }
         if keep_headers {
             head.headers.push((name.to_string(), h.value.to_vec()));

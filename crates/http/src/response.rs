@@ -3,7 +3,7 @@
 use crate::echo::{parse_hex, write_hex16, ECHO_HEADER};
 use crate::length::LengthFields;
 use crate::status::write_status_line_as;
-use crate::{complete_head, has_token, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
+use crate::{complete_head, fields, has_token, HttpError, MAX_HEADERS, MAX_HEAD_LEN};
 
 /// How the body of a response is delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,14 +148,8 @@ pub fn parse_response_within(
             lengths.content_length(h.value)?;
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
             lengths.transfer_encoding(h.value);
-        } else if name.eq_ignore_ascii_case("connection")
-            || name.eq_ignore_ascii_case("proxy-connection")
-        {
-            if has_token(h.value, "close") {
-                keep_alive = false;
-            } else if has_token(h.value, "keep-alive") {
-                keep_alive = true;
-            }
+        } else if let Some(persist) = fields::persistence(name, h.value) {
+            keep_alive = persist;
         } else if name.eq_ignore_ascii_case(ECHO_HEADER) {
             echo = parse_hex(h.value);
         } else if name.eq_ignore_ascii_case("cache-control") {

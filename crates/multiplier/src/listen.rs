@@ -19,16 +19,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
-pub(crate) fn listener(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
-    let domain = socket2::Domain::for_address(addr);
-    let s = socket2::Socket::new(domain, socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
-    s.set_reuse_address(true)?;
-    s.set_reuse_port(true)?;
-    s.bind(&addr.into())?;
-    s.listen(4096)?;
-    s.set_nonblocking(true)?;
-    Ok(s.into())
-}
+/// One socket per worker on the shared port (`lib.rs` binds them).
+pub(crate) use cacheoff_access::listener;
 
 /// One client worker: its runtime, listener, Collector pool and waiting
 /// connections, until `stop`.

@@ -5,6 +5,7 @@
 
 use crate::claim::COPY_HEADER;
 use cacheoff_http::echo::write_hex16;
+use cacheoff_http::fields;
 use cacheoff_http::{Method, RequestHead};
 
 /// Safe methods (RFC 9110 §9.2.1), which change nothing at the origin:
@@ -26,23 +27,14 @@ pub fn absolute_target(head: &RequestHead) -> Option<String> {
         .then(|| format!("http://{host}{}", head.target))
 }
 
-/// Fields of one hop only (RFC 9110 §7.6.1), plus what the Multiplier
-/// writes itself.
-fn hop_by_hop(name: &str, nominated: &[String]) -> bool {
-    const HOP: &[&str] = &[
-        "connection",
-        "proxy-connection",
-        "keep-alive",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "content-length",
-        "expect",
-    ];
-    HOP.iter().any(|h| name.eq_ignore_ascii_case(h))
+/// Client fields not sent on: hop-by-hop ones and those its `Connection`
+/// names (`cacheoff_http::fields`), and what the Multiplier writes itself:
+/// `Host`, the copy id, and the body's framing, since it buffered the body
+/// (and answered any `Expect: 100-continue` itself).
+fn not_sent_on(name: &str, nominated: &[String]) -> bool {
+    fields::hop_only(name, nominated)
+        || fields::is_one_of(name, &["host", "content-length", "expect"])
         || name.eq_ignore_ascii_case(COPY_HEADER)
-        || nominated.iter().any(|n| name.eq_ignore_ascii_case(n))
 }
 
 /// The request to send on for copy `id`: `target` (absolute), `Host` its
@@ -51,17 +43,7 @@ fn hop_by_hop(name: &str, nominated: &[String]) -> bool {
 /// end-to-end fields, `X-Cacheoff-Copy`, `Via` with this Multiplier's
 /// token `via` after the client's, the body with its length.
 pub fn forward(head: &RequestHead, target: &str, body: &[u8], id: u64, via: &str) -> Vec<u8> {
-    let nominated: Vec<String> = head
-        .headers
-        .iter()
-        .filter(|(n, _)| n.eq_ignore_ascii_case("connection"))
-        .flat_map(|(_, v)| {
-            String::from_utf8_lossy(v)
-                .split(',')
-                .map(|t| t.trim().to_string())
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let nominated = fields::nominated(head.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
     let mut out = Vec::with_capacity(256 + head.head_len + body.len());
     out.extend_from_slice(head.method.as_str().as_bytes());
     out.push(b' ');
@@ -76,7 +58,7 @@ pub fn forward(head: &RequestHead, target: &str, body: &[u8], id: u64, via: &str
         out.extend_from_slice(b"\r\n");
     }
     for (name, value) in &head.headers {
-        if hop_by_hop(name, &nominated) || name.eq_ignore_ascii_case("host") {
+        if not_sent_on(name, &nominated) {
             continue;
         }
         out.extend_from_slice(name.as_bytes());
@@ -145,7 +127,8 @@ mod tests {
     fn the_copy_id_replaces_the_client_s_and_hop_fields_go() {
         let h = head(
             "POST http://o:1/a HTTP/1.1\r\nHost: o:1\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n\
-             X-Cacheoff-Copy: 0000000000000009\r\nTransfer-Encoding: chunked\r\nAccept: */*\r\n\r\n",
+             X-Cacheoff-Copy: 0000000000000009\r\nTransfer-Encoding: chunked\r\nAccept: */*\r\n\
+             PROXY-Authorization: Basic dTpw\r\nTrailer: X-T\r\nKeep-Alive: 5\r\n\r\n",
         );
         let out = String::from_utf8(forward(&h, "http://o:1/a", b"hello", 0xab, "m-1")).unwrap();
         assert_eq!(

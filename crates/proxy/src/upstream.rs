@@ -95,41 +95,12 @@ pub enum Conditional<'a> {
     },
 }
 
-/// Headers that describe one connection, not the message (RFC 9110
-/// §7.6.1): never forwarded, never stored.
-pub(crate) const HOP_BY_HOP: [&str; 9] = [
-    "connection",
-    "proxy-connection",
-    "keep-alive",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "proxy-authorization",
-    "proxy-authenticate",
-];
+// Hop-by-hop rules (RFC 9110 §7.6.1, §11.7) are `cacheoff_http::fields`'s.
+pub(crate) use cacheoff_http::fields::{hop_only, is_one_of};
 
-pub(crate) fn is_one_of(name: &str, list: &[&str]) -> bool {
-    list.iter().any(|h| name.eq_ignore_ascii_case(h))
-}
-
-/// The field names a message's `Connection` lines nominate (RFC 9110
-/// §7.6.1): they describe the connection too, so they go no further.
+/// The field names a message's `Connection` lines nominate.
 pub(crate) fn nominated(headers: &[(String, Vec<u8>)]) -> Vec<String> {
-    headers
-        .iter()
-        .filter(|(n, _)| n.eq_ignore_ascii_case("connection"))
-        .flat_map(|(_, v)| v.split(|&b| b == b','))
-        .filter_map(|t| std::str::from_utf8(t.trim_ascii()).ok())
-        .filter(|t| !t.is_empty())
-        .map(str::to_ascii_lowercase)
-        .collect()
-}
-
-/// Whether a field stops at this hop: hop-by-hop by definition, or
-/// nominated by the message's `Connection`.
-pub(crate) fn hop_only(name: &str, nominated: &[String]) -> bool {
-    is_one_of(name, &HOP_BY_HOP) || nominated.iter().any(|n| name.eq_ignore_ascii_case(n))
+    cacheoff_http::fields::nominated(headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())))
 }
 
 /// Request headers not forwarded: hop by hop ones, and the ones the proxy

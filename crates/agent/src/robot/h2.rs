@@ -85,19 +85,10 @@ pub struct Lane {
     pending: Bytes,
 }
 
-/// Fields HTTP/2 forbids (RFC 9113 §8.2.2) or carries as pseudo-headers.
-fn hop_by_hop(name: &str) -> bool {
-    [
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "transfer-encoding",
-        "upgrade",
-        "te",
-        "host",
-    ]
-    .iter()
-    .any(|h| name.eq_ignore_ascii_case(h))
+/// Fields HTTP/2 forbids (RFC 9113 §8.2.2) or carries as a pseudo-header
+/// (`Host` as `:authority`, §8.3.1).
+fn not_in_h2(name: &str, value: &[u8]) -> bool {
+    cacheoff_http::fields::h2_forbidden(name, value) || name.eq_ignore_ascii_case("host")
 }
 
 impl Lane {
@@ -129,7 +120,7 @@ impl Lane {
         let mut b = http::Request::builder()
             .method(req.method.unwrap_or("GET"))
             .uri(uri);
-        for h in req.headers.iter().filter(|h| !hop_by_hop(h.name)) {
+        for h in req.headers.iter().filter(|h| !not_in_h2(h.name, h.value)) {
             let mut value = http::HeaderValue::from_bytes(h.value)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
             // Every transaction's id is new: kept out of HPACK's table, it
@@ -214,4 +205,31 @@ pub fn h2_io(e: h2::Error) -> io::Error {
         return e.into_io().expect("is_io");
     }
     io::Error::new(io::ErrorKind::ConnectionReset, e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::not_in_h2;
+
+    #[test]
+    fn rfc9113_8_2_2_a_request_sheds_connection_fields_and_host() {
+        for (name, value) in [
+            ("Connection", "keep-alive"),
+            ("Keep-Alive", "timeout=5"),
+            ("Proxy-Connection", "keep-alive"),
+            ("Transfer-Encoding", "chunked"),
+            ("Upgrade", "h2c"),
+            ("TE", "gzip"),
+            ("HOST", "s1.bench.tst"),
+        ] {
+            assert!(not_in_h2(name, value.as_bytes()), "{name}");
+        }
+        for (name, value) in [
+            ("TE", "trailers"),
+            ("X-Xact", "7"),
+            ("If-Modified-Since", "x"),
+        ] {
+            assert!(!not_in_h2(name, value.as_bytes()), "{name}");
+        }
+    }
 }
