@@ -29,23 +29,26 @@ mod capacity;
 mod config;
 mod conn;
 mod damage;
+mod decision;
 mod fault;
 mod framing;
 mod hit;
 mod inflight;
 mod limits;
+mod lines;
 mod pump;
 mod range;
 mod relay;
 mod replay;
 mod send;
+mod store;
 mod upstream;
+mod xact;
 
 pub use access_log::LogCode;
 pub use cacheoff_access::DestRule;
-pub use config::{ProxyConfig, Upstream};
+pub use config::{ProxyConfig, ReplyFraming, Role, Upstream};
 pub use fault::{Fault, Faults};
-pub use framing::ReplyFraming;
 pub use replay::ReplayPrecision;
 
 use access_log::AccessLog;
@@ -164,7 +167,7 @@ impl Probe {
         })
     }
     pub fn is_collector(&self) -> bool {
-        self.shared.cfg.collector
+        self.shared.cfg.role() == Role::Collector
     }
 }
 
@@ -353,7 +356,7 @@ impl Drop for Proxy {
 }
 
 fn worker(listener: std::net::TcpListener, sh: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    if sh.cfg.collector {
+    if sh.cfg.role() == Role::Collector {
         cacheoff_timer::lower_timer_slack();
     }
     let rt = tokio::runtime::Builder::new_current_thread()
