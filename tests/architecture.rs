@@ -143,11 +143,10 @@ fn paths_from(code: &[u8], at: usize) -> Vec<Vec<String>> {
                 *i += 1;
                 loop {
                     skip_ws(s, i);
-                    if s.get(*i).is_none_or(|c| *c == b'}') {
+                    if matches!(s.get(*i), None | Some(b'}')) {
                         *i += 1;
                         return;
                     }
-                    let before = *i;
                     tree(s, i, path.clone(), out);
                     skip_ws(s, i);
                     match s.get(*i) {
@@ -156,7 +155,6 @@ fn paths_from(code: &[u8], at: usize) -> Vec<Vec<String>> {
                             *i += 1;
                             return;
                         }
-                        _ if *i == before => return,
                         _ => return,
                     }
                 }

@@ -10,17 +10,24 @@
 //! A request's path through the modules: `conn` reads it and refuses what
 //! it cannot serve (`limits` bounds slow and greedy clients,
 //! `cacheoff_access` says who may connect and where a forward proxy may
-//! connect); `answer` decides hit, revalidation, miss or collapse;
-//! `hit` serves stored objects (the Collector's hits replay recorded miss
-//! timing, `replay`); `relay` passes origin replies on and fills the
-//! store (`pump` moves the body: from the origin at the origin's pace,
-//! to the client at the client's own, so requests collapsed onto a fetch
-//! never wait for its leader's client, only, within deadlines, for the
-//! origin: `inflight`); `framing` writes what the proxy adds to a reply
-//! ([`ReplyFraming`] says how bodies are delimited, `cache_status` its
-//! `Cache-Status`); [`Fault`]s misbehave on purpose where each decision
-//! is made, `damage` holding those that only mangle bytes;
-//! `capacity` queues requests to serve no faster than a set rate.
+//! connect); `answer` decides hit, revalidation, miss or collapse, and
+//! the `Decision` it comes to (`decision`: one enum, from
+//! which the access log's code, `Cache-Status` and the counters are
+//! derived) is counted once before the reply goes out; `hit` serves
+//! stored objects (the Collector's hits replay recorded miss timing,
+//! `replay`); `relay` passes origin replies on and fills the store
+//! (`store` holds the store's reads and writes; `pump` moves the body:
+//! from the origin at the origin's pace, to the client at the client's
+//! own, so requests collapsed onto a fetch never wait for its leader's
+//! client, only, within deadlines, for the origin: `inflight`);
+//! `framing` writes what the proxy adds to a reply ([`ReplyFraming`]
+//! says how bodies are delimited, `cache_status` its `Cache-Status`,
+//! `lines` the header-line bytes); [`Fault`]s misbehave on purpose where
+//! each decision is made, `damage` holding those that only mangle bytes;
+//! `capacity` queues requests to serve no faster than a set rate. The
+//! request's own types (`Xact`, its `Target`, what it came to: `Done`)
+//! are `xact`'s; [`Role`] says whether the proxy is the Collector. No
+//! module imports one that imports it back (tests/architecture.rs).
 
 mod access_log;
 mod answer;
