@@ -106,107 +106,366 @@ fn no_library_source_file_is_longer_than_600_lines_before_its_tests() {
     assert!(long.is_empty(), "too long: {long:?}");
 }
 
-/// Identifiers that start a path `word::` in `code`.
-fn path_heads<'a>(code: &'a str, word: &'a str) -> impl Iterator<Item = String> + 'a {
+/// A crate's code as the import graph reads it: the part before its
+/// tests (`#[cfg(test)] mod`), without comment lines (doc links are no
+/// imports).
+fn code_of(text: &str) -> String {
+    let mut code = String::with_capacity(text.len());
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let t = line.trim_start();
+        let tests_follow = lines
+            .peek()
+            .is_some_and(|n| n.trim_start().starts_with("mod ") || n.contains(" mod "));
+        if t.starts_with("#[cfg(test)]") && (t.contains("mod ") || tests_follow) {
+            break;
+        }
+        if !t.starts_with("//") {
+            code.push_str(line);
+            code.push('\n');
+        }
+    }
+    code
+}
+
+/// The paths a `use` tree (or an expression's path) names from `at`, just
+/// after a `prefix::`: `a::b::C` is one, `{a, b::{c, d}}` three.
+fn paths_from(code: &[u8], at: usize) -> Vec<Vec<String>> {
+    fn skip_ws(s: &[u8], i: &mut usize) {
+        while s.get(*i).is_some_and(|c| c.is_ascii_whitespace()) {
+            *i += 1;
+        }
+    }
+    fn tree(s: &[u8], i: &mut usize, mut path: Vec<String>, out: &mut Vec<Vec<String>>) {
+        loop {
+            skip_ws(s, i);
+            if s.get(*i) == Some(&b'{') {
+                *i += 1;
+                loop {
+                    skip_ws(s, i);
+                    if matches!(s.get(*i), None | Some(b'}')) {
+                        *i += 1;
+                        return;
+                    }
+                    tree(s, i, path.clone(), out);
+                    skip_ws(s, i);
+                    match s.get(*i) {
+                        Some(b',') => *i += 1,
+                        Some(b'}') => {
+                            *i += 1;
+                            return;
+                        }
+                        _ => return,
+                    }
+                }
+            }
+            let start = *i;
+            while s
+                .get(*i)
+                .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+            {
+                *i += 1;
+            }
+            if *i == start {
+                if s.get(*i) == Some(&b'*') {
+                    *i += 1;
+                }
+                out.push(path);
+                return;
+            }
+            path.push(String::from_utf8_lossy(&s[start..*i]).into_owned());
+            if s[*i..].starts_with(b"::") {
+                *i += 2;
+                continue;
+            }
+            out.push(path);
+            return;
+        }
+    }
+    let mut out = Vec::new();
+    let mut i = at;
+    tree(code, &mut i, Vec::new(), &mut out);
+    out
+}
+
+/// Where `word::` starts a path in `code` (not inside a longer path or
+/// name): the index just after it.
+fn path_starts<'a>(code: &'a str, word: &'a str) -> impl Iterator<Item = usize> + 'a {
     code.match_indices(word).filter_map(move |(i, _)| {
         let before = code[..i].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
-            return None;
-        }
-        let rest = &code[i + word.len()..];
-        Some(
-            rest.chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect(),
-        )
+        let inside = before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
+        (!inside).then_some(i + word.len())
     })
 }
 
-/// Which modules of crates/agent/src each module uses (`a`, `a::b`):
-/// through `crate::a`, `super::b` (a sibling, else the parent) and
-/// `b::` for its own submodules. Test modules are left out.
-fn agent_module_imports() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(ROOT).join("crates/agent/src");
+/// The module graph of one crate (`src`: the directory of its lib.rs or
+/// main.rs), between its top-level modules. A module is a file: `a.rs`
+/// and `a/mod.rs` are `a`, `a/b.rs` is `a::b` (the crate root only
+/// declares modules and is left out). A file uses the deepest module a
+/// path in its code names: `crate::a::b::X`, `super::x` (from the
+/// parent's module down; the parent itself when `x` is no module),
+/// `self::x`, and `x::...` for its own submodule `x`; grouped imports
+/// (`crate::{a, b::{c, d}}`) name each path. Code is what [`code_of`]
+/// keeps. A submodule counts as its top-level module: `a/*.rs` and `a.rs`
+/// are one unit (a parent may give its children shared helpers through
+/// `super::` and call them, as a file's items call each other), and the
+/// graph is between units: `a::b` using `c` is `a` using `c`.
+fn module_imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    rust_files(src, &mut files);
     let module_of = |f: &Path| -> Vec<String> {
-        let rel = f.strip_prefix(&src).unwrap().with_extension("");
+        let rel = f.strip_prefix(src).unwrap().with_extension("");
         let mut parts: Vec<String> = rel
             .components()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect();
-        if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
+        if parts.last().is_some_and(|p| p == "mod") {
+            parts.pop();
+        }
+        if parts == ["lib"] || parts == ["main"] {
             parts.pop();
         }
         parts
     };
-    let modules: BTreeSet<String> = files.iter().map(|f| module_of(f).join("::")).collect();
+    let modules: BTreeSet<String> = files
+        .iter()
+        .map(|f| module_of(f).join("::"))
+        .filter(|m| !m.is_empty())
+        .collect();
+    // The deepest module `base` followed by `path` names; `base` when none
+    // is deeper (an item of `base` itself).
+    let resolve = |base: &[String], path: &[String]| -> Option<String> {
+        let mut full = base.to_vec();
+        let mut found = (!base.is_empty()).then(|| base.join("::"));
+        for seg in path {
+            full.push(seg.clone());
+            let name = full.join("::");
+            if modules.contains(&name) {
+                found = Some(name);
+            }
+        }
+        found
+    };
     let mut out = BTreeMap::new();
     for f in &files {
         let parts = module_of(f);
         if parts.is_empty() {
-            continue; // lib.rs declares the modules
+            continue;
         }
         let me = parts.join("::");
-        let parent = parts[..parts.len() - 1].join("::");
-        let text = std::fs::read_to_string(f).unwrap();
-        let code = text.split("#[cfg(test)]").next().unwrap();
+        let code = code_of(&std::fs::read_to_string(f).unwrap());
+        let bytes = code.as_bytes();
         let mut uses = BTreeSet::new();
-        for n in path_heads(code, "crate::") {
-            if modules.contains(&n) {
-                uses.insert(n);
-            }
+        for at in path_starts(&code, "crate::") {
+            uses.extend(paths_from(bytes, at).iter().filter_map(|p| resolve(&[], p)));
         }
-        if !parent.is_empty() {
-            for n in path_heads(code, "super::") {
-                let sibling = format!("{parent}::{n}");
-                uses.insert(if modules.contains(&sibling) {
-                    sibling
-                } else {
-                    parent.clone()
-                });
+        for at in path_starts(&code, "super::") {
+            let mut base = parts[..parts.len() - 1].to_vec();
+            let mut at = at;
+            while code[at..].starts_with("super::") {
+                base.pop();
+                at += "super::".len();
             }
+            uses.extend(
+                paths_from(bytes, at)
+                    .iter()
+                    .filter_map(|p| resolve(&base, p)),
+            );
+        }
+        for at in path_starts(&code, "self::") {
+            uses.extend(
+                paths_from(bytes, at)
+                    .iter()
+                    .filter_map(|p| resolve(&parts, p)),
+            );
         }
         for m in &modules {
-            if let Some(child) = m.strip_prefix(&format!("{me}::")) {
-                if path_heads(code, &format!("{child}::")).next().is_some() {
-                    uses.insert(m.clone());
-                }
+            let Some(child) = m.strip_prefix(&format!("{me}::")) else {
+                continue;
+            };
+            if child.contains("::") {
+                continue;
+            }
+            for at in path_starts(&code, &format!("{child}::")) {
+                let mut base = parts.clone();
+                base.push(child.to_string());
+                uses.extend(
+                    paths_from(bytes, at)
+                        .iter()
+                        .filter_map(|p| resolve(&base, p)),
+                );
             }
         }
-        uses.remove(&me);
-        out.insert(me, uses);
+        // A submodule is part of its top-level module's unit.
+        let unit = |m: &str| m.split("::").next().unwrap_or(m).to_string();
+        let me = unit(&me);
+        let entry: &mut BTreeSet<String> = out.entry(me.clone()).or_default();
+        entry.extend(uses.iter().map(|m| unit(m)).filter(|u| *u != me));
     }
     out
 }
 
+/// The graph's import cycles: its strongly connected components of more
+/// than one module (Tarjan), each sorted.
+fn cycles(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct Walk<'a> {
+        g: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        found: Vec<Vec<String>>,
+    }
+    impl<'a> Walk<'a> {
+        fn visit(&mut self, m: &'a str) {
+            let i = self.index.len();
+            self.index.insert(m, i);
+            self.low.insert(m, i);
+            self.stack.push(m);
+            self.on_stack.insert(m);
+            let g = self.g;
+            for n in g.get(m).into_iter().flatten() {
+                let n = n.as_str();
+                if !self.index.contains_key(n) {
+                    self.visit(n);
+                    let l = self.low[m].min(self.low[n]);
+                    self.low.insert(m, l);
+                } else if self.on_stack.contains(n) {
+                    let l = self.low[m].min(self.index[n]);
+                    self.low.insert(m, l);
+                }
+            }
+            if self.low[m] == self.index[m] {
+                let mut scc = Vec::new();
+                while let Some(n) = self.stack.pop() {
+                    self.on_stack.remove(n);
+                    scc.push(n.to_string());
+                    if n == m {
+                        break;
+                    }
+                }
+                if scc.len() > 1 {
+                    scc.sort();
+                    self.found.push(scc);
+                }
+            }
+        }
+    }
+    let mut w = Walk {
+        g,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for m in g.keys() {
+        if !w.index.contains_key(m.as_str()) {
+            w.visit(m);
+        }
+    }
+    w.found.sort();
+    w.found
+}
+
+/// Every crate's source directory, by the crate's short name (the root
+/// package is `cacheoff`).
+fn crate_sources() -> Vec<(String, PathBuf)> {
+    let mut v = vec![("cacheoff".to_string(), Path::new(ROOT).join("src"))];
+    for c in crate_dirs() {
+        v.push((
+            c.clone(),
+            Path::new(ROOT).join("crates").join(&c).join("src"),
+        ));
+    }
+    v
+}
+
 #[test]
-fn the_run_s_control_flow_has_no_import_cycle() {
-    let graph = agent_module_imports();
-    assert!(graph["robot"].contains("robot::exchange"), "{graph:?}");
-    assert!(graph["coord"].contains("worker"), "{graph:?}");
-    // Depth-first search for a back edge.
-    fn visit(
-        m: &str,
-        g: &BTreeMap<String, BTreeSet<String>>,
-        path: &mut Vec<String>,
-        done: &mut BTreeSet<String>,
-    ) {
-        if done.contains(m) {
-            return;
+fn the_import_graph_reads_paths_as_rust_does() {
+    let agent = module_imports(&Path::new(ROOT).join("crates/agent/src"));
+    // `worker` is used through `crate::worker::`, `robot` by `worker`'s
+    // grouped import, `timeline` from `robot::pacer` (part of `robot`).
+    assert!(agent["coord"].contains("worker"), "{agent:?}");
+    assert!(agent["worker"].contains("robot"), "{agent:?}");
+    assert!(agent["robot"].contains("timeline"), "{agent:?}");
+    assert!(!agent.contains_key("robot::exchange"), "{agent:?}");
+    let paths = |s: &str| paths_from(s.as_bytes(), 0);
+    assert_eq!(
+        paths("{a::X, b::{self, c::Y}, d};"),
+        [
+            vec!["a", "X"],
+            vec!["b", "self"],
+            vec!["b", "c", "Y"],
+            vec!["d"]
+        ]
+    );
+    assert_eq!(paths("a::b(x)"), [vec!["a", "b"]]);
+    let g = BTreeMap::from(
+        [("a", "b"), ("b", "c"), ("c", "a"), ("d", "a")]
+            .map(|(m, n)| (m.to_string(), BTreeSet::from([n.to_string()]))),
+    );
+    assert_eq!(cycles(&g), [vec!["a", "b", "c"]]);
+}
+
+/// Import cycles some crates still have (crate, the modules of one
+/// cycle, sorted). Issue 35: to be removed; the list may only shrink.
+const CYCLES_ALLOWED: &[(&str, &[&str])] = &[
+    // `cli` names the subcommands' own options; they use `cli` and each
+    // other (`run_cmd::run_setup`, `report_cmd`) back.
+    (
+        "cacheoff",
+        &[
+            "ab_cmd",
+            "agent_cmd",
+            "cli",
+            "lineup",
+            "lineup_summary",
+            "multiplier_cmd",
+            "peak_cmd",
+            "proxy_cmd",
+            "recorder",
+            "report_cmd",
+            "run_cmd",
+            "workload_file",
+        ],
+    ),
+    // `Object::freshened` merges with `update::merge_headers`, and
+    // `update` judges an `Object`.
+    ("cache", &["object", "update"]),
+];
+
+#[test]
+fn no_crate_has_a_module_import_cycle() {
+    let allowed: Vec<(String, Vec<String>)> = CYCLES_ALLOWED
+        .iter()
+        .map(|(c, ms)| (c.to_string(), ms.iter().map(|m| m.to_string()).collect()))
+        .collect();
+    let mut found = Vec::new();
+    // Each new cycle with its edges, to say where to cut it.
+    let mut new = String::new();
+    for (name, src) in crate_sources() {
+        let g = module_imports(&src);
+        for c in cycles(&g) {
+            let c = (name.clone(), c);
+            if !allowed.contains(&c) {
+                new.push_str(&format!("\n{name}:"));
+                for m in &c.1 {
+                    let within: Vec<&str> = g[m]
+                        .iter()
+                        .filter(|n| c.1.contains(n))
+                        .map(String::as_str)
+                        .collect();
+                    new.push_str(&format!("\n    {m} -> {}", within.join(", ")));
+                }
+            }
+            found.push(c);
         }
-        if let Some(i) = path.iter().position(|p| p == m) {
-            panic!("import cycle: {:?} -> {m}", &path[i..]);
-        }
-        path.push(m.to_string());
-        for n in g.get(m).into_iter().flatten() {
-            visit(n, g, path, done);
-        }
-        path.pop();
-        done.insert(m.to_string());
     }
-    let mut done = BTreeSet::new();
-    for m in graph.keys() {
-        visit(m, &graph, &mut Vec::new(), &mut done);
-    }
+    assert!(new.is_empty(), "import cycles:{new}");
+    let gone: Vec<_> = allowed.iter().filter(|c| !found.contains(c)).collect();
+    assert!(
+        gone.is_empty(),
+        "no longer cycles: take them off CYCLES_ALLOWED: {gone:?}"
+    );
 }

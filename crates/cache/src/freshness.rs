@@ -1,7 +1,7 @@
 //! When a stored reply may be used without asking the origin (RFC 9111
-//! §4.2), and whether it may be stored at all (§3, [`crate::storage`] for
-//! the full decision). Time is an input: every function takes `now` in
-//! Unix seconds, so tests use a manual clock.
+//! §4.2); whether it may be stored at all is [`crate::storage`]'s (§3).
+//! Time is an input: every function takes `now` in Unix seconds, so tests
+//! use a manual clock.
 
 use crate::control::{delta_seconds, Directives, MAX_DELTA};
 use crate::targeted::Targeted;
@@ -222,27 +222,6 @@ pub fn age_value(value: &[u8]) -> Option<u64> {
         .map(<[u8]>::trim_ascii)
         .find(|m| !m.is_empty())?;
     delta_seconds(first)
-}
-
-/// Whether a shared cache may store a reply (RFC 9111 §3): a GET, a status
-/// it understands, neither side saying `no-store`, not `private`, and
-/// either explicit freshness, `public` or a heuristically cacheable status.
-/// `authorized`: the request carried `Authorization` (§3.5). See
-/// [`crate::storage::storable_with`] for the full decision.
-pub fn storable(
-    status: u16,
-    request: &Directives,
-    reply: &Directives,
-    has_expires: bool,
-    authorized: bool,
-) -> bool {
-    if request.no_store || reply.no_store || reply.private {
-        return false;
-    }
-    if authorized && !(reply.public || reply.s_maxage.is_some() || reply.must_revalidate) {
-        return false;
-    }
-    crate::storage::status_storable(status, reply, has_expires)
 }
 
 #[cfg(test)]
@@ -521,27 +500,5 @@ mod tests {
         let now = old.revalidated(&by);
         assert!(now.is_fresh(T0 + 55));
         assert!(!now.is_fresh(T0 + 60));
-    }
-
-    #[test]
-    fn rfc9111_3_what_a_shared_cache_may_store() {
-        let d = |s: &str| Directives::parse([("Cache-Control", s.as_bytes())]);
-        let none = Directives::default();
-        assert!(storable(200, &none, &d("public"), false, false));
-        assert!(!storable(200, &none, &d("private, no-cache"), true, false));
-        assert!(!storable(200, &d("no-store"), &none, false, false));
-        assert!(!storable(200, &none, &d("no-store"), false, false));
-        assert!(!storable(200, &none, &none, false, true));
-        assert!(storable(200, &none, &d("s-maxage=5"), false, true));
-        assert!(storable(200, &none, &d("must-revalidate"), false, true));
-        assert!(!storable(200, &none, &d("proxy-revalidate"), false, true));
-        assert!(!storable(302, &none, &none, false, false));
-        assert!(storable(302, &none, &d("max-age=5"), false, false));
-        assert!(storable(302, &none, &d("public"), false, false));
-        assert!(!storable(500, &none, &none, false, false));
-        assert!(!storable(206, &none, &d("max-age=5"), false, false));
-        assert!(!storable(304, &none, &d("max-age=5"), false, false));
-        assert!(!storable(101, &none, &d("max-age=5"), false, false));
-        assert!(storable(204, &none, &none, false, false));
     }
 }

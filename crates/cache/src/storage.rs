@@ -79,6 +79,27 @@ pub(crate) fn status_storable(status: u16, reply: &Directives, has_expires: bool
     understood && status != 206 && (explicit || reply.public || heuristically_cacheable(status))
 }
 
+/// Whether a shared cache may store a reply (RFC 9111 §3): a GET, a status
+/// it understands, neither side saying `no-store`, not `private`, and
+/// either explicit freshness, `public` or a heuristically cacheable status.
+/// `authorized`: the request carried `Authorization` (§3.5). See
+/// [`storable_with`] for the full decision.
+pub fn storable(
+    status: u16,
+    request: &Directives,
+    reply: &Directives,
+    has_expires: bool,
+    authorized: bool,
+) -> bool {
+    if request.no_store || reply.no_store || reply.private {
+        return false;
+    }
+    if authorized && !(reply.public || reply.s_maxage.is_some() || reply.must_revalidate) {
+        return false;
+    }
+    status_storable(status, reply, has_expires)
+}
+
 /// Whether a shared cache may store a `status` reply to a GET, from both
 /// messages' headers. `request_body`: the request carried content
 /// (`Content-Length` > 0 or chunked). `targeted`: the fields this cache
@@ -331,5 +352,27 @@ mod tests {
         let head = b"A: 1\r\nSet-Cookie: x\r\nset-cookie: y\r\nB: 2\r\n";
         assert_eq!(strip_fields(head, &["SET-COOKIE"]), b"A: 1\r\nB: 2\r\n");
         assert_eq!(strip_fields(head, &[] as &[&str]), head);
+    }
+
+    #[test]
+    fn rfc9111_3_what_a_shared_cache_may_store() {
+        let d = |s: &str| Directives::parse([("Cache-Control", s.as_bytes())]);
+        let none = Directives::default();
+        assert!(storable(200, &none, &d("public"), false, false));
+        assert!(!storable(200, &none, &d("private, no-cache"), true, false));
+        assert!(!storable(200, &d("no-store"), &none, false, false));
+        assert!(!storable(200, &none, &d("no-store"), false, false));
+        assert!(!storable(200, &none, &none, false, true));
+        assert!(storable(200, &none, &d("s-maxage=5"), false, true));
+        assert!(storable(200, &none, &d("must-revalidate"), false, true));
+        assert!(!storable(200, &none, &d("proxy-revalidate"), false, true));
+        assert!(!storable(302, &none, &none, false, false));
+        assert!(storable(302, &none, &d("max-age=5"), false, false));
+        assert!(storable(302, &none, &d("public"), false, false));
+        assert!(!storable(500, &none, &none, false, false));
+        assert!(!storable(206, &none, &d("max-age=5"), false, false));
+        assert!(!storable(304, &none, &d("max-age=5"), false, false));
+        assert!(!storable(101, &none, &d("max-age=5"), false, false));
+        assert!(storable(204, &none, &none, false, false));
     }
 }

@@ -5,9 +5,8 @@
 //! intervals exactly (`cacheoff_agent::Gather`: histograms added) into
 //! the caller's [`Sink`], deciding goal phases for all.
 
-use crate::handshake::{handshake, link, Conn, Welcome};
+use crate::handshake::{handshake, link, Conn, Fleet, Welcome};
 use crate::split::{fraction, split, Part, Role};
-use crate::trust::CoordinatorTrust;
 use crate::wire::{self, workload_digest, FromAgent, Prepare, ToAgent, ViaSpec, Writer};
 use crate::{unix_now, FleetError};
 use cacheoff_agent::{Gather, Jump, Sink, StopHandle, Timeline};
@@ -19,30 +18,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// An agent as the user named it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentAddr {
-    /// `HOST:PORT` (a name is resolved at each attempt).
-    pub addr: String,
-    pub role: Role,
-}
-
-/// The fleet of a run.
-#[derive(Debug, Clone)]
-pub struct Fleet {
-    pub agents: Vec<AgentAddr>,
-    /// How long to keep trying to reach agents that are not up yet.
-    pub wait: Duration,
-    /// The largest clock difference between coordinator and agent.
-    pub max_skew: Duration,
-    /// This build's version; agents must run the same.
-    pub version: String,
-    /// Silence after which an agent counts as lost.
-    pub lost_after: Duration,
-    /// Which agents it drives: the fleet's, or anyone (`--insecure`).
-    pub trust: CoordinatorTrust,
-}
 
 /// A finished run over many hosts.
 #[derive(Debug)]

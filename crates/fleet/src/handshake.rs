@@ -1,13 +1,38 @@
-//! Reaching one agent: connecting (retrying while it comes up), proving
-//! to each other that both are the fleet's (`trust`), the version check,
-//! and its clock against ours.
+//! The fleet as the user named it ([`Fleet`], [`AgentAddr`]), and reaching
+//! one agent: connecting (retrying while it comes up), proving to each
+//! other that both are the fleet's (`trust`), the version check, and its
+//! clock against ours.
 
-use crate::coordinator::{AgentAddr, Fleet};
+use crate::split::Role;
 use crate::trust::CoordinatorTrust;
 use crate::wire::{self, FromAgent, ToAgent, Writer};
 use crate::{unix_now, FleetError};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
+
+/// An agent as the user named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentAddr {
+    /// `HOST:PORT` (a name is resolved at each attempt).
+    pub addr: String,
+    pub role: Role,
+}
+
+/// The fleet of a run.
+#[derive(Debug, Clone)]
+pub struct Fleet {
+    pub agents: Vec<AgentAddr>,
+    /// How long to keep trying to reach agents that are not up yet.
+    pub wait: Duration,
+    /// The largest clock difference between coordinator and agent.
+    pub max_skew: Duration,
+    /// This build's version; agents must run the same.
+    pub version: String,
+    /// Silence after which an agent counts as lost.
+    pub lost_after: Duration,
+    /// Which agents it drives: the fleet's, or anyone (`--insecure`).
+    pub trust: CoordinatorTrust,
+}
 
 /// Clock exchanges per agent at the handshake.
 const CLOCK_SAMPLES: usize = 8;

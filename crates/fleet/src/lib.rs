@@ -23,8 +23,9 @@ pub mod trust;
 pub mod wire;
 
 pub use agent::{default_data, AgentConfig};
-pub use coordinator::{coordinate, prepare, AgentAddr, AgentsSink, Fleet, FleetRun, Ready};
+pub use coordinator::{coordinate, prepare, AgentsSink, FleetRun, Ready};
 pub use guard::{Limits, Targets};
+pub use handshake::{AgentAddr, Fleet};
 pub use listen::serve;
 pub use split::Role;
 pub use trust::{AgentTrust, CoordinatorTrust, Source, INSECURE_WARNING};

@@ -73,10 +73,11 @@ impl Diagnostic {
         }
     }
 
-    pub(crate) fn from_pest(
+    /// A parser's error (any grammar's rules: `parse` has ours).
+    pub(crate) fn from_pest<R: pest::RuleType>(
         sources: &Sources,
         file: usize,
-        e: pest::error::Error<crate::parse::Rule>,
+        e: pest::error::Error<R>,
     ) -> Diagnostic {
         let (start, end) = match e.location {
             pest::error::InputLocation::Pos(p) => (p, p),

@@ -2,16 +2,12 @@
 //! sends: how it served it, said the standard way beside the older
 //! `X-Cache`. One member, ours, written as its own field line after any
 //! an upstream cache added (the list runs from the origin to the client).
-//! docs/proxy.md lists what each path says.
+//! What each way of serving says is `decision`'s; docs/proxy.md lists
+//! them.
 
-use crate::access_log::LogCode;
+use crate::config::Role;
+use crate::lines::push_u64;
 use cacheoff_cache::Freshness;
-use cacheoff_http::{Method, RequestHead};
-
-/// The proxy's name in `Cache-Status`; the Collector's is its own, so a
-/// proxy under test passing it on is not taken to claim it.
-pub(crate) const NAME: &str = "cacheoff";
-pub(crate) const COLLECTOR_NAME: &str = cacheoff_http::claim::COLLECTOR;
 
 /// Why a request went to the origin (RFC 9211 §2.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,18 +34,6 @@ impl Fwd {
             Fwd::Method => "method",
             Fwd::Bypass => "bypass",
         }
-    }
-}
-
-/// Why `req` went to the origin, from the access log's code for it and
-/// whether the proxy `stores` at all.
-pub(crate) fn fwd_for(req: &RequestHead, code: LogCode, stores: bool) -> Fwd {
-    match code {
-        _ if !matches!(req.method, Method::Get | Method::Head) => Fwd::Method,
-        _ if !stores => Fwd::Bypass,
-        LogCode::ClientRefreshMiss => Fwd::Request,
-        LogCode::RefreshModified | LogCode::RefreshUnmodified => Fwd::Stale,
-        _ => Fwd::UriMiss,
     }
 }
 
@@ -102,10 +86,10 @@ impl CacheStatus {
         }
     }
 
-    /// Appends the field line, named for the Collector when it is one.
-    pub(crate) fn push(&self, out: &mut Vec<u8>, collector: bool) {
+    /// Appends the field line, named for the proxy's `role`.
+    pub(crate) fn push(&self, out: &mut Vec<u8>, role: Role) {
         out.extend_from_slice(b"Cache-Status: ");
-        out.extend_from_slice(if collector { COLLECTOR_NAME } else { NAME }.as_bytes());
+        out.extend_from_slice(role.name().as_bytes());
         if self.hit {
             out.extend_from_slice(b"; hit");
         }
@@ -115,14 +99,14 @@ impl CacheStatus {
         }
         if let Some(s) = self.fwd_status {
             out.extend_from_slice(b"; fwd-status=");
-            crate::framing::push_u64(out, s.into());
+            push_u64(out, s.into());
         }
         if let Some(t) = self.ttl {
             out.extend_from_slice(b"; ttl=");
             if t < 0 {
                 out.push(b'-');
             }
-            crate::framing::push_u64(out, t.unsigned_abs());
+            push_u64(out, t.unsigned_abs());
         }
         if self.stored {
             out.extend_from_slice(b"; stored");
@@ -142,9 +126,9 @@ impl CacheStatus {
 mod tests {
     use super::*;
 
-    fn line(cs: CacheStatus, collector: bool) -> String {
+    fn line(cs: CacheStatus, role: Role) -> String {
         let mut out = Vec::new();
-        cs.push(&mut out, collector);
+        cs.push(&mut out, role);
         String::from_utf8(out).unwrap()
     }
 
@@ -155,7 +139,10 @@ mod tests {
             ttl: Some(-4),
             ..Default::default()
         };
-        assert_eq!(line(hit, false), "Cache-Status: cacheoff; hit; ttl=-4\r\n");
+        assert_eq!(
+            line(hit, Role::Proxy),
+            "Cache-Status: cacheoff; hit; ttl=-4\r\n"
+        );
         assert_eq!(hit.x_cache(), "HIT");
         let miss = CacheStatus {
             fwd_status: Some(200),
@@ -164,7 +151,7 @@ mod tests {
             ..CacheStatus::forwarded(Fwd::UriMiss)
         };
         assert_eq!(
-            line(miss, true),
+            line(miss, Role::Collector),
             "Cache-Status: cacheoff-collector; fwd=uri-miss; fwd-status=200; ttl=60; stored\r\n"
         );
         assert_eq!(miss.x_cache(), "MISS");
@@ -179,7 +166,7 @@ mod tests {
         };
         assert_eq!(collapsed.x_cache(), "HIT");
         assert_eq!(
-            line(CacheStatus::detail("refused"), false),
+            line(CacheStatus::detail("refused"), Role::Proxy),
             "Cache-Status: cacheoff; detail=refused\r\n"
         );
     }

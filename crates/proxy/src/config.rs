@@ -1,7 +1,6 @@
 //! Proxy settings: every limit and timeout with its default, in one place.
 
 use crate::fault::Faults;
-use crate::framing::ReplyFraming;
 use cacheoff_access::DestRule;
 use cacheoff_access::IpNet;
 use cacheoff_base::{Clock, SystemClock};
@@ -10,6 +9,59 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+
+cacheoff_base::closed_set! {
+    /// How the proxy delimits reply bodies to its clients.
+    ReplyFraming {
+        Length = "length": "Content-Length when the length is known; otherwise chunked to HTTP/1.1 clients and close-delimited to HTTP/1.0 ones",
+        Chunked = "chunked": "Transfer-Encoding: chunked for every body sent to an HTTP/1.1 client",
+        Close = "close": "no length: every reply ends its connection, and a body ends with it",
+    }
+}
+
+/// What the proxy is for. The Collector (SPE, docs/proxy.md) stores every
+/// reply, serves each stored copy as it is, replays the miss's timing on
+/// its hits, opens an origin connection per request and names itself in
+/// what it says of a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Proxy,
+    Collector,
+}
+
+impl Role {
+    /// Its name in `Cache-Status`: the Collector's is its own, so a proxy
+    /// under test passing it on is not taken to claim it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Role::Proxy => "cacheoff",
+            Role::Collector => cacheoff_http::claim::COLLECTOR,
+        }
+    }
+
+    /// What follows `X-Cache`'s verdict: the Collector's, passed on by a
+    /// proxy under test that fetched through it, is not taken for that
+    /// proxy's own (the Multiplier reads claims).
+    pub(crate) fn x_cache_suffix(self) -> &'static str {
+        match self {
+            Role::Proxy => "",
+            Role::Collector => " from cacheoff-collector",
+        }
+    }
+
+    /// Whether origin connections carry more than one request: the
+    /// Collector's each carry one, so every miss pays for its connection
+    /// as the SPE paper asks.
+    pub(crate) fn reuses_origin_connections(self) -> bool {
+        self == Role::Proxy
+    }
+
+    /// Whether stored copies are judged by their freshness: the Collector
+    /// serves each as it is (its proxies under test judge).
+    pub(crate) fn judges_freshness(self) -> bool {
+        self == Role::Proxy
+    }
+}
 
 /// Where misses go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +95,7 @@ pub struct ProxyConfig {
     pub disk: Option<(PathBuf, u64)>,
     pub policy: Policy,
     /// The SPE Collector: store every reply, never reuse origin
-    /// connections, replay each miss's timing on its hits.
+    /// connections, replay each miss's timing on its hits ([`Role`]).
     pub collector: bool,
     /// Clients allowed in addition to loopback (which always is).
     pub allow: Vec<IpNet>,
@@ -145,6 +197,15 @@ impl ProxyConfig {
             faults: Faults::default(),
             targeted: Targeted::none(),
             capacity: None,
+        }
+    }
+
+    /// What the proxy is for.
+    pub fn role(&self) -> Role {
+        if self.collector {
+            Role::Collector
+        } else {
+            Role::Proxy
         }
     }
 

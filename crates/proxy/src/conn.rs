@@ -1,14 +1,15 @@
 //! One client connection: read each request (head and body), check where
 //! it goes, have it answered (`answer`), log it. Requests that cannot be
-//! served are refused here with the proxy's own error reply.
+//! served are refused here ([`Refusal`]) with the proxy's own error reply.
 
 use crate::access_log::{LogCode, LogEntry};
-use crate::answer::answer;
-use crate::cache_status::CacheStatus;
+use crate::answer::{answer, own_reply};
 use crate::config::Upstream;
+use crate::decision::{Decision, Refusal};
 use crate::framing::error_reply;
 use crate::limits::IdleTimer;
 use crate::upstream::Pool;
+use crate::xact::{Done, Target, Xact};
 use crate::Shared;
 use cacheoff_access::{admitted, Dest};
 use cacheoff_access::{BodyClock, Charge, Slot};
@@ -22,15 +23,6 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// Where a request goes.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Target {
-    /// The cache key and the logged URL: `http://host:port/path`.
-    pub url: String,
-    pub authority: String,
-    pub path: String,
-}
 
 /// Decides where a request goes, or the status that refuses it.
 fn target(req: &RequestHead, upstream: &Upstream) -> Result<Target, u16> {
@@ -135,45 +127,6 @@ fn names_this_proxy(authority: &str, listen: SocketAddr) -> bool {
         && (addr.ip() == listen.ip() || (listen.ip().is_unspecified() && addr.ip().is_loopback()))
 }
 
-/// What one transaction did, for the log and the counters.
-pub(crate) struct Done {
-    pub code: LogCode,
-    pub status: u16,
-    pub bytes: u64,
-    pub peer: Option<IpAddr>,
-    pub content_type: String,
-    /// The connection can carry another request.
-    pub keep_alive: bool,
-}
-
-impl Done {
-    /// A reply that is not a relayed or stored one, after which the
-    /// connection closes.
-    pub(crate) fn error(status: u16, bytes: u64) -> Done {
-        Done {
-            code: LogCode::None,
-            status,
-            bytes,
-            peer: None,
-            content_type: String::new(),
-            keep_alive: false,
-        }
-    }
-}
-
-/// One request being answered: what every step needs.
-#[derive(Clone, Copy)]
-pub(crate) struct Xact<'a> {
-    pub req: &'a RequestHead,
-    pub t: &'a Target,
-    /// The request body (uploads).
-    pub body: &'a [u8],
-    /// When the request head arrived.
-    pub t0: Instant,
-    pub sh: &'a Arc<Shared>,
-    pub pool: &'a Pool,
-}
-
 pub(crate) async fn serve(
     mut s: TcpStream,
     peer: SocketAddr,
@@ -184,10 +137,7 @@ pub(crate) async fn serve(
     sh.stats.connections.fetch_add(1, Ordering::Relaxed);
     let _ = s.set_nodelay(true);
     if !sh.cfg.allows(peer.ip()) {
-        let done = Done {
-            code: LogCode::Denied,
-            ..refuse(&mut s, &sh, 403).await
-        };
+        let done = refuse(&mut s, &sh, Refusal::Client).await;
         log(&sh, peer.ip(), Instant::now(), "-", "-", &done);
         return;
     }
@@ -197,8 +147,8 @@ pub(crate) async fn serve(
         let mut req = match read_head(&mut s, &mut buf, &sh, &mut idle).await {
             Ok(Some(r)) => r,
             Ok(None) => return,
-            Err(status) => {
-                let done = refuse(&mut s, &sh, status).await;
+            Err(refusal) => {
+                let done = refuse(&mut s, &sh, refusal).await;
                 log(&sh, peer.ip(), Instant::now(), "-", "-", &done);
                 linger(&mut s).await;
                 return;
@@ -217,7 +167,7 @@ pub(crate) async fn serve(
             Ok((t, expect)) => read_body(&mut s, &mut buf, &req, &sh, &mut upload, expect)
                 .await
                 .map(|body| (t, body)),
-            Err(status) => Err(status),
+            Err(refusal) => Err(refusal),
         };
         let (done, url) = match ready {
             Ok((t, body)) => (
@@ -235,11 +185,11 @@ pub(crate) async fn serve(
                 .await,
                 t.url,
             ),
-            Err(status) => (refuse(&mut s, &sh, status).await, req.target.clone()),
+            Err(refusal) => (refuse(&mut s, &sh, refusal).await, req.target.clone()),
         };
         log(&sh, peer.ip(), t0, req.method.as_str(), &url, &done);
         if !done.keep_alive {
-            if done.code == LogCode::None {
+            if done.code() == LogCode::None {
                 linger(&mut s).await;
             }
             return;
@@ -250,24 +200,21 @@ pub(crate) async fn serve(
 /// Over `max_client_connections`: a 503 if the socket takes it at once,
 /// and the connection closes without a task or a read.
 pub(crate) fn turn_away(s: TcpStream, sh: &Shared) {
-    sh.stats.connections_refused.fetch_add(1, Ordering::Relaxed);
+    let d = Decision::Refused(Refusal::Overloaded);
+    sh.stats.count(&d);
     // A plain non-blocking write: the runtime has not yet seen this
     // socket writable, so its `try_write` would not even try.
-    if let Ok(mut s) = s.into_std() {
-        let reply = error_reply(503, &CacheStatus::detail("overloaded"), sh.cfg.collector);
+    if let (Ok(mut s), Some(status)) = (s.into_std(), d.own_status()) {
+        let reply = error_reply(status, &d.cache_status(None), sh.cfg.role());
         let _ = std::io::Write::write(&mut s, &reply);
     }
 }
 
 /// Answers a request the proxy will not serve, and closes.
-async fn refuse(s: &mut TcpStream, sh: &Shared, status: u16) -> Done {
-    sh.stats.client_errors.fetch_add(1, Ordering::Relaxed);
-    if status == 408 {
-        sh.stats.client_timeouts.fetch_add(1, Ordering::Relaxed);
-    }
-    let reply = error_reply(status, &CacheStatus::detail("refused"), sh.cfg.collector);
-    let _ = s.write_all(&reply).await;
-    Done::error(status, reply.len() as u64)
+async fn refuse(s: &mut TcpStream, sh: &Shared, refusal: Refusal) -> Done {
+    let d = Decision::Refused(refusal);
+    sh.stats.count(&d);
+    own_reply(s, sh, d).await
 }
 
 /// After a refusal the client may still be sending (a body the proxy did
@@ -297,7 +244,7 @@ fn log(sh: &Shared, client: IpAddr, t0: Instant, method: &str, url: &str, d: &Do
             finished: SystemTime::now(),
             elapsed: t0.elapsed(),
             client,
-            code: d.code,
+            code: d.code(),
             status: d.status,
             bytes: d.bytes,
             method,
@@ -310,7 +257,7 @@ fn log(sh: &Shared, client: IpAddr, t0: Instant, method: &str, url: &str, d: &Do
 }
 
 /// Reads the next request head; `Ok(None)` when the client is done (or
-/// idle too long), `Err(status)` for a request that cannot be served.
+/// idle too long), `Err` for a request that cannot be served.
 /// The wait for its first byte is the idle timeout; from that byte on the
 /// whole head has `client_header_timeout` (408 after it).
 async fn read_head(
@@ -318,7 +265,7 @@ async fn read_head(
     buf: &mut Vec<u8>,
     sh: &Shared,
     idle: &mut IdleTimer,
-) -> Result<Option<RequestHead>, u16> {
+) -> Result<Option<RequestHead>, Refusal> {
     let cfg = &sh.cfg;
     let parse = |head: &[u8]| parse_request_strict(head, true, cfg.max_header);
     // A head usually arrives whole with its first read (keep-alive ones
@@ -337,19 +284,19 @@ async fn read_head(
             match parse(buf) {
                 Ok(Some(h)) => return Ok(Some(h)),
                 Ok(None) => {}
-                Err(e) => return Err(e.status()),
+                Err(e) => return Err(e.status().into()),
             }
         }
         match scan.scan_within(buf, cfg.max_header) {
             Ok(Some(end)) => {
                 return match parse(&buf[..end]) {
                     Ok(Some(h)) => Ok(Some(h)),
-                    Ok(None) => Err(400),
-                    Err(e) => Err(e.status()),
+                    Ok(None) => Err(Refusal::Bad(400)),
+                    Err(e) => Err(e.status().into()),
                 }
             }
             Ok(None) => {}
-            Err(e) => return Err(e.status()),
+            Err(e) => return Err(e.status().into()),
         }
         buf.reserve(4096);
         if buf.is_empty() {
@@ -366,7 +313,7 @@ async fn read_head(
         let d = *deadline.get_or_insert_with(|| Instant::now() + cfg.client_header_timeout);
         match tokio::time::timeout_at(d.into(), s.read_buf(buf)).await {
             Ok(Ok(0)) | Ok(Err(_)) => return Ok(None),
-            Err(_) => return Err(408),
+            Err(_) => return Err(Refusal::Timeout),
             Ok(Ok(_)) => {}
         }
     }
@@ -376,11 +323,11 @@ async fn read_head(
 /// client sending it: where it goes, its `Host` lines, its expectation,
 /// its length. Returns the target and whether the client waits for a
 /// `100 Continue`.
-fn admit(req: &mut RequestHead, sh: &Shared) -> Result<(Target, bool), u16> {
+fn admit(req: &mut RequestHead, sh: &Shared) -> Result<(Target, bool), Refusal> {
     let mut t = target(req, &sh.cfg.upstream)?;
     if sh.cfg.upstream == Upstream::Forward {
         if names_this_proxy(&t.authority, sh.cfg.listen) {
-            return Err(508);
+            return Err(Refusal::Bad(508));
         }
         if sh.cfg.parent.is_some() {
             // A parent is asked in absolute form.
@@ -388,8 +335,7 @@ fn admit(req: &mut RequestHead, sh: &Shared) -> Result<(Target, bool), u16> {
         }
         let dest = Dest::parse(&t.authority)?;
         if sh.dest_rules.as_ref().is_some_and(|r| !admitted(r, &dest)) {
-            sh.stats.destinations_denied.fetch_add(1, Ordering::Relaxed);
-            return Err(403);
+            return Err(Refusal::Destination);
         }
     }
     check_host(req)?;
@@ -398,7 +344,7 @@ fn admit(req: &mut RequestHead, sh: &Shared) -> Result<(Target, bool), u16> {
         .content_length
         .is_some_and(|n| n > sh.cfg.max_request_body)
     {
-        return Err(413);
+        return Err(Refusal::Bad(413));
     }
     let has_body = req.chunked || req.content_length.is_some_and(|n| n > 0);
     // An HTTP/1.0 client cannot have meant it (RFC 9110 §10.1.1).
@@ -455,7 +401,7 @@ async fn read_body(
     sh: &Shared,
     upload: &mut Charge,
     expect_continue: bool,
-) -> Result<Vec<u8>, u16> {
+) -> Result<Vec<u8>, Refusal> {
     let cfg = &sh.cfg;
     let clock = BodyClock {
         start: Instant::now(),
@@ -467,10 +413,6 @@ async fn read_body(
         clock
             .deadline(received as u64)
             .map_or(stall, |d| d.min(stall))
-    };
-    let refused = || {
-        sh.stats.uploads_refused.fetch_add(1, Ordering::Relaxed);
-        503u16
     };
     let limit = cfg.max_request_body;
     if req.chunked {
@@ -484,16 +426,16 @@ async fn read_body(
             if need > body.capacity() {
                 let cap = need.max(body.capacity() * 2).min(need.max(limit as usize));
                 if !upload.grow_to(cap as u64) {
-                    return Err(refused());
+                    return Err(Refusal::Uploads);
                 }
                 body.reserve_exact(cap - body.len());
             }
             let used = dec
                 .decode(buf, |d| body.extend_from_slice(d))
-                .map_err(|_| 400u16)?;
+                .map_err(|_| Refusal::Bad(400))?;
             buf.drain(..used);
             if body.len() as u64 > limit {
-                return Err(413);
+                return Err(Refusal::Bad(413));
             }
             if dec.is_done() {
                 return Ok(body);
@@ -507,7 +449,7 @@ async fn read_body(
         return Ok(Vec::new());
     }
     if !upload.grow_to(want as u64) {
-        return Err(refused());
+        return Err(Refusal::Uploads);
     }
     send_continue(s, buf, expect_continue).await?;
     let mut body = Vec::with_capacity(want);
@@ -526,11 +468,11 @@ async fn read_body(
 
 /// `100 Continue` for a client waiting for it: one that sent nothing of
 /// its body yet.
-async fn send_continue(s: &mut TcpStream, buf: &[u8], expect: bool) -> Result<(), u16> {
+async fn send_continue(s: &mut TcpStream, buf: &[u8], expect: bool) -> Result<(), Refusal> {
     if expect && buf.is_empty() {
         s.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
             .await
-            .map_err(|_| 400u16)?;
+            .map_err(|_| Refusal::Bad(400))?;
     }
     Ok(())
 }
@@ -541,11 +483,11 @@ async fn read_by<R: AsyncRead + Unpin>(
     r: &mut R,
     into: &mut Vec<u8>,
     deadline: Instant,
-) -> Result<(), u16> {
+) -> Result<(), Refusal> {
     match tokio::time::timeout_at(deadline.into(), r.read_buf(into)).await {
         Ok(Ok(n)) if n > 0 => Ok(()),
-        Ok(_) => Err(400),
-        Err(_) => Err(408),
+        Ok(_) => Err(Refusal::Bad(400)),
+        Err(_) => Err(Refusal::Timeout),
     }
 }
 

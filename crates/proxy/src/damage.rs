@@ -4,8 +4,9 @@
 //! the client's framing says, so each fault reads the same whatever the
 //! `--reply-framing`.
 
-use crate::conn::Done;
+use crate::decision::{Decision, Failure};
 use crate::fault::{Fault, Faults};
+use crate::xact::Done;
 use crate::Shared;
 use bytes::Bytes;
 use std::borrow::Cow;
@@ -31,7 +32,11 @@ pub(crate) async fn misbehave(s: &mut TcpStream, sh: &Shared) -> Option<Done> {
         return None;
     };
     let _ = s.write_all(&out).await;
-    Some(Done::error(status, out.len() as u64))
+    Some(Done::own(
+        Decision::Error(Failure::Fault),
+        status,
+        out.len() as u64,
+    ))
 }
 
 /// Waits until the client sends something or closes, or `limit` passes.

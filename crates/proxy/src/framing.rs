@@ -5,23 +5,14 @@
 //! and refusals (`conn`).
 
 use crate::cache_status::CacheStatus;
-use crate::config::ProxyConfig;
+use crate::config::{ProxyConfig, ReplyFraming, Role};
 use crate::fault::Fault;
-use crate::send::CHUNK;
+use crate::lines::{push_header, push_u64};
 use crate::upstream::{hop_only, is_one_of, nominated};
 use cacheoff_http::chunked::write_chunk;
 use cacheoff_http::echo::{COLLECTED_HEADER, COPY_HEADER};
 use cacheoff_http::status::{reason, write_status_line};
 use cacheoff_http::{Framing, RequestHead, ResponseHead};
-
-cacheoff_base::closed_set! {
-    /// How the proxy delimits reply bodies to its clients.
-    ReplyFraming {
-        Length = "length": "Content-Length when the length is known; otherwise chunked to HTTP/1.1 clients and close-delimited to HTTP/1.0 ones",
-        Chunked = "chunked": "Transfer-Encoding: chunked for every body sent to an HTTP/1.1 client",
-        Close = "close": "no length: every reply ends its connection, and a body ends with it",
-    }
-}
 
 /// How one reply's body is delimited on the client connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,14 +63,13 @@ impl BodyFraming {
 /// The end of a chunked body.
 pub(crate) const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
-/// The Collector names itself in `X-Cache`, so its verdict, passed on by
-/// a proxy under test that fetched through it, is not taken for that
-/// proxy's own (the Multiplier reads claims).
-pub(crate) const COLLECTOR_SUFFIX: &str = " from cacheoff-collector";
+/// Chunk size for stored bodies sent chunked: several chunks for a
+/// typical object, so clients' decoders meet chunk boundaries.
+pub(crate) const CHUNK: usize = 4096;
 
 /// Ends a reply head with the lines the proxy writes itself: the body's
 /// framing, `Cache-Status` and `X-Cache` saying how it was `served`
-/// (with [`COLLECTOR_SUFFIX`] at the Collector), `Connection` and the
+/// (named for the proxy's [`Role`]), `Connection` and the
 /// blank line. The claim-hit fault makes a reply not from the store say
 /// it was.
 pub(crate) fn end_head(
@@ -107,43 +97,16 @@ pub(crate) fn end_head(
         BodyFraming::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
         BodyFraming::None | BodyFraming::Close => {}
     }
-    served.push(out, cfg.collector);
+    let role = cfg.role();
+    served.push(out, role);
     out.extend_from_slice(b"X-Cache: ");
     out.extend_from_slice(served.x_cache().as_bytes());
-    if cfg.collector {
-        out.extend_from_slice(COLLECTOR_SUFFIX.as_bytes());
-    }
+    out.extend_from_slice(role.x_cache_suffix().as_bytes());
     out.extend_from_slice(if keep_alive {
         b"\r\nConnection: keep-alive\r\n\r\n".as_slice()
     } else {
         b"\r\nConnection: close\r\n\r\n".as_slice()
     });
-}
-
-/// Appends `n` in decimal: reply heads are written on every hit, and
-/// `format!` would allocate and go through the formatting machinery.
-pub(crate) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
-}
-
-/// Appends an HTTP/1.1 status line (as `write_status_line`, which
-/// allocates the status's digits).
-pub(crate) fn push_status_line(out: &mut Vec<u8>, status: u16) {
-    out.extend_from_slice(b"HTTP/1.1 ");
-    push_u64(out, status.into());
-    out.push(b' ');
-    out.extend_from_slice(reason(status).as_bytes());
-    out.extend_from_slice(b"\r\n");
 }
 
 thread_local! {
@@ -172,11 +135,11 @@ pub(crate) fn give_scratch(v: Vec<u8>) {
 /// The proxy's own reply to a request it cannot serve (a refusal or an
 /// origin failure, as `served` says): a short text body, then the
 /// connection closes.
-pub(crate) fn error_reply(status: u16, served: &CacheStatus, collector: bool) -> Vec<u8> {
+pub(crate) fn error_reply(status: u16, served: &CacheStatus, role: Role) -> Vec<u8> {
     let text = reason(status);
     let mut out = Vec::with_capacity(200);
     write_status_line(&mut out, status);
-    served.push(&mut out, collector);
+    served.push(&mut out, role);
     out.extend_from_slice(
         format!(
             "Content-Type: text/plain\r\nContent-Length: {}\r\nX-Cache: MISS\r\nConnection: close\r\n\r\n{text}\n",
@@ -209,7 +172,7 @@ pub(crate) fn end_to_end(head: &ResponseHead) -> Vec<u8> {
 /// The Collector's stamp on a reply to a request the Multiplier copied
 /// (see `cacheoff_http::echo::COLLECTED_HEADER`); other proxies add none.
 pub(crate) fn push_collected_stamp(out: &mut Vec<u8>, req: &RequestHead, cfg: &ProxyConfig) {
-    if let Some(name) = copy_name(req).filter(|_| cfg.collector) {
+    if let Some(name) = copy_name(req).filter(|_| cfg.role() == Role::Collector) {
         push_header(out, COLLECTED_HEADER, name);
     }
 }
@@ -232,41 +195,10 @@ pub(crate) fn collected_for(stored_head: &[u8]) -> Option<&[u8]> {
     })
 }
 
-/// Appends one `name: value` line.
-pub(crate) fn push_header(out: &mut Vec<u8>, name: &str, value: &[u8]) {
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
-}
-
-/// Header lines (`name: value\r\n` each) without those named `name`.
-pub(crate) fn without_header(lines: &[u8], name: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(lines.len());
-    for line in lines.split_inclusive(|&b| b == b'\n') {
-        let named = line.len() > name.len()
-            && line[..name.len()].eq_ignore_ascii_case(name.as_bytes())
-            && line[name.len()] == b':';
-        if !named {
-            out.extend_from_slice(line);
-        }
-    }
-    out
-}
-
-/// The `Content-Type` among `headers`, empty if none.
-pub(crate) fn content_type_of<'a>(
-    mut headers: impl Iterator<Item = (&'a str, &'a [u8])>,
-) -> String {
-    headers
-        .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-        .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lines::{content_type_of, without_header};
     use cacheoff_http::response::parse_response;
 
     #[test]
@@ -346,7 +278,7 @@ mod tests {
 
     #[test]
     fn error_replies_say_their_status_and_close() {
-        let r = error_reply(504, &CacheStatus::detail("only-if-cached"), false);
+        let r = error_reply(504, &CacheStatus::detail("only-if-cached"), Role::Proxy);
         let h = parse_response(&r, false, true).unwrap().unwrap();
         assert_eq!(h.status, 504);
         assert!(!h.keep_alive);

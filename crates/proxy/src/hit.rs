@@ -3,90 +3,22 @@
 //! one write (the hit path's cost), except for the Collector, which
 //! replays the recorded miss timing, and for the faults that damage hits.
 
-use crate::access_log::LogCode;
-use crate::answer::request_fields;
-use crate::cache_status::{CacheStatus, Fwd};
-use crate::conn::{Done, Xact};
+use crate::config::Role;
 use crate::damage::{deliver, on_hit, Damage, Delivery};
+use crate::decision::{Carried, Decision};
 use crate::fault::Fault;
-use crate::framing::{
-    content_type_of, end_head, give_scratch, push_collected_stamp, push_status_line, push_u64,
-    take_scratch, without_header, BodyFraming,
-};
+use crate::framing::{end_head, give_scratch, push_collected_stamp, take_scratch, BodyFraming};
+use crate::lines::{content_type_of, push_status_line, push_u64, without_header};
 use crate::range::{self, Ranged};
 use crate::replay;
 use crate::send::send_reply;
+use crate::xact::{request_fields, Done, Xact};
 use cacheoff_cache::{validators, Object, Timing};
 use cacheoff_http::echo::{COLLECTED_HEADER, ECHO_HEADER};
 use cacheoff_http::{Framing, Method, RequestHead};
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use tokio::net::TcpStream;
-
-/// How a stored object is being served.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Served {
-    /// From the store without asking the origin (fresh, or stale as the
-    /// request or `stale-while-revalidate` allow).
-    Hit,
-    /// From the fetch another request made.
-    Collapsed,
-    /// A stale copy the origin confirmed.
-    Revalidated,
-    /// A stale copy served because the origin failed (`stale-if-error`),
-    /// with the origin's status if it answered.
-    StaleOnError(Option<u16>),
-    /// Fetched for this very request (a miss whose 304 we build), as the
-    /// fetch's `Cache-Status` says.
-    Miss(CacheStatus),
-}
-
-impl Served {
-    /// Served from a stored copy the origin did not just send or confirm:
-    /// where a real cache's bugs (and this proxy's faults) live.
-    fn stored_copy(self) -> bool {
-        matches!(
-            self,
-            Served::Hit | Served::Collapsed | Served::StaleOnError(_)
-        )
-    }
-
-    /// The reply's `Cache-Status` (and so `X-Cache`) for `obj` at `now`.
-    fn cache_status(self, obj: &Object, now: u64) -> CacheStatus {
-        let status = match self {
-            Served::Hit => CacheStatus {
-                hit: true,
-                ..CacheStatus::default()
-            },
-            Served::Collapsed => CacheStatus {
-                fwd_status: Some(obj.status),
-                collapsed: true,
-                ..CacheStatus::forwarded(Fwd::UriMiss)
-            },
-            Served::Revalidated => CacheStatus {
-                fwd_status: Some(304),
-                stored: true,
-                ..CacheStatus::forwarded(Fwd::Stale)
-            },
-            Served::StaleOnError(fwd_status) => CacheStatus {
-                fwd_status,
-                detail: Some("stale-if-error"),
-                ..CacheStatus::forwarded(Fwd::Stale)
-            },
-            Served::Miss(status) => return status,
-        };
-        status.ttl_of(&obj.fresh, now)
-    }
-
-    fn log_code(self, not_modified: bool) -> LogCode {
-        match self {
-            _ if self.stored_copy() && not_modified => LogCode::ImsHit,
-            Served::Revalidated => LogCode::RefreshUnmodified,
-            Served::Miss(_) => LogCode::Miss,
-            _ => LogCode::MemHit,
-        }
-    }
-}
 
 /// Decides whether the client's condition gets a 304 (RFC 9111 §4.3.2):
 /// its `If-None-Match` against the stored `ETag` (weak comparison), else
@@ -118,11 +50,16 @@ const SLOW_HIT: std::time::Duration = std::time::Duration::from_millis(1);
 /// Writes a stored object: 304 if the client's `If-Modified-Since` is not
 /// older than its `Last-Modified`, else the whole reply (head only for
 /// HEAD). The Collector replays the recorded origin timing on hits.
+/// `how`: what the proxy decided (a hit, a collapsed or revalidated
+/// request, a stale copy served, or the miss whose fetched object answers
+/// the client's condition); `kept`: `obj` is in the store (a miss's may
+/// not be).
 pub(crate) async fn serve_stored(
     s: &mut TcpStream,
     x: &Xact<'_>,
     obj: &Object,
-    how: Served,
+    how: Decision,
+    kept: bool,
 ) -> Done {
     let Xact { req, t0, sh, .. } = *x;
     let (cfg, faults) = (&sh.cfg, &sh.cfg.faults);
@@ -177,7 +114,8 @@ pub(crate) async fn serve_stored(
         },
     };
     let with_body = status != 304 && req.method != Method::Head;
-    let paced = match (cfg.collector && how.stored_copy(), obj.timing) {
+    let collector = cfg.role() == Role::Collector;
+    let paced = match (collector && how.stored_copy(), obj.timing) {
         (true, Some(timing)) => Some(timing),
         _ => None,
     };
@@ -211,14 +149,14 @@ pub(crate) async fn serve_stored(
     } else if matches!(&ranged, Ranged::Parts(p) if p.len() > 1) {
         // Several ranges have their own Content-Type.
         out.extend_from_slice(&without_header(&obj.head, "content-type"));
-    } else if cfg.collector {
+    } else if collector {
         // The stored name of the request it was kept for is not the reply's.
         out.extend_from_slice(&without_header(&obj.head, COLLECTED_HEADER));
     } else {
         out.extend_from_slice(&obj.head);
     }
     out.extend_from_slice(range_head.as_bytes());
-    if !matches!(how, Served::Miss(_)) {
+    if !matches!(how, Decision::Miss(_)) {
         out.extend_from_slice(b"Age: ");
         push_u64(&mut out, obj.fresh.age_header(cfg.clock.unix_now()));
         out.extend_from_slice(b"\r\n");
@@ -233,7 +171,12 @@ pub(crate) async fn serve_stored(
         out.extend_from_slice(h);
     }
     push_collected_stamp(&mut out, req, cfg);
-    let served = how.cache_status(obj, cfg.clock.unix_now());
+    let served = how.cache_status(Some(Carried {
+        status: obj.status,
+        fresh: &obj.fresh,
+        stored: kept,
+        now: cfg.clock.unix_now(),
+    }));
     end_head(&mut out, framing, &served, keep_alive, cfg);
     let head_len = out.len();
 
@@ -275,7 +218,8 @@ pub(crate) async fn serve_stored(
         (sent, len)
     };
     Done {
-        code: how.log_code(not_modified),
+        decision: how,
+        not_modified,
         status,
         bytes: bytes as u64,
         peer: None,

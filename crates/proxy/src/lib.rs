@@ -10,17 +10,24 @@
 //! A request's path through the modules: `conn` reads it and refuses what
 //! it cannot serve (`limits` bounds slow and greedy clients,
 //! `cacheoff_access` says who may connect and where a forward proxy may
-//! connect); `answer` decides hit, revalidation, miss or collapse;
-//! `hit` serves stored objects (the Collector's hits replay recorded miss
-//! timing, `replay`); `relay` passes origin replies on and fills the
-//! store (`pump` moves the body: from the origin at the origin's pace,
-//! to the client at the client's own, so requests collapsed onto a fetch
-//! never wait for its leader's client, only, within deadlines, for the
-//! origin: `inflight`); `framing` writes what the proxy adds to a reply
-//! ([`ReplyFraming`] says how bodies are delimited, `cache_status` its
-//! `Cache-Status`); [`Fault`]s misbehave on purpose where each decision
-//! is made, `damage` holding those that only mangle bytes;
-//! `capacity` queues requests to serve no faster than a set rate.
+//! connect); `answer` decides hit, revalidation, miss or collapse, and
+//! the `Decision` it comes to (`decision`: one enum, from
+//! which the access log's code, `Cache-Status` and the counters are
+//! derived) is counted once before the reply goes out; `hit` serves
+//! stored objects (the Collector's hits replay recorded miss timing,
+//! `replay`); `relay` passes origin replies on and fills the store
+//! (`store` holds the store's reads and writes; `pump` moves the body:
+//! from the origin at the origin's pace, to the client at the client's
+//! own, so requests collapsed onto a fetch never wait for its leader's
+//! client, only, within deadlines, for the origin: `inflight`);
+//! `framing` writes what the proxy adds to a reply ([`ReplyFraming`]
+//! says how bodies are delimited, `cache_status` its `Cache-Status`,
+//! `lines` the header-line bytes); [`Fault`]s misbehave on purpose where
+//! each decision is made, `damage` holding those that only mangle bytes;
+//! `capacity` queues requests to serve no faster than a set rate. The
+//! request's own types (`Xact`, its `Target`, what it came to: `Done`)
+//! are `xact`'s; [`Role`] says whether the proxy is the Collector. No
+//! module imports one that imports it back (tests/architecture.rs).
 
 mod access_log;
 mod answer;
@@ -29,23 +36,26 @@ mod capacity;
 mod config;
 mod conn;
 mod damage;
+mod decision;
 mod fault;
 mod framing;
 mod hit;
 mod inflight;
 mod limits;
+mod lines;
 mod pump;
 mod range;
 mod relay;
 mod replay;
 mod send;
+mod store;
 mod upstream;
+mod xact;
 
 pub use access_log::LogCode;
 pub use cacheoff_access::DestRule;
-pub use config::{ProxyConfig, Upstream, DEFAULT_MEMORY};
+pub use config::{ProxyConfig, ReplyFraming, Role, Upstream, DEFAULT_MEMORY};
 pub use fault::{Fault, Faults};
-pub use framing::ReplyFraming;
 pub use replay::ReplayPrecision;
 
 use access_log::AccessLog;
@@ -164,7 +174,7 @@ impl Probe {
         })
     }
     pub fn is_collector(&self) -> bool {
-        self.shared.cfg.collector
+        self.shared.cfg.role() == Role::Collector
     }
 }
 
@@ -198,17 +208,6 @@ pub struct Proxy {
     disk_report: Option<OpenReport>,
 }
 
-fn listener(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
-    let domain = socket2::Domain::for_address(addr);
-    let s = socket2::Socket::new(domain, socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
-    s.set_reuse_address(true)?;
-    s.set_reuse_port(true)?;
-    s.bind(&addr.into())?;
-    s.listen(4096)?;
-    s.set_nonblocking(true)?;
-    Ok(s.into())
-}
-
 /// The start of every proxy thread's name: an embedded proxy's spending is
 /// sampled by it (`cacheoff_resources::Target::Threads`).
 pub const THREAD_PREFIX: &str = "proxy-";
@@ -219,11 +218,11 @@ impl Proxy {
             addr: cfg.listen,
             source,
         };
-        let first = listener(cfg.listen).map_err(listen_err)?;
+        let first = cacheoff_access::listener(cfg.listen).map_err(listen_err)?;
         let addr = first.local_addr().map_err(listen_err)?;
         let mut listeners = vec![first];
         for _ in 1..cfg.workers.max(1) {
-            listeners.push(listener(addr).map_err(listen_err)?);
+            listeners.push(cacheoff_access::listener(addr).map_err(listen_err)?);
         }
         // The bound port (port 0 asks for one), so a request naming this
         // proxy is seen to be a loop.
@@ -353,7 +352,7 @@ impl Drop for Proxy {
 }
 
 fn worker(listener: std::net::TcpListener, sh: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    if sh.cfg.collector {
+    if sh.cfg.role() == Role::Collector {
         cacheoff_timer::lower_timer_slack();
     }
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -5,20 +5,18 @@
 //! at its pace, to the client at the client's), and [`file`] stores the
 //! result and wakes the requests waiting for it.
 
-use crate::access_log::LogCode;
-use crate::answer::{head_update, remove, request_fields, store};
-use crate::cache_status::{fwd_for, CacheStatus};
-use crate::config::ProxyConfig;
-use crate::conn::{Done, Xact};
+use crate::cache_status::CacheStatus;
+use crate::config::{ProxyConfig, Role};
+use crate::decision::{Carried, Decision, Miss};
 use crate::fault::Fault;
-use crate::framing::{
-    content_type_of, copy_name, end_head, end_to_end, push_collected_stamp, push_header,
-    without_header, BodyFraming,
-};
-use crate::hit::{serve_stored, Served};
+use crate::framing::{copy_name, end_head, end_to_end, push_collected_stamp, BodyFraming};
+use crate::hit::serve_stored;
 use crate::inflight::Leader;
+use crate::lines::{content_type_of, push_header, without_header};
 use crate::pump::{self, Body, ClientSide, Cut};
+use crate::store::{head_update, remove, store};
 use crate::upstream::{OriginReply, Pool};
+use crate::xact::{request_fields, Done, Xact};
 use crate::Shared;
 use bytes::Bytes;
 use cacheoff_cache::storage::strip_fields;
@@ -27,23 +25,23 @@ use cacheoff_cache::{storable_with, Freshness, Object, Storage, Timing};
 use cacheoff_http::echo::{COLLECTED_HEADER, ECHO_HEADER};
 use cacheoff_http::status::write_status_line;
 use cacheoff_http::{Method, RequestHead, ResponseHead};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::net::TcpStream;
 
 /// Relays an origin reply to the client, storing it when allowed.
 /// `leader` is set when this fetch may fill the store (others may be
-/// waiting for it); `sent_at` is when the request left, for freshness.
+/// waiting for it); `why` the request went to the origin; `sent_at` is
+/// when the request left, for freshness.
 pub(crate) async fn relay(
     s: &mut TcpStream,
     x: &Xact<'_>,
     mut reply: OriginReply,
     mut leader: Option<Leader>,
-    code: LogCode,
+    why: Miss,
     sent_at: u64,
 ) -> Done {
     let Xact { req, t, t0, sh, .. } = *x;
-    let mut plan = Plan::new(req, &reply.head, leader.is_some(), &sh.cfg, sent_at, code);
+    let mut plan = Plan::new(req, &reply.head, leader.is_some(), &sh.cfg, sent_at, why);
     if !matches!(req.method, Method::Get | Method::Head) && (200..400).contains(&plan.status) {
         // The store's keys name the request's authority (a surrogate's
         // `Host`), not necessarily the origin's address.
@@ -85,7 +83,8 @@ pub(crate) async fn relay(
     let mut body = Body::new(plan.may_store, sh.cfg.max_object, length);
     let fetched = pump::fetch(s, &mut reply, &mut body, &mut client, &mut leader).await;
     let mut done = Done {
-        code,
+        decision: Decision::Miss(why),
+        not_modified: false,
         status: plan.status,
         bytes: client.written,
         peer: reply.peer,
@@ -96,7 +95,7 @@ pub(crate) async fn relay(
         if cut == Cut::Origin {
             // The client sees a cut-off reply, as from the origin; the
             // waiters, an abandoned fetch (one of them takes over).
-            sh.stats.origin_errors.fetch_add(1, Ordering::Relaxed);
+            sh.stats.count_cut();
         }
         return done;
     }
@@ -117,9 +116,15 @@ pub(crate) async fn relay(
     done.bytes = client.written;
     done.keep_alive = plan.keep_alive && !client.failed;
     if plan.client_304 {
-        // Built from the fetched reply, stored or not.
+        // Built from the fetched reply, stored or not. The condition was
+        // met: logged as the miss it was, whatever `serve_stored` makes
+        // of the stored copy's validators.
         let o = object.unwrap_or_else(|| Arc::new(plan.object(req, &t.url, Bytes::new(), None)));
-        return serve_stored(s, x, &o, Served::Miss(plan.served)).await;
+        let how = Decision::Miss(why);
+        return Done {
+            not_modified: true,
+            ..serve_stored(s, x, &o, how, plan.may_store).await
+        };
     }
     done
 }
@@ -142,33 +147,32 @@ struct Plan {
     client_head: Option<Vec<u8>>,
     framing: BodyFraming,
     keep_alive: bool,
-    /// What the reply's `Cache-Status` says.
-    served: CacheStatus,
 }
 
 impl Plan {
     /// `leads`: this fetch may fill the store (it asked for the whole
-    /// object); `code` says why the request was forwarded. Draws the
-    /// faults that change these decisions.
+    /// object); `why` the request was forwarded. Draws the faults that
+    /// change these decisions.
     fn new(
         req: &RequestHead,
         head: &ResponseHead,
         leads: bool,
         cfg: &ProxyConfig,
         sent_at: u64,
-        code: LogCode,
+        why: Miss,
     ) -> Plan {
         let status = head.status;
         // The Collector stores everything; so does a proxy with this fault,
         // which also keeps the copy fresh for an hour.
+        let collector = cfg.role() == Role::Collector;
         let store_anyway =
-            status == 200 && (cfg.collector || cfg.faults.strikes(Fault::CacheUncachable));
+            status == 200 && (collector || cfg.faults.strikes(Fault::CacheUncachable));
         let storage = may_store(req, head, cfg, store_anyway);
         let may_store = leads && storage.is_some();
         // The Collector keeps a reply no cache may reuse for the copies of
         // the one client request that fetched it (SPE): it names that
         // request in the stored head.
-        let collected_for = (cfg.collector && may_store_normally(req, head, cfg).is_none())
+        let collected_for = (collector && may_store_normally(req, head, cfg).is_none())
             .then(|| copy_name(req))
             .flatten();
         let mut fresh = Freshness::of_response(
@@ -178,21 +182,17 @@ impl Plan {
             cfg.clock.unix_now(),
             &cfg.targeted,
         );
-        if store_anyway && !cfg.collector {
+        if store_anyway && !collector {
             fresh.no_cache = false;
             fresh.max_age = Some(3600);
         }
         let client_304 = leads && answers_condition(req, head);
-        let forwarded = CacheStatus {
-            fwd_status: Some(status),
+        let served = Decision::Miss(why).cache_status(Some(Carried {
+            status,
+            fresh: &fresh,
             stored: may_store,
-            ..CacheStatus::forwarded(fwd_for(req, code, cfg.stores()))
-        };
-        let served = if may_store {
-            forwarded.ttl_of(&fresh, cfg.clock.unix_now())
-        } else {
-            forwarded
-        };
+            now: cfg.clock.unix_now(),
+        }));
         let all = end_to_end(head);
         // Targeted fields are for this cache alone (RFC 9213): read above,
         // then neither passed on nor stored, so a hit need not look for them.
@@ -232,7 +232,6 @@ impl Plan {
             client_head,
             framing,
             keep_alive,
-            served,
         }
     }
 
@@ -402,7 +401,7 @@ fn file(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framing::ReplyFraming;
+    use crate::config::ReplyFraming;
     use cacheoff_http::request::parse_request;
     use cacheoff_http::response::parse_response;
 
@@ -479,7 +478,7 @@ mod tests {
             false,
             &c,
             0,
-            LogCode::Miss,
+            Miss::Uri,
         );
         assert!(!p.client_304 && p.client_head.is_some());
         let p = Plan::new(
@@ -488,7 +487,7 @@ mod tests {
             true,
             &c,
             0,
-            LogCode::Miss,
+            Miss::Uri,
         );
         assert!(p.client_304 && p.client_head.is_none());
     }
@@ -497,7 +496,7 @@ mod tests {
     fn the_client_head_carries_the_origins_headers_and_the_proxys_framing() {
         let mut c = cfg();
         let r = reply(200, "Cache-Control: public\r\n");
-        let p = Plan::new(&req(""), &r, true, &c, 0, LogCode::Miss);
+        let p = Plan::new(&req(""), &r, true, &c, 0, Miss::Uri);
         assert!(p.may_store && p.keep_alive);
         let head = String::from_utf8(p.client_head.unwrap()).unwrap();
         assert!(head.starts_with("HTTP/1.1 200 OK\r\nDate: "), "{head}");
@@ -515,7 +514,7 @@ mod tests {
 
         c.reply_framing = ReplyFraming::Chunked;
         c.faults = crate::Faults::new(vec![(Fault::StripEcho, 1.0)]);
-        let p = Plan::new(&req(""), &r, true, &c, 0, LogCode::Miss);
+        let p = Plan::new(&req(""), &r, true, &c, 0, Miss::Uri);
         let head = String::from_utf8(p.client_head.unwrap()).unwrap();
         assert!(head.contains("Transfer-Encoding: chunked\r\nCache-Status: cacheoff; fwd=uri-miss"));
         assert!(head.ends_with("\r\nX-Cache: MISS\r\nConnection: keep-alive\r\n\r\n"));
@@ -532,7 +531,7 @@ mod tests {
             .unwrap()
             .unwrap();
         let c = cfg();
-        let p = Plan::new(&head_req, &r, false, &c, 0, LogCode::Miss);
+        let p = Plan::new(&head_req, &r, false, &c, 0, Miss::Uri);
         assert_eq!(p.framing, BodyFraming::None);
         let head = String::from_utf8(p.client_head.unwrap()).unwrap();
         assert!(head.contains("\r\nContent-Length: 1234\r\n"), "{head}");
@@ -543,9 +542,9 @@ mod tests {
         let mut c = cfg();
         c.faults = crate::Faults::new(vec![(Fault::CacheUncachable, 1.0)]);
         let r = reply(200, "Cache-Control: private, no-cache\r\n");
-        let p = Plan::new(&req(""), &r, true, &c, 0, LogCode::Miss);
+        let p = Plan::new(&req(""), &r, true, &c, 0, Miss::Uri);
         assert!(p.may_store);
         assert_eq!((p.fresh.no_cache, p.fresh.max_age), (false, Some(3600)));
-        assert!(!Plan::new(&req(""), &r, true, &cfg(), 0, LogCode::Miss).may_store);
+        assert!(!Plan::new(&req(""), &r, true, &cfg(), 0, Miss::Uri).may_store);
     }
 }

@@ -4,7 +4,7 @@
 //! written from the store's shared bytes, never copied per connection
 //! (chunked framing aside, a window at a time).
 
-use crate::framing::{BodyFraming, LAST_CHUNK};
+use crate::framing::{BodyFraming, CHUNK, LAST_CHUNK};
 use cacheoff_http::chunked::write_chunk;
 use std::io::{self, IoSlice};
 use std::time::Duration;
@@ -14,9 +14,6 @@ use tokio::net::TcpStream;
 const INLINE: usize = 16 * 1024;
 /// Larger chunked bodies are framed this much at a time.
 const WINDOW: usize = 64 * 1024;
-/// Chunk size for stored bodies sent chunked: several chunks for a
-/// typical object, so clients' decoders meet chunk boundaries.
-pub(crate) const CHUNK: usize = 4096;
 
 /// Writes all of `bytes`; fails when the client takes nothing for `idle`.
 /// A write the socket takes at once (most replies) arms no timer.

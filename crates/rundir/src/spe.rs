@@ -14,6 +14,7 @@ mod dir;
 pub use dir::{is_spe, open, SpeDir, SpeRun};
 
 use crate::Host;
+use cacheoff_resources::{IntervalUsage, Resources, Traffic};
 use cacheoff_stats::{Latency, LatencySet};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -307,7 +308,7 @@ pub struct Interval {
     pub proxies: Vec<ProxySpan>,
     /// What each watched proxy spent in the interval, by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub resources: BTreeMap<String, cacheoff_resources::IntervalUsage>,
+    pub resources: BTreeMap<String, IntervalUsage>,
 }
 
 /// A proxy in `summary.json`: its span over the run plus derived figures.
@@ -353,7 +354,7 @@ pub struct Summary {
     pub ranking: Vec<Rank>,
     /// What each watched proxy spent over the run, by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub resources: BTreeMap<String, cacheoff_resources::Resources>,
+    pub resources: BTreeMap<String, Resources>,
 }
 
 impl Summary {
@@ -415,7 +416,7 @@ impl Summary {
             })
             .collect();
         let mut s = Summary::derive(duration_s, requests, refused, collector, proxies);
-        s.resources = crate::spending::spe(intervals, &BTreeMap::new());
+        s.resources = spending(intervals, &BTreeMap::new());
         s.folded = true;
         s
     }
@@ -506,6 +507,44 @@ pub fn ranking(proxies: &[ProxySummary]) -> Vec<Rank> {
 
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
+}
+
+/// What each watched proxy of a Multiplier run spent over the run, from
+/// its intervals: a proxy's transactions are its completed copies, its
+/// hits and misses those the Collector's stamp shows. Its fetches went to
+/// the Collector, not to origin servers: no write amplification.
+/// `sources` says what was watched for each name (else the name).
+pub fn spending(
+    intervals: &[Interval],
+    sources: &BTreeMap<String, String>,
+) -> BTreeMap<String, Resources> {
+    let mut rows: BTreeMap<&str, Vec<(IntervalUsage, Traffic)>> = BTreeMap::new();
+    for iv in intervals {
+        for (name, usage) in &iv.resources {
+            let Some(span) = iv.proxies.iter().find(|p| &p.name == name) else {
+                continue;
+            };
+            let c = &span.counts;
+            let t = Traffic {
+                duration_s: iv.end_s - iv.start_s,
+                xacts: c.completed,
+                hits: c.validated_hits,
+                misses: c.validated_misses,
+                origin_bytes: 0,
+                cached_bytes: 0,
+            };
+            rows.entry(name).or_default().push((usage.clone(), t));
+        }
+    }
+    rows.into_iter()
+        .map(|(name, r)| {
+            let source = sources.get(name).map_or(name, String::as_str);
+            (
+                name.to_string(),
+                cacheoff_resources::derive("run", source, &r, &r),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,10 +1,12 @@
 //! What the watched product spent, per phase: the one place interval
 //! records (their `resources` and traffic) become `Resources`, for the
-//! summary as it is written and for a run killed before it.
+//! summary as it is written and for a run killed before it. A Multiplier
+//! run's are its own module's ([`crate::spe::spending`], [`spe`] here).
 
 use crate::IntervalRecord;
 use cacheoff_resources::{derive, IntervalUsage, Resources, Traffic};
-use std::collections::BTreeMap;
+
+pub use crate::spe::spending as spe;
 
 /// The traffic of one interval, as a resource figure needs it.
 /// `cached_so_far` carries the cachable bytes fetched up to here.
@@ -63,39 +65,4 @@ pub fn by_phase(
 /// The measured phase's spending out of [`by_phase`]'s.
 pub fn measured(all: &[Resources], measured_phase: Option<&str>) -> Option<Resources> {
     measured_phase.and_then(|m| all.iter().find(|r| r.phase == m).cloned())
-}
-
-/// What each watched proxy of a Multiplier run spent over the run, from
-/// its intervals: a proxy's transactions are its completed copies, its
-/// hits and misses those the Collector's stamp shows. Its fetches went to
-/// the Collector, not to origin servers: no write amplification.
-/// `sources` says what was watched for each name (else the name).
-pub fn spe(
-    intervals: &[crate::spe::Interval],
-    sources: &BTreeMap<String, String>,
-) -> BTreeMap<String, Resources> {
-    let mut rows: BTreeMap<&str, Vec<(IntervalUsage, Traffic)>> = BTreeMap::new();
-    for iv in intervals {
-        for (name, usage) in &iv.resources {
-            let Some(span) = iv.proxies.iter().find(|p| &p.name == name) else {
-                continue;
-            };
-            let c = &span.counts;
-            let t = Traffic {
-                duration_s: iv.end_s - iv.start_s,
-                xacts: c.completed,
-                hits: c.validated_hits,
-                misses: c.validated_misses,
-                origin_bytes: 0,
-                cached_bytes: 0,
-            };
-            rows.entry(name).or_default().push((usage.clone(), t));
-        }
-    }
-    rows.into_iter()
-        .map(|(name, r)| {
-            let source = sources.get(name).map_or(name, String::as_str);
-            (name.to_string(), derive("run", source, &r, &r))
-        })
-        .collect()
 }

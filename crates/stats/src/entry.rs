@@ -281,6 +281,13 @@ impl Parts {
     }
 }
 
+impl Accum {
+    /// The JSON view, naming content types by `content_types`.
+    pub fn entry(&self, name: &str, content_types: &[String]) -> Entry {
+        Entry::new(name, self, content_types)
+    }
+}
+
 impl Entry {
     /// The entry of an accumulated span, naming content types by
     /// `content_types`.

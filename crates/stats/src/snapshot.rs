@@ -1,12 +1,11 @@
 //! Per-interval counters and histograms ([`Snapshot`]), their sum over a
-//! span ([`Accum`], whose [`Entry`] is the JSON view), and the span's
+//! span ([`Accum`], whose [`crate::Entry`] is the JSON view), and the span's
 //! distributions.
 //!
 //! Ownership: a worker owns its `Snapshot` exclusively and hands a copy over
 //! at each interval boundary; nothing here is shared or locked.
 
 use crate::counters::{Counters, MAX_CONTENT_TYPES};
-use crate::entry::Entry;
 use crate::firsts::Firsts;
 use crate::kinds::{ErrorKind, Outcome, RtClock};
 use cacheoff_base::RequestType;
@@ -336,11 +335,6 @@ impl Accum {
         self.snap.counters.take_gauges(&s.counters);
         self.duration_s += duration_s;
         self.conns_open_max = self.conns_open_max.max(s.counters.conns_open);
-    }
-
-    /// The JSON view, naming content types by `content_types`.
-    pub fn entry(&self, name: &str, content_types: &[String]) -> Entry {
-        Entry::new(name, self, content_types)
     }
 }
 

@@ -52,9 +52,10 @@ pub use objects::{
     embedded_oid, split_oid, ObjectInfo, ObjectSpace, Place, MAX_EMBEDDED, MAX_GALAXIES,
     MAX_SERVERS, MAX_TYPES,
 };
-pub use overrides::{Overrides, Param, PeakRate};
+pub use overrides::{Overrides, Param};
 pub use plan::{choose_request, digest, ArrivalTimes, Plan, PlanDigest, Planned};
 pub use popularity::{HotSet, PopModel, Popularity};
+pub use raw::PeakRate;
 pub use schedule::{Factors, FillGoal, Interval, Load, Phase, Schedule};
 pub use traced::{TraceBook, TracedRequest};
 pub use validate::WorkloadError;

@@ -10,54 +10,10 @@
 
 use crate::dist::{Dist, Quantity};
 use crate::model::HttpVersion;
-use crate::raw::RawWorkload;
-use cacheoff_base::{Bytes, Dur, Rate, UnitError};
-use serde::{de, Deserialize, Deserializer};
+use crate::raw::{PeakRate, RawWorkload};
+use cacheoff_base::{Bytes, Dur, Rate};
 use std::net::Ipv4Addr;
 use std::str::FromStr;
-
-/// The peak request rate: a rate, or closed-loop load (`max`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum PeakRate {
-    PerSecond(Rate),
-    /// Each robot sends its next request as soon as a connection is free
-    /// (best effort).
-    ClosedLoop,
-}
-
-impl PeakRate {
-    /// The rate, `None` for closed-loop load (as in [`crate::Workload`]).
-    pub fn rate(self) -> Option<Rate> {
-        match self {
-            PeakRate::PerSecond(r) => Some(r),
-            PeakRate::ClosedLoop => None,
-        }
-    }
-}
-
-impl From<Rate> for PeakRate {
-    fn from(r: Rate) -> PeakRate {
-        PeakRate::PerSecond(r)
-    }
-}
-
-impl FromStr for PeakRate {
-    type Err = UnitError;
-    /// A rate (`400/s`), or `max` for closed-loop load.
-    fn from_str(s: &str) -> Result<PeakRate, UnitError> {
-        if s.trim().eq_ignore_ascii_case("max") {
-            Ok(PeakRate::ClosedLoop)
-        } else {
-            s.parse().map(PeakRate::PerSecond)
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for PeakRate {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map_err(de::Error::custom)
-    }
-}
 
 /// One parameter the command line can set: a row of the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,14 +10,57 @@ use crate::model::{
     default_max_head, Aborts, Arrivals, HttpVersion, LinkConfig, RequestMix, RobotConfig,
     ServerConfig, Timeouts, Workload,
 };
-use crate::overrides::PeakRate;
 use crate::popularity::Popularity;
 use crate::schedule::Phase;
 use crate::validate::show;
 use crate::WorkloadError;
-use cacheoff_base::{Bytes, Dur, Rate};
-use serde::{Deserialize, Deserializer};
+use cacheoff_base::{Bytes, Dur, Rate, UnitError};
+use serde::{de, Deserialize, Deserializer};
 use std::net::Ipv4Addr;
+use std::str::FromStr;
+
+/// The peak request rate: a rate, or closed-loop load (`max`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PeakRate {
+    PerSecond(Rate),
+    /// Each robot sends its next request as soon as a connection is free
+    /// (best effort).
+    ClosedLoop,
+}
+
+impl PeakRate {
+    /// The rate, `None` for closed-loop load (as in [`crate::Workload`]).
+    pub fn rate(self) -> Option<Rate> {
+        match self {
+            PeakRate::PerSecond(r) => Some(r),
+            PeakRate::ClosedLoop => None,
+        }
+    }
+}
+
+impl From<Rate> for PeakRate {
+    fn from(r: Rate) -> PeakRate {
+        PeakRate::PerSecond(r)
+    }
+}
+
+impl FromStr for PeakRate {
+    type Err = UnitError;
+    /// A rate (`400/s`), or `max` for closed-loop load.
+    fn from_str(s: &str) -> Result<PeakRate, UnitError> {
+        if s.trim().eq_ignore_ascii_case("max") {
+            Ok(PeakRate::ClosedLoop)
+        } else {
+            s.parse().map(PeakRate::PerSecond)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PeakRate {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(de::Error::custom)
+    }
+}
 use std::time::Duration;
 
 #[derive(Debug, Deserialize)]
