@@ -2,7 +2,7 @@
 
 mod support;
 
-use std::process::Stdio;
+use std::process::{Output, Stdio};
 use std::time::Duration;
 use support::process::{cacheoff, command, signal, stderr, stdout};
 use support::wait;
@@ -383,16 +383,11 @@ measured = true
     assert!((top["dhr"]["offered"].as_f64().unwrap() - 68.75).abs() < 6.0);
 }
 
-#[test]
-fn a_run_that_breaks_a_cache_off_rule_exits_1_and_says_why() {
-    // Every hit arrives with a flipped byte: far more than 3% errors.
-    let proxy = support::proxy::start(|c| {
-        c.faults = cacheoff_proxy::Faults::new(vec![(cacheoff_proxy::Fault::FlipByte, 1.0)])
-    });
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
+/// `cacheoff run simple` through `proxy` for `secs` measured seconds,
+/// into `out`.
+fn run_simple_through(proxy: &cacheoff_proxy::Proxy, out: &std::path::Path, secs: &str) -> Output {
     let addr = proxy.addr().to_string();
-    let o = cacheoff(&[
+    cacheoff(&[
         "run",
         "simple",
         "--proxy",
@@ -402,11 +397,22 @@ fn a_run_that_breaks_a_cache_off_rule_exits_1_and_says_why() {
         "--warmup",
         "1s",
         "--duration",
-        "2s",
+        secs,
         "-q",
         "--out",
         out.to_str().unwrap(),
-    ]);
+    ])
+}
+
+#[test]
+fn a_run_that_breaks_a_cache_off_rule_exits_1_and_says_why() {
+    // Every hit arrives with a flipped byte: far more than 3% errors.
+    let proxy = support::proxy::start(|c| {
+        c.faults = cacheoff_proxy::Faults::new(vec![(cacheoff_proxy::Fault::FlipByte, 1.0)])
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = run_simple_through(&proxy, &out, "2s");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("disqualified"), "{}", stderr(&o));
     assert!(
@@ -424,22 +430,7 @@ fn a_cache_that_hits_too_little_is_failed_on_its_card_and_by_its_exit_status() {
     let proxy = support::proxy::start(|c| c.memory = 0);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let addr = proxy.addr().to_string();
-    let o = cacheoff(&[
-        "run",
-        "simple",
-        "--proxy",
-        &addr,
-        "--rate",
-        "200/s",
-        "--warmup",
-        "1s",
-        "--duration",
-        "3s",
-        "-q",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = run_simple_through(&proxy, &out, "3s");
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(

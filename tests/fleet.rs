@@ -239,30 +239,19 @@ fn a_lost_agent_leaves_a_partial_run_naming_its_share() {
     let w = simple(100.0, 40, 4, 1.0, 9.0);
     let a = agent(1, None);
     let data = tempfile::tempdir().unwrap();
-    let mut b = support::process::command()
-        .args([
-            "agent",
-            "--listen",
-            "127.0.0.1:0",
-            "--workers",
-            "1",
-            "--runs",
-            "1",
-            "--data",
-        ])
-        .arg(data.path())
-        .arg("--secret-file")
-        .arg(secret_file())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(b.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    let secret = secret_file();
+    let (mut b, line) = agent_process(&[
+        "--listen".as_ref(),
+        "127.0.0.1:0".as_ref(),
+        "--workers".as_ref(),
+        "1".as_ref(),
+        "--runs".as_ref(),
+        "1".as_ref(),
+        "--data".as_ref(),
+        data.path().as_os_str(),
+        "--secret-file".as_ref(),
+        secret.as_os_str(),
+    ]);
     let b_addr: SocketAddr = line
         .split_whitespace()
         .nth(4)
@@ -301,6 +290,25 @@ fn a_lost_agent_leaves_a_partial_run_naming_its_share() {
         .summary
         .unwrap();
     assert!(r.summary.total.xacts > survivor.total.xacts);
+}
+
+/// `cacheoff agent ARGS` as a process, and the line saying where it
+/// listens.
+fn agent_process(args: &[&std::ffi::OsStr]) -> (std::process::Child, String) {
+    let mut child = support::process::command()
+        .arg("agent")
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    (child, line)
 }
 
 /// A coordinator of the fleet speaking the protocol by hand.
@@ -833,25 +841,9 @@ fn the_coordinator_gets_in_while_strangers_hold_every_link() {
 fn two_agents_given_one_data_directory_refuse_at_start() {
     let data = tempfile::tempdir().unwrap();
     let d = data.path().to_str().unwrap();
-    let mut first = support::process::command()
-        .args([
-            "agent",
-            "--listen",
-            "127.0.0.1:0",
-            "--insecure",
-            "--data",
-            d,
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(first.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    let (mut first, line) = agent_process(
+        &["--listen", "127.0.0.1:0", "--insecure", "--data", d].map(std::ffi::OsStr::new),
+    );
     assert!(line.contains("listening on"), "{line}");
     let second = support::process::cacheoff(&[
         "agent",
