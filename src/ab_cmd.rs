@@ -5,13 +5,14 @@
 
 use crate::cli::{PglArgs, WorkloadArgs};
 use crate::lineup::{product, Contender};
-use crate::run_cmd::{run_setup, Setup};
-use crate::watch::Watch;
-use crate::{console, Failure};
+use crate::Failure;
 use anyhow::{anyhow, Context};
 use cacheoff_ab::{AbReport, RoundRuns, Side};
 use cacheoff_agent::{BoundServers, StopHandle, Via};
 use cacheoff_products::Mode;
+use cacheoff_run::console;
+use cacheoff_run::watch::Watch;
+use cacheoff_run::{run_setup, Setup};
 use cacheoff_rundir::RunDir;
 use cacheoff_workload::Workload;
 use clap::Args;
@@ -129,7 +130,7 @@ pub fn run(a: &AbArgs) -> Result<AbReport, Failure> {
     if a.rounds == 0 {
         return Err(Failure::usage(anyhow!("--rounds must be at least 1")));
     }
-    let workload = crate::workload_file::load(&a.workload, &a.settings.0, &a.pgl)?;
+    let workload = cacheoff_run::workload::load(&a.workload, &a.settings.0, &a.pgl.options())?;
     workload.check_runnable().map_err(Failure::usage)?;
     let out = a.out.clone().unwrap_or_else(|| {
         let mut p = RunDir::default_path(&workload.name).into_os_string();
@@ -151,7 +152,7 @@ pub fn run(a: &AbArgs) -> Result<AbReport, Failure> {
         workload,
     };
     let stop = StopHandle::new();
-    crate::signals::stop_runs_on_signals(&stop);
+    cacheoff_run::signals::stop_runs_on_signals(&stop);
     let report = experiment(&e, &stop)?;
     console::print(&cacheoff_ab::report_table(&report));
     console::print(&format!("\nab: {}", e.out.join(AB_FILE).display()));

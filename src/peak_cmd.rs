@@ -1,20 +1,20 @@
 //! `cacheoff peak`: the peak finder. Orchestration only: the search, the
 //! limits and the phase cut are `cacheoff_peak`'s, `peak.json` is
 //! `cacheoff_rundir::peak`'s, each step is a run through
-//! [`run_cmd::run_setup`] into `DIR/step-NN-<load>/` (the warm-up once
+//! [`cacheoff_run::run_setup`] into `DIR/step-NN-<load>/` (the warm-up once
 //! before them into `DIR/warmup/`), against one target kept for the whole
 //! search (the embedded reference proxy stays warm) and one set of origin
 //! servers bound once (the URLs, and so the cache, stay the same).
 
 use crate::cli::WorkloadArgs;
-use crate::run_cmd::{self, Setup};
-use crate::workload_file::Source;
-use crate::{console, Failure};
+use crate::Failure;
 use anyhow::Context;
 use cacheoff_agent::{BoundServers, StopHandle, Via};
 use cacheoff_base::Dur;
 use cacheoff_base::Rate;
 use cacheoff_peak::{Figures, Limits, Outcome, Role, SearchConfig, Stop};
+use cacheoff_run::workload::Source;
+use cacheoff_run::{console, run_setup, Setup, Target};
 use cacheoff_rundir::peak::{Limit, Peak, PeakStep, PEAK_FORMAT, PEAK_VERSION};
 use cacheoff_rundir::{RunDir, Summary};
 use cacheoff_workload::{Overrides, PeakRate, Workload};
@@ -122,15 +122,9 @@ impl Plan {
             o.rate = Some(PeakRate::PerSecond(Rate(load)));
             o.robots = Some(self.robots);
         }
-        let w = load_workload(&self.source, &o)?;
+        let w = self.source.runnable(&o)?;
         Ok(cacheoff_peak::cut(&w).map_err(Failure::usage)?.step)
     }
-}
-
-fn load_workload(source: &Source, o: &Overrides) -> Result<Workload, Failure> {
-    let w = source.load(o)?;
-    w.check_runnable().map_err(Failure::usage)?;
-    Ok(w)
 }
 
 fn parse_pct(flag: &str, text: &str) -> Result<f64, Failure> {
@@ -191,21 +185,19 @@ pub fn run(a: &PeakArgs, argv: &[String]) -> Result<PeakResult, Failure> {
             a.precision
         )));
     }
+    let spec = a.target.spec();
     let mut overrides = a.settings.0.clone();
-    a.target.settle(&mut overrides);
-    let source = Source::open(&a.workload, &a.pgl)?;
-    let workload = load_workload(&source, &overrides)?;
+    spec.settle(&mut overrides);
+    let source = Source::open(&a.workload, &a.pgl.options())?;
+    let workload = source.runnable(&overrides)?;
     let dir = a
         .out
         .clone()
         .unwrap_or_else(|| RunDir::default_path(&format!("{}-peak", workload.name)));
-    let target = run_cmd::choose_target(&workload, &a.target, &a.workload)?;
-    let label = a
-        .label
-        .clone()
-        .or_else(|| target.embedded.as_ref().map(run_cmd::reference_label));
+    let target = Target::choose(&workload, &spec, &a.workload, false)?;
+    let label = target.label(a.label.clone());
     let stop = StopHandle::new();
-    crate::signals::stop_runs_on_signals(&stop);
+    cacheoff_run::signals::stop_runs_on_signals(&stop);
     let s = Search {
         workload: source,
         overrides,
@@ -263,7 +255,7 @@ pub fn search(dir: &Path, s: Search) -> Result<Peak, Failure> {
         stop,
     } = s;
     let closed_loop = overrides.rate == Some(PeakRate::ClosedLoop);
-    let workload = load_workload(&source, &overrides)?;
+    let workload = source.runnable(&overrides)?;
     let cut = cacheoff_peak::cut(&workload).map_err(Failure::usage)?;
     let start = if closed_loop {
         f64::from(overrides.robots.unwrap_or(1))
@@ -329,7 +321,7 @@ pub fn search(dir: &Path, s: Search) -> Result<Peak, Failure> {
         limits,
         start,
         if closed_loop { " robots" } else { "/s" },
-        describe(&runner.via),
+        console::via(&runner.via),
         dir.display()
     ));
     if let (Some(warm), true) = (cut.warmup, knobs.warmup) {
@@ -416,14 +408,6 @@ fn conclude(file: &mut Peak, outcome: &Outcome, closed_loop: bool) {
     file.peak_robots = outcome.peak.filter(|_| closed_loop).map(|l| l as u32);
 }
 
-fn describe(via: &Via) -> String {
-    match via {
-        Via::Direct => "direct (no proxy)".into(),
-        Via::Proxy(p) => format!("via proxy {p}"),
-        Via::Surrogate(p) => format!("to surrogate {p}"),
-    }
-}
-
 fn step_line(n: usize, load: f64, closed: bool, role: Role, f: &Figures, pass: bool) -> String {
     format!(
         "step {n:2}{} {:>10}: {:8.1} xact/s, rt mean {:7.1} ms, p99 {:7.1} ms, errors {:5.2}%  {}",
@@ -465,7 +449,7 @@ impl Runner<'_> {
             quiet,
             ..Setup::quiet(workload, self.via, self.workers)
         };
-        let r = run_cmd::run_setup(&self.dir.join(name), setup, self.argv, self.stop)?;
+        let r = run_setup(&self.dir.join(name), setup, self.argv, self.stop)?;
         Ok(r.summary)
     }
 }

@@ -10,13 +10,14 @@
 //! `cacheoff trace` writes sample traces from a workload's plan.
 
 use crate::cli::{CachableRule, ReplayArgs, TraceArgs};
-use crate::console;
-use crate::run_cmd::{choose_target, conclude, run_setup, Replay, RunResult, Setup, Target};
 use crate::Failure;
 use anyhow::Context;
 use cacheoff_agent::{StopHandle, TraceFeed};
 use cacheoff_base::rng::mix64;
 use cacheoff_base::{Bytes, Dur, Rate, RequestType};
+use cacheoff_run::console;
+use cacheoff_run::finish::conclude;
+use cacheoff_run::{run_setup, Replay, RunResult, Setup, Target};
 use cacheoff_rundir::{Ceiling, Replayed, RunDir};
 use cacheoff_trace::ceiling::{CeilingCalc, Ceilings};
 use cacheoff_trace::{Format, Method, Record, TraceReader};
@@ -87,15 +88,13 @@ pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
         .unwrap_or_else(|| RunDir::default_path(&workload.name));
     let workers = crate::cli::workers(a.workers);
     let what = a.trace.display().to_string();
+    let target = Target::choose(&workload, &a.target.spec(), &what, false)?;
+    let label = target.label(a.label.clone());
     let Target {
         via,
         bound,
         embedded,
-    } = choose_target(&workload, &a.target, &what)?;
-    let label = a
-        .label
-        .clone()
-        .or_else(|| embedded.as_ref().map(crate::run_cmd::reference_label));
+    } = target;
     let replayed = Replayed {
         format: cacheoff_rundir::TRACE_FORMAT.into(),
         version: cacheoff_rundir::FORMAT_VERSION,
@@ -126,10 +125,10 @@ pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
         },
     );
     let stop = StopHandle::new();
-    crate::signals::stop_runs_on_signals(&stop);
+    cacheoff_run::signals::stop_runs_on_signals(&stop);
     let metrics = a
         .metrics
-        .map(|addr| crate::run_cmd::Metrics::start(addr, embedded.as_ref()))
+        .map(|addr| cacheoff_run::metrics::Metrics::start(addr, embedded.as_ref()))
         .transpose()?;
     let setup = Setup {
         workload,
@@ -143,7 +142,7 @@ pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
         metrics: metrics.as_ref().map(|m| m.run.clone()),
         fleet: None,
         tls_dir: None,
-        watch: crate::watch::Watch::for_run(a.watch.as_deref(), embedded.is_some())?,
+        watch: cacheoff_run::watch::Watch::for_run(a.watch.as_deref(), embedded.is_some())?,
     };
     let r = run_setup(&dir, setup, argv, &stop)?;
     if let Some(c) = r.summary.ceiling {
@@ -152,7 +151,7 @@ pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
             r.summary.total.dhr.measured, r.summary.total.dhr.offered, c.infinite, c.lru, c.belady
         ));
     }
-    let verdict = conclude(&r, embedded, a.quiet);
+    let verdict = conclude(&r, embedded, a.quiet).map_err(Failure::from);
     if let Some(m) = metrics {
         m.linger();
     }
@@ -218,7 +217,7 @@ fn replay_workload(
         duration: Some(Dur::secs(replay_s + 1.0)),
         ..Overrides::default()
     };
-    a.target.settle(&mut o);
+    a.target.spec().settle(&mut o);
     let mut w = load_text("replay.toml", REPLAY_WORKLOAD, &o).map_err(Failure::usage)?;
     w.description = format!(
         "replay of {}: {} requests, {} objects",
