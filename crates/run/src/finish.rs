@@ -66,3 +66,15 @@ pub fn disqualified(dir: &Path) -> Vec<String> {
         .map(|run| rules::disqualified(&Facts::of(&run)))
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_without_a_run_breaks_no_rule() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(disqualified(dir.path()).is_empty());
+        assert!(report_card(dir.path()).is_err());
+    }
+}

@@ -197,3 +197,104 @@ pub fn reference_label(p: &cacheoff_proxy::Proxy) -> String {
         cacheoff_base::Bytes(c.memory)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn builtin(name: &str) -> Workload {
+        cacheoff_workload::load(name, &Overrides::default()).unwrap()
+    }
+
+    /// A port where nothing listens.
+    fn closed() -> SocketAddr {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_target_settles_https_and_the_reference_proxy_s_cache_size() {
+        let mut o = Overrides::default();
+        TargetSpec::default().settle(&mut o);
+        assert_eq!(
+            o.cache_size,
+            Some(cacheoff_base::Bytes(cacheoff_proxy::DEFAULT_MEMORY))
+        );
+        assert_eq!(o.tls, None);
+        let https = TargetSpec {
+            reverse: Some(Some(Surrogate {
+                addr: closed(),
+                tls: true,
+            })),
+            ..TargetSpec::default()
+        };
+        let mut o = Overrides::default();
+        https.settle(&mut o);
+        assert_eq!((o.tls, o.cache_size), (Some(true), None));
+        let direct = TargetSpec {
+            direct: true,
+            ..TargetSpec::default()
+        };
+        assert!(!direct.embedded());
+        let mut o = Overrides::default();
+        direct.settle(&mut o);
+        assert_eq!(o.cache_size, None, "no cache under test");
+    }
+
+    #[test]
+    fn a_surrogate_named_without_server_ports_is_refused_before_anything_starts() {
+        let spec = TargetSpec {
+            reverse: Some(Some(Surrogate {
+                addr: closed(),
+                tls: false,
+            })),
+            ..TargetSpec::default()
+        };
+        let Err(e) = Target::choose(&builtin("webaxe-4"), &spec, "webaxe-4", false) else {
+            panic!("chosen")
+        };
+        assert!(matches!(e, RunError::SurrogateNeedsPort { .. }), "{e}");
+        assert_eq!(e.code(), crate::EXIT_USAGE);
+        assert!(e.to_string().contains("addrmap webaxe-4"), "{e}");
+        // Over a fleet the surrogate must be named at all.
+        let Err(e) = Target::choose(&builtin("webaxe-4"), &TargetSpec::default(), "w", true) else {
+            panic!("chosen")
+        };
+        assert!(matches!(e, RunError::FleetSurrogateUnnamed), "{e}");
+    }
+
+    #[test]
+    fn a_named_proxy_must_answer_and_none_named_starts_the_reference_proxy() {
+        let spec = TargetSpec {
+            proxy: Some(closed()),
+            ..TargetSpec::default()
+        };
+        for fleet in [false, true] {
+            let Err(e) = Target::choose(&builtin("simple"), &spec, "simple", fleet) else {
+                panic!("chosen")
+            };
+            assert!(matches!(e, RunError::NoProxy { .. }), "{e}");
+        }
+        let direct = TargetSpec {
+            direct: true,
+            ..TargetSpec::default()
+        };
+        let t = Target::choose(&builtin("simple"), &direct, "simple", false).unwrap();
+        assert!(matches!(t.via, Via::Direct) && t.embedded.is_none() && t.bound.is_none());
+        assert_eq!(t.label(None), None);
+        let t =
+            Target::choose(&builtin("simple"), &TargetSpec::default(), "simple", false).unwrap();
+        let p = t.embedded.as_ref().expect("the reference proxy");
+        assert!(matches!(t.via, Via::Proxy(a) if a == p.addr()));
+        assert!(t
+            .label(None)
+            .unwrap()
+            .starts_with("cacheoff reference proxy"));
+        assert_eq!(t.label(Some("mine".into())).as_deref(), Some("mine"));
+        if let Some(p) = t.embedded {
+            p.stop();
+        }
+    }
+}
