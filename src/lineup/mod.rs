@@ -380,11 +380,11 @@ fn peak_first(
     }
     let argv = std::env::args().collect::<Vec<_>>();
     let peak_dir = dir.join("peak");
-    let search = crate::peak_cmd::Search {
+    let search = cacheoff_run::peak::Search {
         workload: source,
         overrides,
         limits: p.limits,
-        knobs: crate::peak_cmd::Knobs {
+        knobs: cacheoff_run::peak::Knobs {
             precision: 0.05,
             max_load: 100_000.0,
             max_steps: 16,
@@ -399,7 +399,7 @@ fn peak_first(
         argv: &argv,
         stop,
     };
-    let found = crate::peak_cmd::search(&peak_dir, search).map_err(|e| e.error)?;
+    let found = cacheoff_run::peak::search(&peak_dir, search)?;
     f.peak_dir = Some(peak_dir);
     let Some(rate) = found.peak_rate_xps.filter(|_| !found.closed_loop) else {
         f.failures.push(format!(

@@ -7,6 +7,7 @@
 //! one, follows it after `: ` (as `{:#}` of an `anyhow::Error` prints it).
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 /// Exit status of bad input or set-up.
 pub const EXIT_USAGE: u8 = 2;
@@ -62,6 +63,18 @@ pub enum RunError {
     HoldsARun(cacheoff_rundir::RunDirError),
     #[error("cannot create the run directory")]
     CreateDir(#[source] cacheoff_rundir::RunDirError),
+    /// A peak search's or an experiment's directory.
+    #[error("cannot create {}", path.display())]
+    Mkdir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A workload without a plateau to step.
+    #[error(transparent)]
+    NoPlateau(#[from] cacheoff_peak::NoPlateau),
+    #[error("{} already holds a peak search (peak.json exists)", .0.display())]
+    HoldsAPeak(PathBuf),
 
     #[error("cannot start the reference proxy")]
     ReferenceProxy(#[source] cacheoff_proxy::ProxyError),
@@ -77,6 +90,16 @@ pub enum RunError {
     Fleet(#[source] Box<cacheoff_fleet::FleetError>),
     #[error("the run is disqualified by the cache-off's rules: {}", .0.join("; "))]
     Disqualified(Vec<String>),
+    /// A signal stopped a command of many runs between two.
+    #[error("interrupted")]
+    Interrupted,
+    /// A peak search kept no rate.
+    #[error("no peak: {why} ({steps} steps; {})", dir.display())]
+    NoPeak {
+        why: &'static str,
+        steps: usize,
+        dir: PathBuf,
+    },
 }
 
 impl RunError {
@@ -97,7 +120,10 @@ impl RunError {
             | RunError::FleetTls
             | RunError::FdLimit(_)
             | RunError::HoldsARun(_)
-            | RunError::CreateDir(_) => EXIT_USAGE,
+            | RunError::CreateDir(_)
+            | RunError::Mkdir { .. }
+            | RunError::NoPlateau(_)
+            | RunError::HoldsAPeak(_) => EXIT_USAGE,
             RunError::FleetPrepare(e) => match **e {
                 F::Unreachable { .. } | F::Refused { .. } | F::ClockSkew { .. } | F::Split(_) => {
                     EXIT_USAGE
@@ -109,7 +135,9 @@ impl RunError {
             | RunError::Record(_)
             | RunError::Agent(_)
             | RunError::Fleet(_)
-            | RunError::Disqualified(_) => EXIT_RUN,
+            | RunError::Disqualified(_)
+            | RunError::Interrupted
+            | RunError::NoPeak { .. } => EXIT_RUN,
         }
     }
 }

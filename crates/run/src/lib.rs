@@ -13,7 +13,8 @@
 //! [`metrics`] and the [`watch`] of the product through one sink, then
 //! `summary.json` ([`RunResult`]). [`finish::conclude`] says how it went
 //! and judges it by the cache-off's rules. [`run`] is `cacheoff run`
-//! whole, from a [`RunPlan`].
+//! whole, from a [`RunPlan`]; [`peak::run`] is `cacheoff peak`, its steps
+//! runs (`cacheoff_peak::search` with [`peak`]'s step runner).
 //!
 //! Failures are [`RunError`]s; [`RunError::code`] is the exit status
 //! (2 bad input or set-up, 1 the run failed or broke a rule). SIGINT and
@@ -25,6 +26,7 @@ mod error;
 pub mod finish;
 mod fleet;
 pub mod metrics;
+pub mod peak;
 pub mod preflight;
 mod recorder;
 mod setup;
