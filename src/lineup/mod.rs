@@ -222,14 +222,9 @@ fn run_one(dir: &Path, setup: Setup, stop: &StopHandle) -> Result<RunResult, Fai
     let argv = std::env::args().collect::<Vec<_>>();
     let quiet = setup.quiet;
     let r = run_setup(dir, setup, &argv, stop)?;
-    if !quiet {
-        console::print("");
-    }
-    console::print(&console::summary_table(&r.summary));
-    if let Err(e) = crate::report_cmd::html_report(dir) {
-        console::print(&format!(
-            "cacheoff: warning: cannot render the report card: {e:#}"
-        ));
+    cacheoff_run::finish::print_summary(&r, quiet);
+    if let Err(e) = cacheoff_run::finish::report_card(dir) {
+        cacheoff_run::finish::warn_no_card(&e);
     }
     Ok(r)
 }

@@ -75,6 +75,11 @@ pub enum RunError {
     NoPlateau(#[from] cacheoff_peak::NoPlateau),
     #[error("{} already holds a peak search (peak.json exists)", .0.display())]
     HoldsAPeak(PathBuf),
+    /// A trace to replay cannot be read, or has a malformed line.
+    #[error(transparent)]
+    Trace(#[from] cacheoff_trace::TraceError),
+    #[error("{}: the trace has no requests", .0.display())]
+    EmptyTrace(PathBuf),
 
     #[error("cannot start the reference proxy")]
     ReferenceProxy(#[source] cacheoff_proxy::ProxyError),
@@ -123,7 +128,9 @@ impl RunError {
             | RunError::CreateDir(_)
             | RunError::Mkdir { .. }
             | RunError::NoPlateau(_)
-            | RunError::HoldsAPeak(_) => EXIT_USAGE,
+            | RunError::HoldsAPeak(_)
+            | RunError::Trace(_)
+            | RunError::EmptyTrace(_) => EXIT_USAGE,
             RunError::FleetPrepare(e) => match **e {
                 F::Unreachable { .. } | F::Refused { .. } | F::ClockSkew { .. } | F::Split(_) => {
                     EXIT_USAGE

@@ -13,8 +13,10 @@
 //! [`metrics`] and the [`watch`] of the product through one sink, then
 //! `summary.json` ([`RunResult`]). [`finish::conclude`] says how it went
 //! and judges it by the cache-off's rules. [`run`] is `cacheoff run`
-//! whole, from a [`RunPlan`]; [`peak::run`] is `cacheoff peak`, its steps
-//! runs (`cacheoff_peak::search` with [`peak`]'s step runner).
+//! whole, from a [`RunPlan`]; [`replay::run`] is `cacheoff replay` (a
+//! trace surveyed, then replayed as the run's workload); [`peak::run`] is
+//! `cacheoff peak`, its steps runs (`cacheoff_peak::search` with
+//! [`peak`]'s step runner).
 //!
 //! Failures are [`RunError`]s; [`RunError::code`] is the exit status
 //! (2 bad input or set-up, 1 the run failed or broke a rule). SIGINT and
@@ -29,6 +31,7 @@ pub mod metrics;
 pub mod peak;
 pub mod preflight;
 mod recorder;
+pub mod replay;
 mod setup;
 pub mod signals;
 mod target;
