@@ -23,11 +23,7 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
     cacheoff_run::preflight::check(collector)?;
     for p in &proxies {
         cacheoff_run::preflight::check(p.addr)
-            .map_err(|f| {
-                Failure::from(f)
-                    .error
-                    .context(format!("proxy under test {}", p.name))
-            })
+            .with_context(|| format!("proxy under test {}", p.name))
             .map_err(Failure::usage)?;
     }
     raise_fds_for(proxies.len(), a.conns, a.max_client_connections)?;
