@@ -1,28 +1,25 @@
 //! `cacheoff ab`: the same workload through A and through B in alternating
 //! rounds (A B, B A, B A, A B, …), then for every headline figure B − A
-//! with its 95% interval and a verdict. The statistics are `cacheoff_ab`'s
-//! (docs/ab.md); this module runs the runs.
+//! with its 95% interval and a verdict. The rounds and the statistics are
+//! `cacheoff_ab`'s (`experiment`; docs/ab.md); this module runs each run
+//! (its `RoundRunner`) through an address or a product started afresh.
 
 use crate::cli::{PglArgs, WorkloadArgs};
 use crate::lineup::{product, Contender};
-use crate::run_cmd::{run_setup, Setup};
-use crate::watch::Watch;
-use crate::{console, Failure};
+use crate::Failure;
 use anyhow::{anyhow, Context};
-use cacheoff_ab::{AbReport, RoundRuns, Side};
+use cacheoff_ab::{AbReport, RoundRunner, Side};
 use cacheoff_agent::{BoundServers, StopHandle, Via};
 use cacheoff_products::Mode;
+use cacheoff_run::console;
+use cacheoff_run::watch::Watch;
+use cacheoff_run::{run_setup, Setup};
 use cacheoff_rundir::RunDir;
 use cacheoff_workload::Workload;
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-
-/// The confidence level of every interval.
-pub const LEVEL: f64 = 0.95;
-/// What `--out DIR` holds besides the runs.
-pub const AB_FILE: &str = "ab.json";
 
 #[derive(Debug, Clone, Args)]
 #[command(
@@ -129,7 +126,7 @@ pub fn run(a: &AbArgs) -> Result<AbReport, Failure> {
     if a.rounds == 0 {
         return Err(Failure::usage(anyhow!("--rounds must be at least 1")));
     }
-    let workload = crate::workload_file::load(&a.workload, &a.settings.0, &a.pgl)?;
+    let workload = cacheoff_run::workload::load(&a.workload, &a.settings.0, &a.pgl.options())?;
     workload.check_runnable().map_err(Failure::usage)?;
     let out = a.out.clone().unwrap_or_else(|| {
         let mut p = RunDir::default_path(&workload.name).into_os_string();
@@ -151,10 +148,13 @@ pub fn run(a: &AbArgs) -> Result<AbReport, Failure> {
         workload,
     };
     let stop = StopHandle::new();
-    crate::signals::stop_runs_on_signals(&stop);
+    cacheoff_run::signals::stop_runs_on_signals(&stop);
     let report = experiment(&e, &stop)?;
     console::print(&cacheoff_ab::report_table(&report));
-    console::print(&format!("\nab: {}", e.out.join(AB_FILE).display()));
+    console::print(&format!(
+        "\nab: {}",
+        e.out.join(cacheoff_rundir::ab::AB_FILE).display()
+    ));
     Ok(report)
 }
 
@@ -163,77 +163,64 @@ pub fn experiment(e: &Experiment, stop: &StopHandle) -> Result<AbReport, Failure
     std::fs::create_dir_all(&e.out)
         .with_context(|| format!("cannot create {}", e.out.display()))
         .map_err(Failure::usage)?;
-    let mut runs = Vec::new();
-    let mut summaries: Vec<[serde_json::Value; 2]> = Vec::new();
-    for (round, order) in cacheoff_ab::order(e.rounds).into_iter().enumerate() {
-        // A and B of a round see the same requests; rounds see new ones,
-        // so what a running cache kept from the last round is no hit.
-        let mut w = e.workload.clone();
-        w.seed = e.workload.seed.wrapping_add(round as u64);
-        let mut pair: [Option<serde_json::Value>; 2] = [None, None];
-        for side in order {
-            if stop.is_stopped() {
-                return Err(Failure::run(anyhow!("stopped before the experiment ended")));
-            }
-            let (who, slot) = match side {
-                Side::A => (&e.a, 0),
-                Side::B => (&e.b, 1),
-            };
-            let dir = e.out.join(run_name(round, side));
-            let summary = run_one(e, who, w.clone(), &dir, stop)?;
-            if !e.quiet {
-                console::print(&format!(
-                    "round {}/{} {}: {:.1} xact/s, DHR {:.1}%, hit mean {:.3} ms, {} errors ({})",
-                    round + 1,
-                    e.rounds,
-                    if slot == 0 { "A" } else { "B" },
-                    summary.rate_xps,
-                    summary.dhr.measured,
-                    summary.rt_ms.hit.mean,
-                    summary.errors.total,
-                    dir.display()
-                ));
-            }
-            pair[slot] = Some(read_summary(&dir)?);
-        }
-        let [Some(sa), Some(sb)] = pair else {
-            unreachable!("a round runs both sides")
-        };
-        summaries.push([sa, sb]);
-        runs.push(RoundRuns {
-            round,
-            first: order[0],
-            a_dir: run_name(round, Side::A),
-            b_dir: run_name(round, Side::B),
-        });
-    }
-    let pairs: Vec<[&serde_json::Value; 2]> = summaries.iter().map(|[a, b]| [a, b]).collect();
-    let report = AbReport {
+    let plan = cacheoff_ab::Plan {
         workload: e.workload.name.clone(),
         a: e.a.describe(),
         b: e.b.describe(),
         rounds: e.rounds,
         plateau_s: plateau_s(&e.workload),
-        method: cacheoff_ab::METHOD_PAIRED.into(),
-        level: LEVEL,
-        runs,
-        figures: cacheoff_ab::judge_rounds(&pairs, LEVEL),
     };
-    let path = e.out.join(AB_FILE);
-    let text = serde_json::to_string_pretty(&report).expect("the report is plain data");
-    std::fs::write(&path, text + "\n")
-        .with_context(|| format!("cannot write {}", path.display()))
-        .map_err(Failure::run)?;
+    let report = cacheoff_ab::experiment(&plan, &mut Runner { e, stop })?;
+    cacheoff_rundir::ab::write(&e.out, &report).map_err(|err| match err {
+        // Said as before: the path, then the system's reason.
+        cacheoff_rundir::RunDirError::Write { path, source } => Failure::run(
+            anyhow::Error::new(source).context(format!("cannot write {}", path.display())),
+        ),
+        err => Failure::run(err),
+    })?;
     Ok(report)
 }
 
-/// `round-03-b`: rounds from 1, as printed.
-fn run_name(round: usize, side: Side) -> String {
-    let s = match side {
-        Side::A => "a",
-        Side::B => "b",
-    };
-    format!("round-{:02}-{s}", round + 1)
+/// Runs an experiment's runs into its directory.
+struct Runner<'a> {
+    e: &'a Experiment,
+    stop: &'a StopHandle,
+}
+
+impl RoundRunner for Runner<'_> {
+    type Error = Failure;
+    fn run(&mut self, round: usize, side: Side, name: &str) -> Result<serde_json::Value, Failure> {
+        let e = self.e;
+        // A and B of a round see the same requests; rounds see new ones,
+        // so what a running cache kept from the last round is no hit.
+        let mut w = e.workload.clone();
+        w.seed = e.workload.seed.wrapping_add(round as u64);
+        let who = match side {
+            Side::A => &e.a,
+            Side::B => &e.b,
+        };
+        let dir = e.out.join(name);
+        let summary = run_one(e, who, w, &dir, self.stop)?;
+        if !e.quiet {
+            console::print(&format!(
+                "round {}/{} {}: {:.1} xact/s, DHR {:.1}%, hit mean {:.3} ms, {} errors ({})",
+                round + 1,
+                e.rounds,
+                if side == Side::A { "A" } else { "B" },
+                summary.rate_xps,
+                summary.dhr.measured,
+                summary.rt_ms.hit.mean,
+                summary.errors.total,
+                dir.display()
+            ));
+        }
+        read_summary(&dir)
+    }
+    fn stopped(&mut self) -> Option<Failure> {
+        self.stop
+            .is_stopped()
+            .then(|| Failure::run(anyhow!("stopped before the experiment ended")))
+    }
 }
 
 /// The measured phase's length (the plateau `--plateau` sets).

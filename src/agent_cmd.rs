@@ -35,7 +35,7 @@ pub fn run(a: &AgentArgs) -> Result<(), Failure> {
         cacheoff_fleet::Targets::Only(a.allow_target.clone())
     };
     let cfg = AgentConfig {
-        build: crate::run_cmd::build(),
+        build: cacheoff_run::build(),
         host_ip: a.host_ip,
         data: data.clone(),
         workers,
@@ -170,7 +170,7 @@ pub fn fleet(a: &FleetArgs) -> Result<Option<Fleet>, Failure> {
         agents,
         wait: a.agent_wait.0,
         max_skew: a.max_skew.0,
-        version: cacheoff_fleet::version_of(&crate::run_cmd::build()),
+        version: cacheoff_fleet::version_of(&cacheoff_run::build()),
         lost_after: Duration::from_secs(10),
     }))
 }

@@ -61,7 +61,7 @@ pub fn run(a: &ConformArgs) -> Result<(), Failure> {
         (None, Mode::Reverse) => resolve("--origin", DEFAULT_ORIGIN)?,
         (None, Mode::Forward) => SocketAddr::from(([127, 0, 0, 1], 0)),
     };
-    crate::preflight::check(proxy)?;
+    cacheoff_run::preflight::check(proxy)?;
     let origin = Origin::bind(origin)
         .with_context(|| format!("the suite's origin cannot listen on {origin}"))
         .map_err(Failure::usage)?;

@@ -1,5 +1,6 @@
-//! The `cacheoff` command: argument parsing ([`cli`]), the live console
-//! ([`console`]) and the subcommands.
+//! The `cacheoff` command: argument parsing ([`cli`]) and the
+//! subcommands, each parsing its arguments into the library that does the
+//! work (a run's front end is `cacheoff_run`) and printing.
 //!
 //! `main` only parses and maps [`Failure`] to an exit code; tests call
 //! [`run`] or the subcommand functions in-process.
@@ -8,26 +9,19 @@ pub mod ab_cmd;
 pub mod agent_cmd;
 pub mod cli;
 pub mod conform_cmd;
-pub mod console;
-mod fleet_run;
 pub mod lineup;
 mod lineup_cmd;
 mod lineup_summary;
 pub mod msl_cmd;
 pub mod multiplier_cmd;
 pub mod peak_cmd;
-mod preflight;
 pub mod proxy_cmd;
-mod recorder;
 pub mod replay_cmd;
 pub mod report_cmd;
 pub mod run_cmd;
 mod sample_trace;
-mod signals;
 mod tls_cmd;
-pub mod watch;
 pub mod workload_cmd;
-pub mod workload_file;
 
 /// A failed command: the error and the exit code it maps to
 /// (1 = the run failed, 2 = usage or configuration error).
@@ -48,6 +42,15 @@ impl Failure {
         Failure {
             error: e.into(),
             code: 1,
+        }
+    }
+}
+
+impl From<cacheoff_run::RunError> for Failure {
+    fn from(e: cacheoff_run::RunError) -> Failure {
+        Failure {
+            code: e.code(),
+            error: e.into(),
         }
     }
 }

@@ -4,8 +4,9 @@
 use crate::cli::LineupArgs;
 use crate::lineup::file::{Entry, Lineup};
 use crate::lineup::{self, Options};
-use crate::{console, Failure};
+use crate::Failure;
 use cacheoff_agent::StopHandle;
+use cacheoff_run::console;
 use std::path::PathBuf;
 
 pub fn run(a: &LineupArgs) -> Result<(), Failure> {
@@ -77,7 +78,7 @@ pub fn run(a: &LineupArgs) -> Result<(), Failure> {
     );
     let _server = a
         .metrics
-        .map(|addr| crate::run_cmd::serve_metrics(addr, reg))
+        .map(|addr| cacheoff_run::metrics::serve_metrics(addr, reg))
         .transpose()?;
     let opts = Options {
         out: out.clone(),
@@ -87,7 +88,7 @@ pub fn run(a: &LineupArgs) -> Result<(), Failure> {
         spe_metrics: a.metrics.map(|_| spe_metrics),
     };
     let stop = StopHandle::new();
-    let interrupted = crate::signals::on_signals(
+    let interrupted = cacheoff_run::signals::on_signals(
         &stop,
         "stopping the lineup (the product under test is stopped)",
         lineup::kill_current,

@@ -4,9 +4,10 @@
 //! ranking.
 
 use crate::cli::MultiplierArgs;
-use crate::{console, Failure};
+use crate::Failure;
 use anyhow::Context;
 use cacheoff_multiplier::{parse_proxies, Config, Interval, Summary};
+use cacheoff_run::console;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 use std::sync::Arc;
@@ -19,10 +20,11 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
         .out
         .clone()
         .unwrap_or_else(|| cacheoff_rundir::RunDir::default_path("multiplier"));
-    crate::preflight::check(collector)?;
+    cacheoff_run::preflight::check(collector)?;
     for p in &proxies {
-        crate::preflight::check(p.addr)
-            .map_err(|f| Failure::usage(f.error.context(format!("proxy under test {}", p.name))))?;
+        cacheoff_run::preflight::check(p.addr)
+            .with_context(|| format!("proxy under test {}", p.name))
+            .map_err(Failure::usage)?;
     }
     raise_fds_for(proxies.len(), a.conns, a.max_client_connections)?;
     let mut cfg = Config::new(a.listen, collector, proxies, out.clone());
@@ -43,14 +45,14 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
         cfg.workers = w.max(1);
     }
     cfg.argv = argv.to_vec();
-    cfg.build = crate::run_cmd::build();
+    cfg.build = cacheoff_run::build();
     let mut server = None;
     let mut metrics = None;
     if let Some(addr) = a.metrics {
         let mut reg = cacheoff_metrics::Registry::default();
         let names: Vec<String> = cfg.proxies.iter().map(|p| p.name.clone()).collect();
         metrics = Some(cacheoff_metrics::SpeMetrics::register(&mut reg, &names));
-        server = Some(crate::run_cmd::serve_metrics(addr, reg)?);
+        server = Some(cacheoff_run::metrics::serve_metrics(addr, reg)?);
     }
     if let Some((sample, watched)) = watches(&a.watch, &cfg.proxies)? {
         cfg.sample = Some(sample);
@@ -68,7 +70,7 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
         }));
     }
     let stop = cacheoff_agent::StopHandle::new();
-    crate::signals::stop_runs_on_signals(&stop);
+    cacheoff_run::signals::stop_runs_on_signals(&stop);
     let m = cacheoff_multiplier::start(cfg)
         .context("cannot start the Multiplier")
         .map_err(Failure::usage)?;
@@ -94,7 +96,7 @@ pub fn run(a: &MultiplierArgs, argv: &[String]) -> Result<Summary, Failure> {
     }
     if let Some(s) = server {
         let seen = s.scrapes();
-        s.wait_for_scrape(seen, crate::run_cmd::METRICS_LINGER);
+        s.wait_for_scrape(seen, cacheoff_run::metrics::METRICS_LINGER);
     }
     Ok(summary)
 }
@@ -239,7 +241,7 @@ fn watches(
                 "--watch {arg}: no proxy under test is named {name:?}"
             )));
         }
-        named.push((name, crate::watch::Watch::parse(target)?));
+        named.push((name, cacheoff_run::watch::Watch::parse(target)?));
     }
     if named.is_empty() {
         return Ok(None);

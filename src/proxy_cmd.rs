@@ -2,9 +2,10 @@
 //! or SIGTERM.
 
 use crate::cli::ProxyArgs;
-use crate::{console, Failure};
+use crate::Failure;
 use anyhow::Context;
-use cacheoff_proxy::{Proxy, ProxyConfig, ProxyStats, Upstream};
+use cacheoff_proxy::{Proxy, ProxyConfig, Upstream};
+use cacheoff_run::console;
 use std::collections::HashMap;
 
 pub fn config(a: &ProxyArgs) -> Result<ProxyConfig, Failure> {
@@ -93,26 +94,6 @@ fn origin_map(path: &std::path::Path) -> Result<HashMap<String, String>, Failure
         .collect())
 }
 
-/// One line of counters, printed when a proxy stops.
-pub fn counters_line(p: &Proxy) -> String {
-    let s: &ProxyStats = p.stats();
-    let g = ProxyStats::get;
-    let (objects, bytes) = p.memory_usage();
-    format!(
-        "reference proxy: {} requests, {} hits ({} collapsed), {} misses ({} taking over a late collapsed fetch), {} revalidated, {} refused, {} origin errors; {} objects ({}) in memory",
-        g(&s.requests),
-        g(&s.hits),
-        g(&s.collapsed),
-        g(&s.misses),
-        g(&s.collapse_takeovers),
-        g(&s.revalidated),
-        g(&s.client_errors),
-        g(&s.origin_errors),
-        objects,
-        cacheoff_base::Bytes(bytes)
-    )
-}
-
 /// The Collector's precision, beside the SPE paper's modified Squid.
 pub fn replay_line(p: &Proxy) -> String {
     let r = p.replay_precision();
@@ -182,12 +163,12 @@ pub fn run(a: &ProxyArgs) -> Result<(), Failure> {
             reg.register_collector(Box::new(cacheoff_metrics::ProxyCollector::new(
                 proxy.probe(),
             )));
-            Some(crate::run_cmd::serve_metrics(addr, reg)?)
+            Some(cacheoff_run::metrics::serve_metrics(addr, reg)?)
         }
         None => None,
     };
-    crate::signals::wait();
-    console::print(&counters_line(&proxy));
+    cacheoff_run::signals::wait();
+    console::print(&console::counters_line(&proxy));
     if proxy.config().collector {
         console::print(&replay_line(&proxy));
     }

@@ -1,34 +1,16 @@
-//! `cacheoff replay`: a real access trace through the proxy under test.
-//!
-//! One pass over the trace first (`cacheoff_trace`): it is checked whole
-//! (a malformed line stops here, with its number, before anything runs),
-//! and its ceilings are computed. Then the run: a workload of one traced
-//! content type and one measured phase as long as the replay, whose robots
-//! take their requests from the trace (`cacheoff_agent::TraceFeed`, read
-//! again, each worker its share of the objects) instead of the plan.
+//! `cacheoff replay`: its arguments into a
+//! [`cacheoff_run::replay::ReplayPlan`] (the survey, the trace's workload
+//! and the run are `cacheoff_run::replay`'s).
 //!
 //! `cacheoff trace` writes sample traces from a workload's plan.
 
 use crate::cli::{CachableRule, ReplayArgs, TraceArgs};
-use crate::console;
-use crate::run_cmd::{choose_target, conclude, run_setup, Replay, RunResult, Setup, Target};
 use crate::Failure;
 use anyhow::Context;
-use cacheoff_agent::{StopHandle, TraceFeed};
-use cacheoff_base::rng::mix64;
-use cacheoff_base::{Bytes, Dur, Rate, RequestType};
-use cacheoff_rundir::{Ceiling, Replayed, RunDir};
-use cacheoff_trace::ceiling::{CeilingCalc, Ceilings};
-use cacheoff_trace::{Format, Method, Record, TraceReader};
-use cacheoff_workload::{load_text, Overrides, PeakRate, TracedRequest, Workload};
-use std::path::Path;
-use std::sync::Arc;
-
-/// The ceilings' cache size when neither `--cache-size` nor a product
-/// says: the reference proxy's memory store.
-fn default_cache_size() -> u64 {
-    cacheoff_proxy::DEFAULT_MEMORY
-}
+use cacheoff_run::replay::ReplayPlan;
+use cacheoff_run::{console, RunResult};
+use cacheoff_trace::Format;
+use cacheoff_workload::Overrides;
 
 /// Runs `cacheoff replay`.
 pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
@@ -49,242 +31,30 @@ pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
             "--servers and --robots must be at least 1"
         )));
     }
-    let cache_bytes = a.cache_size.map_or_else(default_cache_size, |b| b.0);
-    let (format, ceilings) = survey(&a.trace, format, a.cachable, cache_bytes)?;
-    if ceilings.requests == 0 {
-        return Err(Failure::usage(anyhow::anyhow!(
-            "{}: the trace has no requests",
-            a.trace.display()
-        )));
-    }
-    let trace_s = ceilings.duration_us as f64 / 1e6;
-    let speed = match (a.speed, a.rate) {
-        (Some(s), _) => s,
-        (None, Some(rate)) if trace_s > 0.0 => rate.per_sec() * trace_s / ceilings.requests as f64,
-        _ => 1.0,
-    };
-    let replay_s = trace_s / speed;
-    console::print(&format!(
-        "trace {} ({}): {} requests, {} objects, {:.1} s; replayed in {:.1} s (speed {speed:.3})",
-        a.trace.display(),
-        format.name(),
-        ceilings.requests,
-        ceilings.objects,
-        trace_s,
-        replay_s,
-    ));
-    console::print(&format!(
-        "ceilings at {}: infinite {:.2}%, LRU {:.2}%, Belady {:.2}% DHR",
-        Bytes(cache_bytes),
-        ceilings.infinite,
-        ceilings.lru,
-        ceilings.belady
-    ));
-    let workload = replay_workload(a, &ceilings, replay_s, cache_bytes)?;
-    let dir = a
-        .out
-        .clone()
-        .unwrap_or_else(|| RunDir::default_path(&workload.name));
-    let workers = crate::cli::workers(a.workers);
-    let what = a.trace.display().to_string();
-    let Target {
-        via,
-        bound,
-        embedded,
-    } = choose_target(&workload, &a.target, &what)?;
-    let label = a
-        .label
-        .clone()
-        .or_else(|| embedded.as_ref().map(crate::run_cmd::reference_label));
-    let replayed = Replayed {
-        format: cacheoff_rundir::TRACE_FORMAT.into(),
-        version: cacheoff_rundir::FORMAT_VERSION,
-        file: what,
-        trace_format: format.name().into(),
-        requests: ceilings.requests,
-        objects: ceilings.objects,
-        cachable_requests: ceilings.cachable_requests,
-        bytes: ceilings.bytes,
-        trace_duration_s: trace_s,
-        speed,
-        cache_bytes,
-        cachable_rule: rule_name(a.cachable).into(),
-        ceiling: Ceiling {
-            infinite: ceilings.infinite,
-            lru: ceilings.lru,
-            belady: ceilings.belady,
-        },
-    };
-    let feed = feed(
-        &a.trace,
+    let plan = ReplayPlan {
+        trace: a.trace.clone(),
         format,
-        Mapping {
-            rule: a.cachable,
-            speed,
-            servers: a.servers,
-            ttfb: !a.no_ttfb,
+        speed: a.speed,
+        rate: a.rate,
+        cachable: match a.cachable {
+            CachableRule::Trace => cacheoff_run::replay::CachableRule::Trace,
+            CachableRule::All => cacheoff_run::replay::CachableRule::All,
+            CachableRule::None => cacheoff_run::replay::CachableRule::None,
         },
-    );
-    let stop = StopHandle::new();
-    crate::signals::stop_runs_on_signals(&stop);
-    let metrics = a
-        .metrics
-        .map(|addr| crate::run_cmd::Metrics::start(addr, embedded.as_ref()))
-        .transpose()?;
-    let setup = Setup {
-        workload,
-        via,
-        bound,
-        label,
-        workers,
-        quiet: a.quiet,
-        on_start: None,
-        trace: Some(Replay { feed, replayed }),
-        metrics: metrics.as_ref().map(|m| m.run.clone()),
-        fleet: None,
-        tls_dir: None,
-        watch: crate::watch::Watch::for_run(a.watch.as_deref(), embedded.is_some())?,
-    };
-    let r = run_setup(&dir, setup, argv, &stop)?;
-    if let Some(c) = r.summary.ceiling {
-        console::print(&format!(
-            "DHR measured {:.2}% (offered {:.2}%); the trace allows {:.2}% (infinite cache), {:.2}% (LRU), {:.2}% (Belady)",
-            r.summary.total.dhr.measured, r.summary.total.dhr.offered, c.infinite, c.lru, c.belady
-        ));
-    }
-    let verdict = conclude(&r, embedded, a.quiet);
-    if let Some(m) = metrics {
-        m.linger();
-    }
-    verdict.map(|()| r)
-}
-
-fn rule_name(rule: CachableRule) -> &'static str {
-    match rule {
-        CachableRule::Trace => "trace",
-        CachableRule::All => "all",
-        CachableRule::None => "none",
-    }
-}
-
-/// Whether the replay treats `r` as cachable.
-fn cachable(rule: CachableRule, r: &Record) -> bool {
-    let by_method = matches!(r.method, Method::Get | Method::Head);
-    // A 304 in a log revalidated a stored copy: it says the object is
-    // cachable, not that it is not.
-    let implied = r.cachable.filter(|_| r.status != Some(304));
-    match rule {
-        CachableRule::Trace => implied.unwrap_or(by_method),
-        CachableRule::All => by_method,
-        CachableRule::None => false,
-    }
-}
-
-/// Reads the whole trace once: its format, and its ceilings under the
-/// replay's cachability rule. The first malformed line is the error.
-fn survey(
-    path: &Path,
-    format: Option<Format>,
-    rule: CachableRule,
-    cache_bytes: u64,
-) -> Result<(Format, Ceilings), Failure> {
-    let reader = TraceReader::open(path, format).map_err(Failure::usage)?;
-    let format = reader.format().clone();
-    let mut calc = CeilingCalc::new(cache_bytes);
-    for r in reader {
-        let mut r = r.map_err(Failure::usage)?;
-        r.cachable = Some(cachable(rule, &r));
-        calc.add(&r);
-    }
-    Ok((format, calc.finish()))
-}
-
-/// The replay's workload: one content type (sizes come from the trace),
-/// one measured phase as long as the replay (and a second to drain).
-fn replay_workload(
-    a: &ReplayArgs,
-    c: &Ceilings,
-    replay_s: f64,
-    cache_bytes: u64,
-) -> Result<Workload, Failure> {
-    let rate = c.requests as f64 / replay_s.max(1e-3);
-    let mut o = Overrides {
-        rate: Some(PeakRate::PerSecond(Rate(rate))),
-        robots: Some(a.robots),
-        servers: Some(a.servers),
+        cache_size: a.cache_size,
+        servers: a.servers,
+        robots: a.robots,
         server_port: a.server_port,
-        cache_size: Some(Bytes(cache_bytes)),
-        // A second past the last request, to drain.
-        duration: Some(Dur::secs(replay_s + 1.0)),
-        ..Overrides::default()
+        ttfb: !a.no_ttfb,
+        target: a.target.spec(),
+        label: a.label.clone(),
+        workers: crate::cli::workers(a.workers),
+        out: a.out.clone(),
+        quiet: a.quiet,
+        metrics: a.metrics,
+        watch: a.watch.clone(),
     };
-    a.target.settle(&mut o);
-    let mut w = load_text("replay.toml", REPLAY_WORKLOAD, &o).map_err(Failure::usage)?;
-    w.description = format!(
-        "replay of {}: {} requests, {} objects",
-        a.trace.display(),
-        c.requests,
-        c.objects
-    );
-    Ok(w)
-}
-
-/// What every replay runs before its settings (src/replay.toml).
-const REPLAY_WORKLOAD: &str = include_str!("replay.toml");
-
-/// How trace records become robots' requests.
-#[derive(Debug, Clone, Copy)]
-struct Mapping {
-    rule: CachableRule,
-    speed: f64,
-    servers: u32,
-    ttfb: bool,
-}
-
-impl Mapping {
-    /// The request `r` is in the replay, if it belongs to `worker`'s share
-    /// (by its object, so a worker sees every request of its objects).
-    fn request(&self, r: &Record, worker: u32, workers: u32) -> Option<TracedRequest> {
-        if mix64(r.key) % u64::from(workers) != u64::from(worker) {
-            return None;
-        }
-        let site = if r.site != 0 { r.site } else { r.key };
-        Some(TracedRequest {
-            at_us: (r.time_us as f64 / self.speed) as u64,
-            key: r.key,
-            server: (mix64(site) % u64::from(self.servers)) as u32,
-            client: if r.client != 0 {
-                r.client
-            } else {
-                mix64(r.key)
-            },
-            size: r.size,
-            cachable: cachable(self.rule, r),
-            ttfb_us: r
-                .ttfb_us
-                .filter(|_| self.ttfb)
-                .map(|us| u32::try_from(us).unwrap_or(u32::MAX)),
-            rtype: match r.method {
-                Method::Get => RequestType::Basic,
-                Method::Head => RequestType::Head,
-                Method::Post | Method::Other => RequestType::Post,
-            },
-        })
-    }
-}
-
-/// Each worker reads the trace again for its share. The survey read it
-/// whole, so a line that fails now (the file changed) ends the share.
-fn feed(path: &Path, format: Format, m: Mapping) -> TraceFeed {
-    let path = path.to_path_buf();
-    TraceFeed(Arc::new(move |worker, workers| {
-        let records: Box<dyn Iterator<Item = Record> + Send> =
-            match TraceReader::open(&path, Some(format.clone())) {
-                Ok(r) => Box::new(r.map_while(Result::ok)),
-                Err(_) => Box::new(std::iter::empty()),
-            };
-        Box::new(records.filter_map(move |r| m.request(&r, worker, workers)))
-    }))
+    Ok(cacheoff_run::replay::run(plan, argv)?)
 }
 
 /// Runs `cacheoff trace`: a sample trace from a workload's plan.
@@ -314,59 +84,4 @@ pub fn write_sample(a: &TraceArgs) -> Result<(), Failure> {
         format.name()
     ));
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn record(method: Method, status: Option<u16>, implied: Option<bool>) -> Record {
-        Record {
-            time_us: 2_000_000,
-            key: 7,
-            site: 0,
-            client: 0,
-            size: 100,
-            ttfb_us: Some(5_000),
-            elapsed_us: None,
-            method,
-            status,
-            cachable: implied,
-            next_access_vtime: None,
-        }
-    }
-
-    #[test]
-    fn the_cachability_rule_decides_per_request() {
-        let get = record(Method::Get, Some(200), Some(true));
-        let uncachable = record(Method::Get, Some(302), Some(false));
-        let unsaid = record(Method::Get, None, None);
-        let post = record(Method::Post, Some(200), None);
-        assert!(cachable(CachableRule::Trace, &get));
-        assert!(!cachable(CachableRule::Trace, &uncachable));
-        assert!(cachable(CachableRule::Trace, &unsaid));
-        assert!(!cachable(CachableRule::Trace, &post));
-        assert!(cachable(CachableRule::All, &uncachable));
-        assert!(!cachable(CachableRule::All, &post));
-        assert!(!cachable(CachableRule::None, &get));
-    }
-
-    #[test]
-    fn every_request_goes_to_exactly_one_worker_scaled_in_time() {
-        let m = Mapping {
-            rule: CachableRule::Trace,
-            speed: 4.0,
-            servers: 3,
-            ttfb: true,
-        };
-        let r = record(Method::Get, Some(200), Some(true));
-        let taken: Vec<_> = (0..3).filter_map(|w| m.request(&r, w, 3)).collect();
-        assert_eq!(taken.len(), 1);
-        let t = taken[0];
-        assert_eq!((t.at_us, t.ttfb_us, t.size), (500_000, Some(5_000), 100));
-        assert!(t.server < 3 && t.cachable);
-        let no_ttfb = Mapping { ttfb: false, ..m };
-        let mut again = (0..3).filter_map(|w| no_ttfb.request(&r, w, 3));
-        assert_eq!(again.next().unwrap().ttfb_us, None);
-    }
 }

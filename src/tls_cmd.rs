@@ -1,38 +1,11 @@
-//! `cacheoff tls DIR` and a run's test CA: the certificate authority
-//! HTTPS runs trust (docs/https.md), and the fleet's credentials
+//! `cacheoff tls DIR`: the test CA HTTPS runs trust (docs/https.md;
+//! a run's own is `cacheoff_run::tls`), and the fleet's credentials
 //! (docs/security.md), made by `crates/tls`.
 
 use crate::Failure;
 use anyhow::Context;
-use cacheoff_workload::Workload;
-use std::path::{Path, PathBuf};
-
-/// Names the test CA's server certificate covers: every origin server's
-/// (by the address map's zone) and loopback's.
-fn tls_names() -> Vec<String> {
-    let zone = cacheoff_workload::ZONE;
-    [format!("*.{zone}"), zone.to_string()]
-        .into_iter()
-        .chain(["localhost", "127.0.0.1", "::1"].map(String::from))
-        .collect()
-}
-
-/// The run's test CA, when it needs one: `tls_dir`'s, or a new one in the
-/// run directory's `tls/`.
-pub fn test_ca(
-    workload: &Workload,
-    tls_dir: Option<PathBuf>,
-    run_dir: &Path,
-) -> Result<Option<std::sync::Arc<cacheoff_tls::Pki>>, Failure> {
-    if !workload.robots.tls && tls_dir.is_none() {
-        return Ok(None);
-    }
-    let dir = tls_dir.unwrap_or_else(|| run_dir.join("tls"));
-    cacheoff_tls::Pki::load_or_create(&dir, &tls_names())
-        .map(|p| Some(std::sync::Arc::new(p)))
-        .context("the test CA for HTTPS")
-        .map_err(Failure::usage)
-}
+use cacheoff_run::tls::names as tls_names;
+use std::path::Path;
 
 /// `cacheoff tls DIR`: makes the test CA there (or keeps the one there)
 /// and says how to use it.

@@ -1,8 +1,8 @@
 //! `cacheoff workload list|show|check|addrmap|import`.
 
 use crate::cli::{AddrMapFormat, WorkloadCommand};
-use crate::console::print;
 use crate::Failure;
+use cacheoff_run::console::print;
 use cacheoff_workload::{builtin_names, describe, expected_offered, load, Overrides};
 
 pub fn run(cmd: &WorkloadCommand) -> Result<(), Failure> {
@@ -19,7 +19,7 @@ pub fn run(cmd: &WorkloadCommand) -> Result<(), Failure> {
             settings,
             pgl,
         } => {
-            let w = crate::workload_file::load(workload, &settings.0, pgl)?;
+            let w = cacheoff_run::workload::load(workload, &settings.0, &pgl.options())?;
             print(&describe(&w));
             let e = expected_offered(&w);
             let pct = |v: f64| format!("{:.1}%", v * 100.0);
@@ -42,12 +42,12 @@ pub fn run(cmd: &WorkloadCommand) -> Result<(), Failure> {
             settings,
             pgl,
         } => {
-            let w = crate::workload_file::load(workload, &settings.0, pgl)?;
+            let w = cacheoff_run::workload::load(workload, &settings.0, &pgl.options())?;
             print(&addr_map_text(&w, *format)?);
             Ok(())
         }
         WorkloadCommand::Import { file, output, pgl } => {
-            let imported = crate::workload_file::import(file, pgl, output.is_some())?;
+            let imported = cacheoff_run::workload::import(file, &pgl.options(), output.is_some())?;
             let text = format!(
                 "# Imported by cacheoff from {file} (docs/pgl.md).\n{}",
                 imported.toml
@@ -67,7 +67,7 @@ pub fn run(cmd: &WorkloadCommand) -> Result<(), Failure> {
             Ok(())
         }
         WorkloadCommand::Check { file, pgl } => {
-            let w = crate::workload_file::load(file, &Overrides::default(), pgl)?;
+            let w = cacheoff_run::workload::load(file, &Overrides::default(), &pgl.options())?;
             let total: f64 = w.phases.iter().map(|p| p.duration.as_secs_f64()).sum();
             print(&format!(
                 "{file}: ok ({}: {} robots, {} servers, {} phases, {})",

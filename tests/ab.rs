@@ -85,7 +85,7 @@ fn the_reference_proxy_against_itself_shows_no_difference_in_most_trials() {
             .collect()
     });
     let none = verdicts.iter().filter(|v| **v == Verdict::None).count();
-    let allowed = false_alarms_allowed(verdicts.len(), 1.0 - cacheoff::ab_cmd::LEVEL, 1e-4);
+    let allowed = false_alarms_allowed(verdicts.len(), 1.0 - cacheoff_ab::LEVEL, 1e-4);
     eprintln!(
         "no difference detected in {none} of {} trials (at least {} needed): {verdicts:?}",
         verdicts.len(),

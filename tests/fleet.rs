@@ -9,12 +9,12 @@
 
 mod support;
 
-use cacheoff::run_cmd::{build, run_setup, RunResult, Setup};
 use cacheoff_agent::{StopHandle, Via};
 use cacheoff_fleet::wire::{self, FromAgent, Prepare, ToAgent, ViaSpec};
 use cacheoff_fleet::{
     AgentAddr, AgentConfig, AgentTrust, CoordinatorTrust, Fleet, Limits, Role, Source, Targets,
 };
+use cacheoff_run::{build, run_setup, RunResult, Setup};
 use cacheoff_rundir::{AgentState, RunDir};
 use cacheoff_workload::{ObjectSpace, Workload};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -120,7 +120,9 @@ fn run_fleet(
         tls_dir: None,
         watch: None,
     };
+    // The exit status and message the command would give.
     run_setup(dir, setup, &["fleet-test".into()], &StopHandle::new())
+        .map_err(cacheoff::Failure::from)
 }
 
 /// Runs `w` straight to the origin servers on two agents here, of 1 and 2

@@ -178,7 +178,7 @@ fn a_run_s_metrics_end_equal_to_its_summary() {
     reg.register_collector(Box::new(ProxyCollector::new(proxy.probe())));
     let server = Server::start("127.0.0.1:0".parse().unwrap(), reg).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let setup = cacheoff::run_cmd::Setup {
+    let setup = cacheoff_run::Setup {
         workload: support::run::simple(300.0, 10, 2, 1.0, 5.0),
         via: cacheoff_agent::Via::Proxy(proxy.addr()),
         bound: None,
@@ -193,8 +193,8 @@ fn a_run_s_metrics_end_equal_to_its_summary() {
         watch: None,
     };
     let argv = ["metrics".to_string()];
-    let r = cacheoff::run_cmd::run_setup(dir.path(), setup, &argv, &StopHandle::new())
-        .map_err(|f| f.error)
+    let r = cacheoff_run::run_setup(dir.path(), setup, &argv, &StopHandle::new())
+        .map_err(anyhow::Error::from)
         .unwrap();
     let text = get(server.addr(), "/metrics").expect("a scrape");
     let t = &r.summary.total;

@@ -84,7 +84,7 @@ fn keeps_limit(dir: &Path, proxy: std::net::SocketAddr, rate: f64) -> bool {
     let mut w = load_text("steady.toml", STEADY, &o).unwrap();
     w.phases.remove(0);
     let r = run_into(dir, w, Some(proxy), 2, &StopHandle::new());
-    let f = peak_cmd::figures(&r.summary);
+    let f = cacheoff_peak::figures(&r.summary);
     let pass = Limits::parse(LIMIT, None).unwrap().judge(&f);
     eprintln!("again at {rate}/s: {f:?} -> {pass}");
     pass

@@ -6,7 +6,6 @@
 
 mod support;
 
-use cacheoff::cli::PglArgs;
 use cacheoff_base::{Bytes, Dur, Rate};
 use cacheoff_workload::Overrides;
 use support::process::{cacheoff, stderr, stdout};
@@ -125,7 +124,7 @@ fn an_imported_polymix_3_run_offers_the_builtin_s_hit_ratio() {
         ..Default::default()
     };
     let imported =
-        roomy(cacheoff::workload_file::load(&pg("polymix-3.pg"), &o, &PglArgs::default()).unwrap());
+        roomy(cacheoff_run::workload::load(&pg("polymix-3.pg"), &o, &Default::default()).unwrap());
     let builtin = compressed("polymix-3", 200.0, 6.0, Some(4 << 20));
     let through = |w| {
         let p = support::proxy::reference(64 << 20);

@@ -3,9 +3,9 @@
 
 mod support;
 
-use cacheoff::run_cmd::RunResult;
 use cacheoff_agent::StopHandle;
 use cacheoff_report::{export, html, RunState};
+use cacheoff_run::RunResult;
 use cacheoff_workload::Workload;
 use std::path::Path;
 use support::run::{compressed, phase, run_into, simple, stop_after};
@@ -505,15 +505,15 @@ fn a_watched_run_exports_and_shows_what_the_product_spent() {
     let p = proxy::caching();
     let dir = tempfile::tempdir().unwrap();
     // The in-process proxy spends in this test's process.
-    let setup = cacheoff::run_cmd::Setup {
-        watch: Some(cacheoff::watch::Watch::parse(&std::process::id().to_string()).unwrap()),
+    let setup = cacheoff_run::Setup {
+        watch: Some(cacheoff_run::watch::Watch::parse(&std::process::id().to_string()).unwrap()),
         ..support::run::setup(
             simple(200.0, 10, 2, 1.0, 3.0),
             cacheoff_agent::Via::Proxy(p.addr()),
         )
     };
-    cacheoff::run_cmd::run_setup(dir.path(), setup, &["report".into()], &StopHandle::new())
-        .map_err(|f| f.error)
+    cacheoff_run::run_setup(dir.path(), setup, &["report".into()], &StopHandle::new())
+        .map_err(anyhow::Error::from)
         .unwrap();
     let run = cacheoff_rundir::RunDir::open(dir.path()).unwrap();
     let doc: serde_json::Value = serde_json::from_str(&export::json(&run)).unwrap();

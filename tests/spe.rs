@@ -110,7 +110,7 @@ fn a_replayed_trace_compares_every_proxy_on_the_same_requests() {
     cfg.first_byte_timeout = Duration::from_secs(300);
     cfg.idle_timeout = Duration::from_secs(300);
     // Squid, started as a product, spends in a cgroup of its own.
-    let watch = cacheoff::watch::Watch::new(
+    let watch = cacheoff_run::watch::Watch::new(
         squid
             .watch_target()
             .expect("a started product can be watched"),

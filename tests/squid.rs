@@ -3,8 +3,8 @@
 
 mod support;
 
-use cacheoff::run_cmd::RunResult;
 use cacheoff_agent::StopHandle;
+use cacheoff_run::RunResult;
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -218,12 +218,12 @@ fn squid_spending(w: cacheoff_workload::Workload, extra: &str) -> cacheoff_resou
         &format!("access_log none\ncache_log /dev/null\n{extra}"),
     );
     let run_dir = dir.path().join("run");
-    let setup = cacheoff::run_cmd::Setup {
-        watch: Some(cacheoff::watch::Watch::parse(&squid.child.id().to_string()).unwrap()),
+    let setup = cacheoff_run::Setup {
+        watch: Some(cacheoff_run::watch::Watch::parse(&squid.child.id().to_string()).unwrap()),
         ..support::run::setup(w, cacheoff_agent::Via::Proxy(squid.addr))
     };
-    let r = cacheoff::run_cmd::run_setup(&run_dir, setup, &["squid".into()], &StopHandle::new())
-        .map_err(|f| f.error)
+    let r = cacheoff_run::run_setup(&run_dir, setup, &["squid".into()], &StopHandle::new())
+        .map_err(anyhow::Error::from)
         .unwrap();
     drop(squid);
     r.summary.resources.expect("a watched run has resources")

@@ -9,6 +9,7 @@ mod fleet;
 mod traffic;
 mod workload;
 
+pub use cacheoff_run::Surrogate;
 pub use fleet::{AgentArgs, FleetArgs, TrustArgs};
 pub use traffic::{CachableRule, MultiplierArgs, ReplayArgs, TraceArgs};
 pub use workload::{AddrMapFormat, PglArgs, WorkloadArgs, WorkloadCommand};
@@ -441,14 +442,7 @@ pub struct RunArgs {
     pub fleet: FleetArgs,
 }
 
-/// A surrogate under test: `HOST:PORT`, or `https://HOST:PORT` to speak
-/// TLS to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Surrogate {
-    pub addr: SocketAddr,
-    pub tls: bool,
-}
-
+/// `[http[s]://]HOST:PORT`: a surrogate under test.
 pub fn surrogate(s: &str) -> Result<Surrogate, String> {
     let (rest, tls) = match s.split_once("://") {
         Some(("https", rest)) => (rest, true),
@@ -489,25 +483,12 @@ pub struct TargetArgs {
 }
 
 impl TargetArgs {
-    /// `--reverse`'s address, if one was given.
-    pub fn reverse_addr(&self) -> Option<Option<SocketAddr>> {
-        self.reverse.map(|r| r.map(|s| s.addr))
-    }
-
-    /// The run tests cacheoff's own reference proxy, started here.
-    pub fn embedded(&self) -> bool {
-        self.proxy.is_none() && !self.direct && matches!(self.reverse, None | Some(None))
-    }
-
-    /// What the target implies for the workload: HTTPS to an `https://`
-    /// surrogate, and the reference proxy's memory as the cache size
-    /// when it is the cache under test and none was given.
-    pub fn settle(&self, o: &mut cacheoff_workload::Overrides) {
-        if self.reverse.flatten().is_some_and(|r| r.tls) {
-            o.tls = Some(true);
-        }
-        if o.cache_size.is_none() && self.embedded() {
-            o.cache_size = Some(cacheoff_base::Bytes(cacheoff_proxy::DEFAULT_MEMORY));
+    /// The target as the run's library takes it.
+    pub fn spec(&self) -> cacheoff_run::TargetSpec {
+        cacheoff_run::TargetSpec {
+            proxy: self.proxy,
+            reverse: self.reverse,
+            direct: self.direct,
         }
     }
 }

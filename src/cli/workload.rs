@@ -71,6 +71,16 @@ pub struct PglArgs {
     pub lenient: bool,
 }
 
+impl PglArgs {
+    /// How `cacheoff_pgl` reads the file.
+    pub fn options(&self) -> cacheoff_pgl::Options {
+        cacheoff_pgl::Options {
+            include: self.include.clone(),
+            lenient: self.lenient,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AddrMapFormat {
     Text,

@@ -159,17 +159,17 @@ pub struct Lineup {
     pub products: Vec<Entry>,
     /// The two workloads as read ([`Lineup::open_workloads`]; until then
     /// each run reads its own).
-    pub sources: Option<[crate::workload_file::Source; 2]>,
+    pub sources: Option<[cacheoff_run::workload::Source; 2]>,
 }
 
 impl Lineup {
     /// Reads the forward and reverse workloads once (a `.pg` file is
     /// imported here, its includes from its directory and `pgl.include`).
     pub fn open_workloads(&mut self, pgl: &crate::cli::PglArgs) -> Result<(), crate::Failure> {
-        use crate::workload_file::Source;
+        use cacheoff_run::workload::Source;
         self.sources = Some([
-            Source::open(&self.forward_workload, pgl)?,
-            Source::open(&self.reverse_workload, pgl)?,
+            Source::open(&self.forward_workload, &pgl.options())?,
+            Source::open(&self.reverse_workload, &pgl.options())?,
         ]);
         Ok(())
     }
@@ -178,13 +178,13 @@ impl Lineup {
     pub fn source(
         &self,
         mode: cacheoff_products::Mode,
-    ) -> Result<crate::workload_file::Source, crate::Failure> {
+    ) -> Result<cacheoff_run::workload::Source, cacheoff_run::RunError> {
         let k = usize::from(mode == cacheoff_products::Mode::Reverse);
         match &self.sources {
             Some(s) => Ok(s[k].clone()),
-            None => crate::workload_file::Source::open(
+            None => cacheoff_run::workload::Source::open(
                 [&self.forward_workload, &self.reverse_workload][k],
-                &crate::cli::PglArgs::default(),
+                &Default::default(),
             ),
         }
     }

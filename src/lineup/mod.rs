@@ -12,11 +12,12 @@ pub mod file;
 pub(crate) mod product;
 pub mod spe;
 
-use crate::run_cmd::{run_setup, RunResult, Setup};
-use crate::{console, Failure};
+use crate::Failure;
 use anyhow::{anyhow, Context};
 use cacheoff_agent::{BoundServers, StopHandle, Via};
 use cacheoff_products::Mode;
+use cacheoff_run::console;
+use cacheoff_run::{run_setup, RunResult, Setup};
 use cacheoff_workload::{Overrides, Workload};
 use file::Lineup;
 use std::path::{Path, PathBuf};
@@ -154,9 +155,7 @@ pub fn workload_for(l: &Lineup, mode: Mode, own: &[(String, String)]) -> Result<
         o.set(k, v)
             .map_err(|e| Failure::usage(anyhow!("setting {k} = {v:?}: {e}")))?;
     }
-    let w = l.source(mode)?.load(&o)?;
-    w.check_runnable().map_err(Failure::usage)?;
-    Ok(w)
+    Ok(l.source(mode)?.runnable(&o)?)
 }
 
 /// Kills the product under test at once (a second Ctrl-C: the process
@@ -223,14 +222,9 @@ fn run_one(dir: &Path, setup: Setup, stop: &StopHandle) -> Result<RunResult, Fai
     let argv = std::env::args().collect::<Vec<_>>();
     let quiet = setup.quiet;
     let r = run_setup(dir, setup, &argv, stop)?;
-    if !quiet {
-        console::print("");
-    }
-    console::print(&console::summary_table(&r.summary));
-    if let Err(e) = crate::report_cmd::html_report(dir) {
-        console::print(&format!(
-            "cacheoff: warning: cannot render the report card: {e:#}"
-        ));
+    cacheoff_run::finish::print_summary(&r, quiet);
+    if let Err(e) = cacheoff_run::finish::report_card(dir) {
+        cacheoff_run::finish::warn_no_card(&e);
     }
     Ok(r)
 }
@@ -262,9 +256,7 @@ fn contend_in(
     // A surrogate takes HTTPS with the lineup's test CA; a forward proxy
     // only tunnels it.
     let pki = match (w.robots.tls, c.mode) {
-        (true, Mode::Reverse) => {
-            crate::tls_cmd::test_ca(&w, Some(opts.out.join("tls")), dir).map_err(|f| f.error)?
-        }
+        (true, Mode::Reverse) => cacheoff_run::tls::test_ca(&w, Some(opts.out.join("tls")), dir)?,
         _ => None,
     };
     let running = product::start(c, &w, &bound, dir, None, pki.as_deref())?;
@@ -370,7 +362,7 @@ fn peak_first(
     stop: &StopHandle,
     f: &mut Finished,
 ) -> anyhow::Result<Workload> {
-    let source = l.source(c.mode).map_err(|f| f.error)?;
+    let source = l.source(c.mode)?;
     let mut overrides = Overrides::default();
     for (k, v) in l.settings.iter().chain(&c.settings) {
         overrides
@@ -383,11 +375,11 @@ fn peak_first(
     }
     let argv = std::env::args().collect::<Vec<_>>();
     let peak_dir = dir.join("peak");
-    let search = crate::peak_cmd::Search {
+    let search = cacheoff_run::peak::Search {
         workload: source,
         overrides,
         limits: p.limits,
-        knobs: crate::peak_cmd::Knobs {
+        knobs: cacheoff_run::peak::Knobs {
             precision: 0.05,
             max_load: 100_000.0,
             max_steps: 16,
@@ -402,7 +394,7 @@ fn peak_first(
         argv: &argv,
         stop,
     };
-    let found = crate::peak_cmd::search(&peak_dir, search).map_err(|e| e.error)?;
+    let found = cacheoff_run::peak::search(&peak_dir, search)?;
     f.peak_dir = Some(peak_dir);
     let Some(rate) = found.peak_rate_xps.filter(|_| !found.closed_loop) else {
         f.failures.push(format!(
@@ -449,7 +441,7 @@ fn downtime_test(
     let board: Arc<Mutex<Option<downtime::Switchboard>>> = Arc::new(Mutex::new(None));
     let switch: Arc<Mutex<dyn downtime::PowerSwitch>> = running.clone();
     let hook_board = board.clone();
-    let on_start: crate::run_cmd::OnStart = Box::new(move |start| {
+    let on_start: cacheoff_run::OnStart = Box::new(move |start| {
         let b = downtime::Switchboard::start(switch, start, dark_at, dark);
         *hook_board.lock().unwrap_or_else(|e| e.into_inner()) = Some(b);
     });

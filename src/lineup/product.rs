@@ -91,8 +91,10 @@ impl Running {
     }
 
     /// Sampling what it spends, from now on.
-    pub fn watch(&self) -> Option<crate::watch::Watch> {
-        self.inner.watch_target().map(crate::watch::Watch::new)
+    pub fn watch(&self) -> Option<cacheoff_run::watch::Watch> {
+        self.inner
+            .watch_target()
+            .map(cacheoff_run::watch::Watch::new)
     }
 }
 
@@ -149,7 +151,7 @@ pub fn start(
     };
     let mut inner = c.spec.start(c.mode, &settings)?;
     inner.wait_ready(READY_TIMEOUT)?;
-    crate::preflight::check(inner.listen()).map_err(|f| f.error)?;
+    cacheoff_run::preflight::check(inner.listen())?;
     let tls_addr = settings.tls.as_ref().map(|t| t.listen);
     if let Some(a) = tls_addr {
         // A terminator of its own (hitch) may listen a little later.
@@ -294,7 +296,7 @@ pub fn compare_hits(running: &Mutex<Running>, run_dir: &Path, before: Option<Log
             } else {
                 0.0
             };
-            crate::console::print(&format!(
+            cacheoff_run::console::print(&format!(
                 "hits: robots saw {robot_hits} of {robot_xacts}; the product's log says {} of {} ({diff:+.2}%)",
                 c.hits, c.requests
             ));
@@ -303,9 +305,11 @@ pub fn compare_hits(running: &Mutex<Running>, run_dir: &Path, before: Option<Log
             }
         }
         (Err(e), _) => {
-            crate::console::print(&format!("cacheoff: cannot read the product's log: {e}"))
+            cacheoff_run::console::print(&format!("cacheoff: cannot read the product's log: {e}"))
         }
-        (_, Err(e)) => crate::console::print(&format!("cacheoff: cannot read the run back: {e}")),
+        (_, Err(e)) => {
+            cacheoff_run::console::print(&format!("cacheoff: cannot read the run back: {e}"))
+        }
     }
 }
 

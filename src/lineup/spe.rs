@@ -8,11 +8,12 @@
 //! run (`clients/`) is what the users of this set-up saw.
 
 use super::{contenders, product, workload_for, Contender, Options};
-use crate::{console, Failure};
+use crate::Failure;
 use anyhow::{anyhow, Context};
 use cacheoff_agent::{BoundServers, StopHandle, Via};
 use cacheoff_multiplier::{Config, ProxyUnderTest, Summary};
 use cacheoff_products::Mode;
+use cacheoff_run::console;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -190,7 +191,7 @@ fn measure(
         spe_dir.clone(),
     );
     cfg.argv = std::env::args().collect();
-    cfg.build = crate::run_cmd::build();
+    cfg.build = cacheoff_run::build();
     // A copy waits as long as the origin did (the Collector replays it),
     // so a product has the rate times that wait in flight.
     cfg.conns_per_proxy = COPY_CONNS;

@@ -2,7 +2,7 @@
 //! `mod support;` (Cargo builds no test target from this directory):
 //!
 //! - [`run`]: workloads as the tests build them, and in-process runs
-//!   (`cacheoff::run_cmd::run_in`) into their own directories, at most two
+//!   (`cacheoff_run::run_in`) into their own directories, at most two
 //!   at once;
 //! - [`proxy`]: the reference proxy in-process on port 0, and its counters;
 //! - [`process`]: the `cacheoff` binary as a user runs it, and signals;

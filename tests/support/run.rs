@@ -1,5 +1,5 @@
 //! Workloads as the root tests build them, and in-process runs of them
-//! (`cacheoff::run_cmd::run_in`), each into its own directory.
+//! (`cacheoff_run::run_in`), each into its own directory.
 //!
 //! Runs share this machine's 2 cores and one process's descriptors: the
 //! [`Gate`] lets at most two run at once, and a big one (thousands of
@@ -11,9 +11,9 @@
 //! have issued, so tests assert the plan's counts, never this machine's
 //! throughput.
 
-use cacheoff::run_cmd::{run_in, RunResult};
 use cacheoff_agent::StopHandle;
 use cacheoff_base::{Bytes, Dur, Rate};
+use cacheoff_run::{run_in, RunResult};
 use cacheoff_rundir::Summary;
 use cacheoff_stats::Entry;
 use cacheoff_workload::{
@@ -180,7 +180,7 @@ pub fn run_into(
     // The manifest's command line names the test file that ran it.
     let argv = [env!("CARGO_CRATE_NAME").to_string()];
     run_in(dir, w, proxy, workers, true, &argv, stop)
-        .map_err(|f| f.error)
+        .map_err(anyhow::Error::from)
         .unwrap()
 }
 
@@ -194,8 +194,8 @@ pub fn run(w: Workload, proxy: Option<SocketAddr>) -> (tempfile::TempDir, RunRes
 
 /// The setup of a quiet run of `w` reaching the servers `via`, with
 /// [`WORKERS`] workers and nothing else.
-pub fn setup(w: Workload, via: cacheoff_agent::Via) -> cacheoff::run_cmd::Setup {
-    cacheoff::run_cmd::Setup::quiet(w, via, WORKERS)
+pub fn setup(w: Workload, via: cacheoff_agent::Via) -> cacheoff_run::Setup {
+    cacheoff_run::Setup::quiet(w, via, WORKERS)
 }
 
 /// Runs `w` to the surrogate at `surrogate` (reverse mode), its origin
@@ -208,12 +208,12 @@ pub fn run_reverse(
     let _slots = take_slots(&w);
     let dir = tempfile::tempdir().unwrap();
     let argv = [env!("CARGO_CRATE_NAME").to_string()];
-    let setup = cacheoff::run_cmd::Setup {
+    let setup = cacheoff_run::Setup {
         bound: Some(bound),
         ..setup(w, cacheoff_agent::Via::Surrogate(surrogate))
     };
-    let r = cacheoff::run_cmd::run_setup(dir.path(), setup, &argv, &StopHandle::new())
-        .map_err(|f| f.error)
+    let r = cacheoff_run::run_setup(dir.path(), setup, &argv, &StopHandle::new())
+        .map_err(anyhow::Error::from)
         .unwrap();
     (dir, r)
 }

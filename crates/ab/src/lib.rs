@@ -16,16 +16,20 @@
 //!   rows ([`RunSeries`]).
 //! - [`AbReport`], [`report_table`] (`report`): the experiment's record
 //!   and its plain-text table.
+//! - [`experiment`] (`experiment`): the rounds run in order, each run by
+//!   a [`RoundRunner`], then judged into the [`AbReport`].
 //! - [`t_quantile`] (`tdist`): Student's t quantiles for any real df.
 //!
-//! No I/O: the binary runs the experiment and reads the run directories.
+//! No I/O: the runner (`cacheoff ab`'s) runs the runs and reads them back.
 
+mod experiment;
 mod figures;
 mod interval;
 mod judge;
 mod report;
 mod tdist;
 
+pub use experiment::{experiment, run_name, Plan, RoundRunner, LEVEL};
 pub use figures::{figure, measured, series, value, Figure, FIGURES};
 pub use interval::{batch_count, batch_means, batches, rounds, FigureResult, Verdict};
 pub use judge::{judge_rounds, judge_runs, RunSeries};

@@ -16,14 +16,19 @@
 //!
 //! - [`cut`] (`phases`): which of a workload's phases warm the cache
 //!   once and which plateau every step runs.
+//! - [`search`] (`steps`): the search step by step: each step run by a
+//!   [`StepRunner`], its [`figures`] judged, the record of the search
+//!   (`peak.json`'s `cacheoff_rundir::peak::Peak`) kept after each.
 //!
-//! No I/O, no clock: the binary's `peak_cmd` runs steps and writes
-//! `peak.json` (`cacheoff_rundir::peak`).
+//! No I/O, no clock: the runner (`cacheoff_run::peak`: a run per step,
+//! the pause between them, `peak.json` written) is the caller's.
 
 mod limit;
 mod phases;
 mod search;
+mod steps;
 
 pub use limit::{parse_error_pct, Figures, LimitError, Limits, RtLimit, RtStat};
 pub use phases::{cut, Cut, NoPlateau};
 pub use search::{find, Outcome, Role, SearchConfig, Step, Stop};
+pub use steps::{figures, search, Plan, StepRunner};

@@ -16,6 +16,8 @@
 //!   trace a replay replayed and its ceilings, which the summary repeats.
 //! - `peak.json` ([`peak::Peak`]): what `cacheoff peak` found, in a
 //!   directory of step runs ([`peak::is_peak`]).
+//! - `ab.json` ([`ab::write`], [`ab::read`]): an A/B experiment's record
+//!   (`cacheoff_ab::AbReport`), in a directory of its runs.
 //! - Rules decided once: which phase is measured ([`measured_phase`]), and
 //!   records built from the run-time's [`IntervalStats`] and [`RunStats`]
 //!   (every derived figure comes from `cacheoff_stats::Entry`).
@@ -23,6 +25,7 @@
 //! No tokio and no knowledge of the run-time: a report can always be
 //! rebuilt offline from a directory.
 
+pub mod ab;
 mod agents;
 mod files;
 mod manifest;

@@ -1,8 +1,9 @@
 //! What the product under test spends, sampled once per interval: a
 //! product cacheoff started (its cgroup), the reference proxy embedded in
-//! this process (its threads) or one named by `--watch PID|CGROUP-PATH`. The figures and their sources: docs/resources.md.
+//! this process (its threads) or one named by `--watch PID|CGROUP-PATH`.
+//! The figures and their sources: docs/resources.md.
 
-use crate::Failure;
+use crate::RunError;
 use cacheoff_resources::{IntervalUsage, Sample, Sampler, Target};
 
 pub struct Watch {
@@ -18,15 +19,18 @@ impl Watch {
     }
 
     /// `--watch PID|CGROUP-PATH`.
-    pub fn parse(arg: &str) -> Result<Watch, Failure> {
+    pub fn parse(arg: &str) -> Result<Watch, RunError> {
         Target::parse(arg)
             .map(Watch::new)
-            .map_err(|e| Failure::usage(anyhow::anyhow!("--watch {arg}: {e}")))
+            .map_err(|error| RunError::Watch {
+                arg: arg.to_string(),
+                error,
+            })
     }
 
     /// What a run watches: `--watch` when given, else the reference proxy
     /// when it is embedded in this process, else nothing.
-    pub fn for_run(arg: Option<&str>, embedded: bool) -> Result<Option<Watch>, Failure> {
+    pub fn for_run(arg: Option<&str>, embedded: bool) -> Result<Option<Watch>, RunError> {
         match arg {
             Some(a) => Watch::parse(a).map(Some),
             None => Ok(embedded.then(Watch::embedded_proxy)),

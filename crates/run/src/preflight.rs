@@ -2,7 +2,7 @@
 //! connection and answer one HTTP request, or the run would spend its whole
 //! schedule counting connection errors and still look like a result.
 
-use crate::Failure;
+use crate::RunError;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -13,12 +13,8 @@ const LIMIT: Duration = Duration::from_secs(5);
 /// Asks the proxy at `proxy` for a URL on a loopback port where nothing
 /// listens: whatever it answers (an error status is expected) shows an
 /// HTTP proxy is there. Nothing is started before this passes.
-pub fn check(proxy: SocketAddr) -> Result<(), Failure> {
-    let fail = |why: String| {
-        Failure::usage(anyhow::anyhow!(
-            "no proxy to test at {proxy}: {why}; start it or check the address"
-        ))
-    };
+pub fn check(proxy: SocketAddr) -> Result<(), RunError> {
+    let fail = |why: String| RunError::NoProxy { addr: proxy, why };
     let mut s = TcpStream::connect_timeout(&proxy, LIMIT)
         .map_err(|e| fail(format!("cannot connect ({e})")))?;
     let _ = s.set_read_timeout(Some(LIMIT));
@@ -77,8 +73,8 @@ mod tests {
             .local_addr()
             .unwrap();
         let e = check(closed).unwrap_err();
-        assert_eq!(e.code, 2);
-        assert!(format!("{:#}", e.error).contains(&closed.to_string()));
+        assert_eq!(e.code(), 2);
+        assert!(e.to_string().contains(&closed.to_string()));
         // Something that speaks another protocol is not a proxy either.
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
@@ -88,10 +84,6 @@ mod tests {
             }
         });
         let e = check(addr).unwrap_err();
-        assert!(
-            format!("{:#}", e.error).contains("not in HTTP"),
-            "{:#}",
-            e.error
-        );
+        assert!(e.to_string().contains("not in HTTP"), "{e}");
     }
 }

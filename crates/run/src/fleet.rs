@@ -1,8 +1,7 @@
 //! `cacheoff run --agents`: the coordinator's side of a run over many
 //! hosts, feeding the same run directory and console as a run here.
 
-use crate::console;
-use crate::Failure;
+use crate::{console, RunError};
 use cacheoff_agent::{StopHandle, Via};
 use cacheoff_fleet::wire::ViaSpec;
 use cacheoff_fleet::{AgentsSink, Fleet, FleetRun, Ready};
@@ -13,7 +12,7 @@ use std::path::Path;
 /// Reaches `fleet` and gives each agent its share of `wl`, before the run
 /// directory exists: a fleet that disagrees leaves nothing behind. The
 /// run id (which names the agents' own logs) comes from `dir`.
-pub fn prepare(wl: &Workload, via: Via, fleet: &Fleet, dir: &Path) -> Result<Ready, Failure> {
+pub fn prepare(wl: &Workload, via: Via, fleet: &Fleet, dir: &Path) -> Result<Ready, RunError> {
     let via = match via {
         Via::Direct => ViaSpec::Direct,
         Via::Proxy(a) => ViaSpec::Proxy(a),
@@ -26,15 +25,10 @@ pub fn prepare(wl: &Workload, via: Via, fleet: &Fleet, dir: &Path) -> Result<Rea
     let run_id = cacheoff_fleet::guard::run_id(&name, nonce);
     // Two descriptors per agent (its link, and a copy to write on).
     let needed = 2 * fleet.agents.len() as u64 + 256;
-    cacheoff_agent::raise_fd_limit(needed).map_err(Failure::usage)?;
-    cacheoff_fleet::prepare(wl, via, fleet, &run_id, nonce).map_err(|e| match e {
-        // Nothing started: the fleet as given cannot run.
-        cacheoff_fleet::FleetError::Unreachable { .. }
-        | cacheoff_fleet::FleetError::Refused { .. }
-        | cacheoff_fleet::FleetError::ClockSkew { .. }
-        | cacheoff_fleet::FleetError::Split(_) => Failure::usage(e),
-        e => Failure::run(e),
-    })
+    cacheoff_agent::raise_fd_limit(needed).map_err(RunError::FdLimit)?;
+    // Whether that is usage (nothing started) or a failure: RunError::code.
+    cacheoff_fleet::prepare(wl, via, fleet, &run_id, nonce)
+        .map_err(|e| RunError::FleetPrepare(Box::new(e)))
 }
 
 /// Runs the prepared fleet into `sink` (the run directory, the console).
@@ -42,10 +36,10 @@ pub fn run(
     ready: Ready,
     sink: &mut dyn AgentsSink,
     stop: &StopHandle,
-) -> Result<FleetRun, Failure> {
+) -> Result<FleetRun, RunError> {
     ready
         .run(sink, stop)
-        .map_err(|e| Failure::run(anyhow::Error::new(e).context("run failed")))
+        .map_err(|e| RunError::Fleet(Box::new(e)))
 }
 
 /// One line per agent: its share and how it ended.

@@ -1,10 +1,40 @@
-//! The live console: one line per interval while a run goes, and a table of
-//! phases at the end. Response times are shown on both clocks, each named.
+//! The live console: what a run is about to do, one line per interval
+//! while it goes, and a table of phases at the end. Response times are
+//! shown on both clocks, each named.
 
+use cacheoff_agent::Via;
+use cacheoff_proxy::{Proxy, ProxyStats};
 use cacheoff_rundir::{IntervalRecord, Summary};
 use cacheoff_stats::{Entry, RtClock};
+use cacheoff_workload::Workload;
 use std::io::Write;
+use std::path::Path;
 use std::sync::OnceLock;
+
+/// Where robots send, as the console says it.
+pub fn via(via: &Via) -> String {
+    match via {
+        Via::Direct => "direct (no proxy)".into(),
+        Via::Proxy(p) => format!("via proxy {p}"),
+        Via::Surrogate(p) => format!("to surrogate {p}"),
+    }
+}
+
+/// The line a run starts with: the workload, its size and rate, the
+/// target and the run directory.
+pub fn run_line(w: &Workload, to: Via, dir: &Path) -> String {
+    format!(
+        "cacheoff {} run {}: {} robots, {} servers, {}, {} -> {}",
+        env!("CARGO_PKG_VERSION"),
+        w.name,
+        w.robots.count,
+        w.servers.count,
+        w.peak_rate
+            .map_or("closed-loop".to_string(), |r| format!("peak {r}")),
+        via(&to),
+        dir.display()
+    )
+}
 
 /// The per-interval console line; `xacts_so_far` counts the whole run.
 pub fn interval_line(r: &IntervalRecord, xacts_so_far: u64) -> String {
@@ -138,6 +168,39 @@ fn claims_line(e: &Entry) -> Option<String> {
         "proxy's own claims (Cache-Status, X-Cache, Via, Age): {claimed} replies claimed, {wrong} false ({} hits that were misses, {} misses that were hits)",
         c.claim_hit_was_miss, c.claim_miss_was_hit
     ))
+}
+
+/// The reference proxy's counters, after a run or when it stops.
+pub fn counters_line(p: &Proxy) -> String {
+    let s: &ProxyStats = p.stats();
+    let g = ProxyStats::get;
+    let (objects, bytes) = p.memory_usage();
+    format!(
+        "reference proxy: {} requests, {} hits ({} collapsed), {} misses ({} taking over a late collapsed fetch), {} revalidated, {} refused, {} origin errors; {} objects ({}) in memory",
+        g(&s.requests),
+        g(&s.hits),
+        g(&s.collapsed),
+        g(&s.misses),
+        g(&s.collapse_takeovers),
+        g(&s.revalidated),
+        g(&s.client_errors),
+        g(&s.origin_errors),
+        objects,
+        cacheoff_base::Bytes(bytes)
+    )
+}
+
+/// `e` and its sources, each after `: ` (as `{:#}` of an
+/// `anyhow::Error` says it).
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 /// Prints to stdout, ignoring a closed pipe.

@@ -2,7 +2,7 @@
 //! console and metrics, with what the watched product spent in it.
 
 use crate::console;
-use crate::run_cmd::{OnStart, ADDR_MAP_FILE};
+use crate::setup::{OnStart, ADDR_MAP_FILE};
 use crate::watch::Watch;
 use cacheoff_agent::Sink;
 use cacheoff_rundir::{RunDir, RunDirError};

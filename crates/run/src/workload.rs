@@ -6,9 +6,9 @@
 //! the `--include` places, through `cacheoff_workload::files`
 //! (docs/workload-files.md).
 
-use crate::cli::PglArgs;
 use crate::console::print;
-use crate::Failure;
+use crate::RunError;
+use cacheoff_pgl::Options;
 use cacheoff_workload::{load_text, Overrides, Workload};
 use std::path::{Path, PathBuf};
 
@@ -21,12 +21,8 @@ pub fn is_pgl(spec: &str) -> bool {
 
 /// Imports a PGL file; its mapping, notes and (with `--lenient`) what was
 /// left out go to the console when `say` is set.
-pub fn import(spec: &str, pgl: &PglArgs, say: bool) -> Result<cacheoff_pgl::Imported, Failure> {
-    let opts = cacheoff_pgl::Options {
-        include: pgl.include.clone(),
-        lenient: pgl.lenient,
-    };
-    let imported = cacheoff_pgl::import(Path::new(spec), &opts).map_err(Failure::usage)?;
+pub fn import(spec: &str, pgl: &Options, say: bool) -> Result<cacheoff_pgl::Imported, RunError> {
+    let imported = cacheoff_pgl::import(Path::new(spec), pgl)?;
     if say {
         for line in &imported.mapping {
             print(&format!("{spec}: {line}"));
@@ -56,7 +52,7 @@ pub struct Source {
 impl Source {
     /// Reads `spec`: a `.pg` file is imported now (its includes from its
     /// own directory and `pgl.include`).
-    pub fn open(spec: &str, pgl: &PglArgs) -> Result<Source, Failure> {
+    pub fn open(spec: &str, pgl: &Options) -> Result<Source, RunError> {
         let imported = if is_pgl(spec) {
             Some(import(spec, pgl, true)?.toml)
         } else {
@@ -75,20 +71,51 @@ impl Source {
     }
 
     /// The workload with `o`'s settings over its own.
-    pub fn load(&self, o: &Overrides) -> Result<Workload, Failure> {
-        match &self.imported {
-            Some(toml) => {
-                load_text(&format!("{} (imported)", self.spec), toml, o).map_err(Failure::usage)
-            }
-            None => {
-                cacheoff_workload::load_with(&self.spec, o, &self.include).map_err(Failure::usage)
-            }
+    pub fn load(&self, o: &Overrides) -> Result<Workload, RunError> {
+        Ok(match &self.imported {
+            Some(toml) => load_text(&format!("{} (imported)", self.spec), toml, o)?,
+            None => cacheoff_workload::load_with(&self.spec, o, &self.include)?,
+        })
+    }
+
+    /// The workload with `o`'s settings, checked to be runnable as it
+    /// stands (a goal phase needs a cache size, ...).
+    pub fn runnable(&self, o: &Overrides) -> Result<Workload, RunError> {
+        let w = self.load(o)?;
+        w.check_runnable()?;
+        Ok(w)
+    }
+
+    /// A run of a Web Polygraph file keeps it (`workload.pg`) and what it
+    /// was imported as (`workload.toml`, its includes resolved) in its run
+    /// directory `dir`; failing to is said, not fatal: the manifest has
+    /// the workload.
+    pub fn keep(&self, dir: &Path) {
+        let Some(imported) = &self.imported else {
+            return;
+        };
+        let spec = Path::new(&self.spec);
+        // Read as the import read it (a regular file, bounded), not copied.
+        let kept = cacheoff_workload::files::Files::new(spec, &[])
+            .and_then(|f| f.read_main(spec))
+            .map_err(|e| e.to_string())
+            .and_then(|text| {
+                std::fs::write(dir.join(PGL_SOURCE_FILE), text).map_err(|e| e.to_string())
+            })
+            .and_then(|()| {
+                std::fs::write(dir.join(PGL_IMPORT_FILE), imported).map_err(|e| e.to_string())
+            });
+        if let Err(e) = kept {
+            print(&format!(
+                "cacheoff: cannot keep {} in the run directory: {e}",
+                self.spec
+            ));
         }
     }
 }
 
 /// The workload `spec` names, with the command line's overrides.
-pub fn load(spec: &str, o: &Overrides, pgl: &PglArgs) -> Result<Workload, Failure> {
+pub fn load(spec: &str, o: &Overrides, pgl: &Options) -> Result<Workload, RunError> {
     Source::open(spec, pgl)?.load(o)
 }
 
@@ -96,26 +123,3 @@ pub fn load(spec: &str, o: &Overrides, pgl: &PglArgs) -> Result<Workload, Failur
 pub const PGL_SOURCE_FILE: &str = "workload.pg";
 /// That file as imported (docs/pgl.md).
 pub const PGL_IMPORT_FILE: &str = "workload.toml";
-
-/// A run of a Web Polygraph file keeps it (`workload.pg`) and what it was
-/// imported as (`workload.toml`, its includes resolved) in its run
-/// directory; failing to is said, not fatal: the manifest has the workload.
-pub fn keep_source(spec: &str, pgl: &PglArgs, dir: &Path) {
-    if !is_pgl(spec) {
-        return;
-    }
-    // Read as the import read it (a regular file, bounded), not copied.
-    let kept = cacheoff_workload::files::Files::new(Path::new(spec), &[])
-        .and_then(|f| f.read_main(Path::new(spec)))
-        .map_err(anyhow::Error::from)
-        .and_then(|text| Ok(std::fs::write(dir.join(PGL_SOURCE_FILE), text)?))
-        .and_then(|()| {
-            let imported = import(spec, pgl, false).map_err(|f| f.error)?;
-            Ok(std::fs::write(dir.join(PGL_IMPORT_FILE), imported.toml)?)
-        });
-    if let Err(e) = kept {
-        print(&format!(
-            "cacheoff: cannot keep {spec} in the run directory: {e}"
-        ));
-    }
-}

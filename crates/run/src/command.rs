@@ -1,0 +1,93 @@
+//! `cacheoff run` as a whole: the target chosen, live metrics, the run,
+//! a `.pg` file kept beside it, and the verdict.
+
+use crate::finish::conclude;
+use crate::metrics::Metrics;
+use crate::target::{Target, TargetSpec};
+use crate::watch::Watch;
+use crate::workload::Source;
+use crate::{run_setup, RunError, RunResult, Setup};
+use cacheoff_agent::StopHandle;
+use cacheoff_rundir::RunDir;
+use cacheoff_workload::Workload;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// A run as the command line asked for it, its workload resolved.
+pub struct RunPlan {
+    /// Where the workload came from (a `.pg` file is kept in the run
+    /// directory).
+    pub source: Source,
+    /// The workload, runnable (`Source::runnable`).
+    pub workload: Workload,
+    pub target: TargetSpec,
+    /// Run on these agents instead of this host (`--agents`).
+    pub fleet: Option<cacheoff_fleet::Fleet>,
+    /// The test CA (`--tls-dir`).
+    pub tls_dir: Option<PathBuf>,
+    /// What the proxy under test is (`--label`); the reference proxy
+    /// names itself.
+    pub label: Option<String>,
+    pub workers: usize,
+    /// The run directory (default: `runs/<timestamp>-<workload>`).
+    pub out: Option<PathBuf>,
+    /// Only the final summary, not a line per interval.
+    pub quiet: bool,
+    /// Serve live metrics here (`--metrics`).
+    pub metrics: Option<SocketAddr>,
+    /// What to watch (`--watch PID|CGROUP-PATH`); the embedded reference
+    /// proxy is watched without it.
+    pub watch: Option<String>,
+}
+
+/// Runs `plan` (`argv` goes into the manifest) until it ends or the first
+/// SIGINT/SIGTERM, then concludes: a disqualified run is an error.
+pub fn run(plan: RunPlan, argv: &[String]) -> Result<RunResult, RunError> {
+    let RunPlan {
+        source,
+        workload,
+        target,
+        fleet,
+        tls_dir,
+        label,
+        workers,
+        out,
+        quiet,
+        metrics,
+        watch,
+    } = plan;
+    let dir = out.unwrap_or_else(|| RunDir::default_path(&workload.name));
+    let t = Target::choose(&workload, &target, source.spec(), fleet.is_some())?;
+    let label = t.label(label);
+    let Target {
+        via,
+        bound,
+        embedded,
+    } = t;
+    let stop = StopHandle::new();
+    crate::signals::stop_runs_on_signals(&stop);
+    let metrics = metrics
+        .map(|addr| Metrics::start(addr, embedded.as_ref()))
+        .transpose()?;
+    let setup = Setup {
+        workload,
+        via,
+        bound,
+        label,
+        workers,
+        quiet,
+        on_start: None,
+        trace: None,
+        metrics: metrics.as_ref().map(|m| m.run.clone()),
+        fleet,
+        tls_dir,
+        watch: Watch::for_run(watch.as_deref(), embedded.is_some())?,
+    };
+    let r = run_setup(&dir, setup, argv, &stop)?;
+    source.keep(&r.dir);
+    let verdict = conclude(&r, embedded, quiet);
+    if let Some(m) = metrics {
+        m.linger();
+    }
+    verdict.map(|()| r)
+}
