@@ -115,7 +115,7 @@ pub fn render(run: &Run) -> Result<String, ReportError> {
     let measured = run.measured_phase();
     let mut o = String::with_capacity(1 << 20);
     headline::header(&mut o, run);
-    let facts = cacheoff_rundir::rules::Facts::of_figures(&head, m.mode(), m.workload.robots.tls);
+    let facts = cacheoff_rundir::rules::Facts::of(run);
     headline::figures(&mut o, &head, measured.as_deref(), &facts);
     if let Some(r) = &run.replayed {
         replayed::section(&mut o, r, &run.total());

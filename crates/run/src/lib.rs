@@ -41,5 +41,6 @@ pub mod workload;
 
 pub use command::{run, RunPlan};
 pub use error::{RunError, EXIT_RUN, EXIT_USAGE};
-pub use setup::{build, run_in, run_setup, OnStart, Replay, RunResult, Setup, ADDR_MAP_FILE};
+pub use recorder::{OnStart, ADDR_MAP_FILE};
+pub use setup::{build, run_in, run_setup, Replay, RunResult, Setup};
 pub use target::{reference_label, Surrogate, Target, TargetSpec};

@@ -2,13 +2,19 @@
 //! console and metrics, with what the watched product spent in it.
 
 use crate::console;
-use crate::setup::{OnStart, ADDR_MAP_FILE};
 use crate::watch::Watch;
 use cacheoff_agent::Sink;
 use cacheoff_rundir::{RunDir, RunDirError};
 use cacheoff_stats::IntervalStats;
 use cacheoff_workload::AddrMap;
 use std::path::Path;
+
+/// Called once the run has started, with its start (see
+/// `Setup::on_start`).
+pub type OnStart = Box<dyn FnOnce(std::time::Instant) + Send>;
+
+/// In a reverse-mode run directory: the origin servers by name.
+pub const ADDR_MAP_FILE: &str = "addrmap.txt";
 
 /// The run directory and the console, fed by the run-time.
 pub(crate) struct Recorder<'a> {

@@ -2,7 +2,7 @@
 //! manifest, the run-time (here, or on a fleet's agents) feeding the
 //! directory and the console through the [`Recorder`], and the summary.
 
-use crate::recorder::Recorder;
+use crate::recorder::{OnStart, Recorder};
 use crate::watch::Watch;
 use crate::{console, RunError};
 use cacheoff_agent::{BoundServers, RunConfig, StopHandle, Via};
@@ -72,9 +72,6 @@ pub struct Replay {
     pub replayed: cacheoff_rundir::Replayed,
 }
 
-/// See [`Setup::on_start`].
-pub type OnStart = Box<dyn FnOnce(std::time::Instant) + Send>;
-
 /// The build running, for manifests and the fleet's version check.
 pub fn build() -> Build {
     Build {
@@ -82,9 +79,6 @@ pub fn build() -> Build {
         git_revision: env!("CACHEOFF_GIT_REV").into(),
     }
 }
-
-/// In a reverse-mode run directory: the origin servers by name.
-pub const ADDR_MAP_FILE: &str = "addrmap.txt";
 
 /// Runs a resolved workload into a new run directory; prints interval
 /// lines unless `quiet`.
