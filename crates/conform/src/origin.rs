@@ -39,10 +39,13 @@ impl Seen {
     }
 }
 
+/// What writes a reply on the connection itself.
+pub type WriteFn = dyn Fn(&mut TcpStream) -> io::Result<()> + Send + Sync;
+
 /// A reply the script writes itself, on the connection: any bytes at any
 /// pace. An error ends the connection.
 #[derive(Clone)]
-pub struct Writer(pub Arc<dyn Fn(&mut TcpStream) -> io::Result<()> + Send + Sync>);
+pub struct Writer(pub Arc<WriteFn>);
 
 impl fmt::Debug for Writer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -5,7 +5,9 @@
 use cacheoff_base::{Clock, ManualClock};
 use cacheoff_http::Framing;
 use cacheoff_proxy::{Proxy, ProxyConfig, ProxyStats, Upstream};
-use cacheoff_testkit::{chunked, exchange, paced, raw, within, Client, Reply, Response, Seen};
+use cacheoff_testkit::{
+    chunked, exchange, paced, raw, raw_and_close, within, Client, Reply, Response, Seen,
+};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -112,7 +114,7 @@ fn answer(seen: &Seen, state: &State, now: u64) -> Reply {
         });
         cc = "Cache-Control: public, max-age=60\r\n".into();
     } else if path == "/garbage" {
-        return raw("NOT HTTP AT ALL\r\n\r\n");
+        return raw_and_close("NOT HTTP AT ALL\r\n\r\n");
     }
     let head = format!(
         "Date: {}\r\nLast-Modified: {}\r\n{cc}{extra}Content-Type: text/plain\r\n",

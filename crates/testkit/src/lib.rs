@@ -4,7 +4,8 @@
 //! - `origin`: the scripted origin. It is `cacheoff_conform`'s [`Origin`]
 //!   (the codebase's one), re-exported with [`origin`] (one script for
 //!   every path, on a port of its own) and reply builders beside
-//!   [`Reply::new`]: exact bytes ([`raw`]), written in pieces ([`pieces`],
+//!   [`Reply::new`]: exact bytes ([`raw`], [`raw_and_close`]), written in
+//!   pieces ([`pieces`],
 //!   [`paced`]), a reply that never comes ([`hold`]) or never ends
 //!   ([`endless`]), a chunked body ([`chunked`]).
 //! - `client`: a raw HTTP/1.1 client over a `TcpStream` ([`Client`]) that
@@ -30,6 +31,7 @@ pub use cacheoff_conform::Reader;
 pub use client::{exchange, read_all, Client, Response, TIMEOUT};
 pub use host::{closed_now, closed_within, free_port, rss, small_window, threads, threads_named};
 pub use origin::{
-    chunked, endless, hold, origin, origin_on, paced, pieces, raw, Origin, Reply, Seen,
+    chunked, endless, hold, origin, origin_on, paced, pieces, raw, raw_and_close, Origin, Reply,
+    Seen,
 };
 pub use wait::{until, within};

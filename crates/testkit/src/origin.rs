@@ -31,6 +31,16 @@ pub fn raw(bytes: impl Into<Vec<u8>>) -> Reply {
     pieces(vec![bytes.into()])
 }
 
+/// These bytes, then the connection closes: a reply delimited by its
+/// close, or one cut short.
+pub fn raw_and_close(bytes: impl Into<Vec<u8>>) -> Reply {
+    let bytes = bytes.into();
+    Reply::write(move |s| {
+        s.write_all(&bytes)?;
+        Err(io::ErrorKind::ConnectionAborted.into())
+    })
+}
+
 /// Pause between [`pieces`], long enough that they arrive in separate
 /// reads.
 const PIECE_GAP: Duration = Duration::from_millis(15);

@@ -8,7 +8,7 @@
 use cacheoff_multiplier::{Config, ProxyUnderTest};
 use cacheoff_proxy::{Proxy, ProxyConfig};
 pub use cacheoff_testkit::{closed_within, rss, Client, Response};
-use cacheoff_testkit::{endless, hold, raw, Origin, Reply, Seen};
+use cacheoff_testkit::{endless, hold, raw, raw_and_close, Origin, Reply, Seen};
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -148,10 +148,8 @@ fn misbehave(parent: SocketAddr, how: Fake, seen: &Seen) -> Reply {
         Fake::NotFound => wire[9..12].copy_from_slice(b"404"),
         Fake::Truncate => {
             let cut = head_len + (wire.len() - head_len) / 2;
-            return Reply::write(move |s| {
-                s.write_all(&wire[..cut])?;
-                Err(std::io::ErrorKind::ConnectionAborted.into())
-            });
+            wire.truncate(cut);
+            return raw_and_close(wire);
         }
         _ => {}
     }
