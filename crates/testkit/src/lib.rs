@@ -5,9 +5,10 @@
 //!   (the codebase's one), re-exported with [`origin`] (one script for
 //!   every path, on a port of its own) and reply builders beside
 //!   [`Reply::new`]: exact bytes ([`raw`], [`raw_and_close`]), written in
-//!   pieces ([`pieces`],
-//!   [`paced`]), a reply that never comes ([`hold`]) or never ends
-//!   ([`endless`]), a chunked body ([`chunked`]).
+//!   pieces ([`pieces`], [`paced`]), a reply that never comes ([`hold`])
+//!   or never ends ([`endless`]), a chunked body ([`chunked`]). Replies
+//!   beyond these: [`Reply::write`], the script writing on the
+//!   connection itself.
 //! - `client`: a raw HTTP/1.1 client over a `TcpStream` ([`Client`]) that
 //!   sends the test's bytes as they are and reads replies, interim ones
 //!   included, with the house codec through `cacheoff_conform`'s
