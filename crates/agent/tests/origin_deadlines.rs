@@ -10,6 +10,7 @@
 
 use cacheoff_agent::{run, AgentError, BoundServers, RunConfig, Share, Sink, StopHandle, Via};
 use cacheoff_stats::{ErrorKind, IntervalStats, RunStats};
+use cacheoff_testkit::{closed_now, exchange, threads_named, within, Client};
 use cacheoff_workload::{load_text, ObjectSpace, Overrides, Workload};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -124,52 +125,19 @@ fn held(addr: SocketAddr) -> usize {
 
 /// The run's worker threads alive now.
 fn worker_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter(|t| {
-            let comm = std::fs::read_to_string(t.as_ref().unwrap().path().join("comm"));
-            comm.is_ok_and(|c| c.starts_with("cacheoff-w"))
-        })
-        .count()
+    threads_named("cacheoff-w")
 }
 
 fn connect(addr: SocketAddr) -> TcpStream {
-    let s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s
+    Client::connect(addr).s
 }
 
 /// A request the server must answer whole: its status line and the
-/// length of the body that followed the head.
+/// length of its body.
 fn ask(addr: SocketAddr, request: &[u8]) -> (String, usize) {
-    let mut s = connect(addr);
-    s.write_all(request).unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let end = out
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a whole head")
-        + 4;
-    let text = String::from_utf8_lossy(&out[..end]).into_owned();
-    (text.lines().next().unwrap().to_string(), out.len() - end)
-}
-
-/// Whether the peer closed `s` (an end of stream or a reset), reading
-/// what it sent meanwhile.
-fn closed(s: &mut TcpStream) -> bool {
-    s.set_nonblocking(true).unwrap();
-    let mut buf = [0u8; 4096];
-    let gone = loop {
-        match s.read(&mut buf) {
-            Ok(0) => break true,
-            Ok(_) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break false,
-            Err(_) => break true,
-        }
-    };
-    s.set_nonblocking(false).unwrap();
-    gone
+    let r = exchange(addr, request);
+    let status_line = r.head_text().lines().next().unwrap_or("").to_string();
+    (status_line, r.body.len())
 }
 
 /// Waits (at most a minute) until the server holds no connection, calling
@@ -250,7 +218,7 @@ fn http1_clients_that_stall_are_cut_at_their_deadlines() {
     );
     assert!(dribbled < dribble.len());
     for s in [&mut slow_head, &mut trickle, &mut stopped, &mut silent] {
-        assert!(closed(s));
+        assert!(closed_now(s));
     }
     assert_eq!(worker_threads(), 1);
     let stats = r.run.join().unwrap().unwrap();
@@ -343,7 +311,7 @@ fn handshakes_and_http2_streams_that_stall_are_cut_at_their_deadlines() {
         !r.run.is_finished(),
         "closed by the run's end, not a deadline"
     );
-    assert!(closed(&mut tls) && closed(&mut preface));
+    assert!(closed_now(&tls) && closed_now(&preface));
     let stats = r.run.join().unwrap().unwrap();
     // Two handshakes and two streams.
     assert_eq!(errors(&stats, ErrorKind::OriginTimeout), 4);
@@ -372,10 +340,7 @@ fn the_run_s_end_closes_every_connection_its_servers_held() {
         .unwrap();
     let mut reply = [0u8; 1];
     idle.read_exact(&mut reply).unwrap();
-    let wait = Instant::now();
-    while held(addr) < 4 && wait.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    within(Duration::from_secs(30), || held(addr) >= 4);
     assert_eq!(held(addr), 4);
     let stats = r.run.join().unwrap().unwrap();
     // Once the run returned, its servers hold nothing, and every client

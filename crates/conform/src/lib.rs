@@ -2,9 +2,15 @@
 //! 9110's caching sections, RFC 5861, RFC 9213) run against any proxy.
 //!
 //! - [`Origin`] (`origin`): the suite's own scripted origin server; each
-//!   check registers replies for its own paths (under a run nonce, so no
-//!   check and no earlier run can answer another's) and reads back what
-//!   reached the origin.
+//!   check registers replies ([`Reply`]) for its own paths (under a run
+//!   nonce, so no check and no earlier run can answer another's) and reads
+//!   back what reached the origin ([`Seen`]). It is the codebase's one
+//!   scripted origin: `crates/testkit` hands it to the other crates'
+//!   tests, with a fallback script for any path and replies a script
+//!   writes itself ([`Writer`]).
+//! - [`Reader`] (`wire`): HTTP/1.1 messages read off a blocking socket
+//!   with `crates/http`'s codec, for the origin, the client and the
+//!   tests' client.
 //! - `client`: one request at a time through the proxy under test
 //!   ([`Target`], [`Mode`]: forward in absolute form, or a surrogate with
 //!   the origin's `Host`).
@@ -23,8 +29,9 @@ mod wire;
 
 pub use check::{Applies, Check, Ctx, Outcome, Verdict};
 pub use client::{Mode, Target};
-pub use origin::Origin;
+pub use origin::{Origin, Reply, Script, Seen, Writer};
 pub use report::{CheckResult, Report};
+pub use wire::{Headers, Reader};
 
 use std::sync::Arc;
 

@@ -34,6 +34,8 @@ pub fn lines(h: &[(String, Vec<u8>)]) -> Headers {
 pub struct Reader {
     buf: Vec<u8>,
     scan: HeadScanner,
+    /// The last head read, as it came.
+    last: Vec<u8>,
 }
 
 fn bad(why: &str) -> io::Error {
@@ -81,13 +83,27 @@ impl Reader {
         }
     }
 
+    /// The last head [`Reader::request`] or [`Reader::response`] read,
+    /// byte for byte.
+    pub fn last_head(&self) -> &[u8] {
+        &self.last
+    }
+
+    /// Takes the bytes read past the last message.
+    pub fn take_buffered(&mut self) -> Vec<u8> {
+        self.scan.reset();
+        std::mem::take(&mut self.buf)
+    }
+
     /// The next request head, every header kept; `None` if the
     /// connection ended first.
     pub fn request(&mut self, s: &mut TcpStream) -> io::Result<Option<RequestHead>> {
         let Some(head) = self.head(s, "request")? else {
             return Ok(None);
         };
-        match parse_request(&head, true) {
+        self.last = head;
+        let head = &self.last;
+        match parse_request(head, true) {
             Ok(Some(h)) => Ok(Some(h)),
             Ok(None) => Err(bad("unparsable request head")),
             Err(e) => Err(refused(e, "request")),
@@ -104,7 +120,9 @@ impl Reader {
         let Some(head) = self.head(s, "response")? else {
             return Ok(None);
         };
-        match parse_response(&head, head_request, true) {
+        self.last = head;
+        let head = &self.last;
+        match parse_response(head, head_request, true) {
             Ok(Some(h)) => Ok(Some(h)),
             Ok(None) => Err(bad("unparsable response head")),
             Err(e) => Err(refused(e, "response")),

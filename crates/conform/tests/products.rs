@@ -10,17 +10,10 @@
 
 use cacheoff_conform::{Mode, Origin, Target};
 use cacheoff_products::{Mode as PMode, ProductSpec, Settings};
+use cacheoff_testkit::free_port;
 use cacheoff_workload::AddrMap;
 use std::sync::Arc;
 use std::time::Duration;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn run(product: &str, mode: Mode) {
     let spec = ProductSpec::builtin(product).unwrap();

@@ -4,6 +4,7 @@
 
 use cacheoff_metrics::{encode, Format, ProxyCollector, Registry, RunInfo, RunMetrics, Server};
 use cacheoff_stats::{ErrorKind, IntervalStats, Outcome, Snapshot, XactRecord};
+use cacheoff_testkit::{read_all, within};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
@@ -113,13 +114,9 @@ fn intervals_add_up_in_both_formats() {
     }
 }
 
-/// One request on a new connection; the whole reply.
+/// One request on a new connection; every byte of the reply.
 fn ask(addr: std::net::SocketAddr, request: &[u8]) -> String {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(request).unwrap();
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
+    let out = read_all(addr, request).unwrap_or_default();
     String::from_utf8_lossy(&out).into_owned()
 }
 
@@ -208,14 +205,9 @@ fn a_reply_nobody_reads_is_cut_at_the_reply_deadline() {
     let server = Server::start_with("127.0.0.1:0".parse().unwrap(), reg, limits).unwrap();
     let mut s = TcpStream::connect(server.addr()).unwrap();
     s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
-    let wait = std::time::Instant::now();
-    while server.cut().deadline == 0 && wait.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    within(Duration::from_secs(60), || server.cut().deadline > 0);
     assert_eq!(server.cut().deadline, 1);
-    while server.open() > 0 && wait.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    within(Duration::from_secs(60), || server.open() == 0);
     assert_eq!(server.open(), 0);
     // What the client gets is the reply's beginning, then the close.
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();

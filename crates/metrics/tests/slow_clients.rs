@@ -4,6 +4,7 @@
 //! beside them is answered.
 
 use cacheoff_metrics::{Limits, Registry, Server, SLOTS};
+use cacheoff_testkit::{read_all, threads, within};
 use prometheus_client::metrics::counter::Counter;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -13,10 +14,6 @@ use std::time::{Duration, Instant};
 
 /// Tests here count the process's threads: one at a time.
 static ALONE: Mutex<()> = Mutex::new(());
-
-fn threads() -> usize {
-    std::fs::read_dir("/proc/self/task").unwrap().count()
-}
 
 fn registry() -> Registry {
     let mut reg = Registry::default();
@@ -29,12 +26,8 @@ fn registry() -> Registry {
 /// One scrape on a new connection, as Prometheus sends it: the whole
 /// head in one write.
 fn scrape(addr: SocketAddr) -> Result<String, String> {
-    let mut s = TcpStream::connect(addr).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: prometheus\r\nAccept: text/plain\r\n\r\n")
-        .map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).map_err(|e| e.to_string())?;
+    let request = b"GET /metrics HTTP/1.1\r\nHost: prometheus\r\nAccept: text/plain\r\n\r\n";
+    let out = read_all(addr, request).map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&out).into_owned();
     if text.starts_with("HTTP/1.1 200 OK\r\n") && text.contains("\ncacheoff_test_total 7\n") {
         Ok(text)
@@ -158,10 +151,7 @@ fn attack(n: usize, limits: Limits, pause: Duration, secs: f64) -> Attack {
     stop.store(true, Ordering::Relaxed);
     let dribbled = clients.join().unwrap();
     // Every connection is closed: its slot is given back.
-    let wait = Instant::now();
-    while server.open() > 0 && wait.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    within(Duration::from_secs(30), || server.open() == 0);
     assert_eq!(server.open(), 0);
     let cut = server.cut();
     assert_eq!(server.scrapes(), scrapes);

@@ -7,6 +7,7 @@
 mod support;
 
 use cacheoff_multiplier::{IpNet, Refusal};
+use cacheoff_testkit::closed_now;
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,9 +40,9 @@ fn host_name_on_loopback() -> Option<String> {
 /// and body.
 fn status_of(m: SocketAddr, raw: &str) -> (u16, Vec<u8>) {
     let mut s = client(m);
-    s.write_all(raw.as_bytes()).unwrap();
-    let r = read_reply(&mut s, &mut Vec::new());
-    (r.status, [r.head.into_bytes(), r.body].concat())
+    s.write(raw.as_bytes());
+    let r = s.reply(false);
+    (r.status, [r.raw_head, r.body].concat())
 }
 
 #[test]
@@ -50,14 +51,19 @@ fn clients_outside_allow_are_refused_unread_and_destinations_held_to_allow_dest(
         eprintln!("skipped: this machine has no address but loopback");
         return;
     };
-    let origin = origin(Arc::default());
-    let coll = collector(origin);
-    let honest = fake_proxy(coll.addr(), Fake::Honest);
-    let (secret, secret_seen) = private_service();
+    let stage = Stage::new(Arc::default());
+    let origin = stage.origin();
+    let honest = stage.fake(Fake::Honest);
+    let private = private_service();
+    let secret = private.addr();
     let tmp = tempfile::tempdir().unwrap();
 
     // Loopback clients only (the default), listening on every address.
-    let mut cfg = config(coll.addr(), &[("honest", honest)], &tmp.path().join("a"));
+    let mut cfg = config(
+        stage.collector(),
+        &[("honest", honest)],
+        &tmp.path().join("a"),
+    );
     cfg.listen = "0.0.0.0:0".parse().unwrap();
     let m = cacheoff_multiplier::start(cfg).unwrap();
     let port = m.addr().port();
@@ -75,7 +81,7 @@ fn clients_outside_allow_are_refused_unread_and_destinations_held_to_allow_dest(
     );
     // A loopback client beside it is served.
     let mut s = client(SocketAddr::from(([127, 0, 0, 1], port)));
-    let r = get(&mut s, &mut Vec::new(), origin, "/inside");
+    let r = get(&mut s, origin, "/inside");
     assert_eq!((r.status, r.body), (200, body_of("/inside")));
     assert_eq!(m.refusals(Refusal::ClientDenied), 1);
     drop(s);
@@ -85,7 +91,11 @@ fn clients_outside_allow_are_refused_unread_and_destinations_held_to_allow_dest(
     assert_eq!(summary.proxy("honest").unwrap().span.counts.copied, 1);
 
     // The outsider allowed, and where it may go said.
-    let mut cfg = config(coll.addr(), &[("honest", honest)], &tmp.path().join("b"));
+    let mut cfg = config(
+        stage.collector(),
+        &[("honest", honest)],
+        &tmp.path().join("b"),
+    );
     cfg.listen = "0.0.0.0:0".parse().unwrap();
     cfg.allow = vec![IpNet::from(ip)];
     cfg.allow_dest = Some(vec![
@@ -95,7 +105,7 @@ fn clients_outside_allow_are_refused_unread_and_destinations_held_to_allow_dest(
     let m = cacheoff_multiplier::start(cfg).unwrap();
     let outside = SocketAddr::new(ip, m.addr().port());
     let mut s = client(outside);
-    let r = get(&mut s, &mut Vec::new(), origin, "/allowed");
+    let r = get(&mut s, origin, "/allowed");
     assert_eq!((r.status, r.body), (200, body_of("/allowed")));
     // A Host naming the private service beside an allowed target: the
     // target decides, and the Host sent on is the target's.
@@ -127,12 +137,12 @@ fn clients_outside_allow_are_refused_unread_and_destinations_held_to_allow_dest(
     assert_eq!(m.refusals(Refusal::DestDenied), attacks.len() as u64);
     // Still served beside the attacks.
     let mut s = client(outside);
-    let r = get(&mut s, &mut Vec::new(), origin, "/still");
+    let r = get(&mut s, origin, "/still");
     assert_eq!((r.status, r.body), (200, body_of("/still")));
     drop(s);
     let summary = m.stop().unwrap();
     assert_eq!(
-        secret_seen.load(Ordering::SeqCst),
+        private.connections(),
         0,
         "the private service was never reached"
     );
@@ -156,12 +166,12 @@ fn finished_copies(cfg: &mut cacheoff_multiplier::Config, name: &'static str) ->
 #[test]
 fn requests_naming_the_multiplier_get_508_and_a_loop_ends_at_its_second_hop() {
     let posts = Arc::new(AtomicU64::new(0));
-    let origin = origin(posts.clone());
-    let coll = collector(origin);
+    let stage = Stage::new(posts.clone());
+    let origin = stage.origin();
     let tmp = tempfile::tempdir().unwrap();
     let mut cfg = config(
-        coll.addr(),
-        &[("honest", fake_proxy(coll.addr(), Fake::Honest))],
+        stage.collector(),
+        &[("honest", stage.fake(Fake::Honest))],
         tmp.path(),
     );
     let finished = finished_copies(&mut cfg, "honest");
@@ -200,7 +210,7 @@ fn requests_naming_the_multiplier_get_508_and_a_loop_ends_at_its_second_hop() {
     assert_eq!(status, 508);
     // Served beside the loops.
     let mut s = client(own);
-    let r = get(&mut s, &mut Vec::new(), origin, "/beside");
+    let r = get(&mut s, origin, "/beside");
     assert_eq!((r.status, r.body), (200, body_of("/beside")));
     drop(s);
     // The GET's copy (to the proxy, its Collector, the forward, back
@@ -240,26 +250,14 @@ fn half_heads(m: SocketAddr, n: usize) -> Vec<TcpStream> {
         .collect()
 }
 
-/// Whether the Multiplier closed `s` (a 408 may come first).
-fn was_closed(mut s: &TcpStream) -> bool {
-    let mut b = [0u8; 512];
-    loop {
-        match s.read(&mut b) {
-            Ok(0) => return true,
-            Ok(_) => {}
-            Err(e) => return e.kind() != std::io::ErrorKind::WouldBlock,
-        }
-    }
-}
-
 #[test]
 fn slow_heads_are_cut_off_at_the_header_deadline_and_the_client_beside_them_is_served() {
-    let origin = origin(Arc::default());
-    let coll = collector(origin);
+    let stage = Stage::new(Arc::default());
+    let origin = stage.origin();
     let tmp = tempfile::tempdir().unwrap();
     let mut cfg = config(
-        coll.addr(),
-        &[("honest", fake_proxy(coll.addr(), Fake::Honest))],
+        stage.collector(),
+        &[("honest", stage.fake(Fake::Honest))],
         tmp.path(),
     );
     cfg.client_header_timeout = Duration::from_secs(1);
@@ -273,9 +271,8 @@ fn slow_heads_are_cut_off_at_the_header_deadline_and_the_client_beside_them_is_s
         half_heads(m.addr(), 300).into_iter().map(Some).collect();
     // The client beside them.
     let mut s = client(m.addr());
-    let mut buf = Vec::new();
     for p in ["/beside/1", "/beside/2"] {
-        let r = get(&mut s, &mut buf, origin, p);
+        let r = get(&mut s, origin, p);
         assert_eq!((r.status, r.body), (200, body_of(p)));
     }
     let t = Instant::now();
@@ -309,7 +306,7 @@ fn slow_heads_are_cut_off_at_the_header_deadline_and_the_client_beside_them_is_s
     assert_eq!(m.refusals(Refusal::HeaderTimeout), 300);
     assert!(answered_408 > 0, "timed-out heads are answered 408");
     // The client beside them idles out quietly, and nothing stays open.
-    let (closed, got) = closed_within(&mut s, Duration::from_secs(30));
+    let (closed, got) = closed_within(&mut s.s, Duration::from_secs(30));
     assert!(
         closed && got.is_empty(),
         "{}",
@@ -324,12 +321,12 @@ fn slow_heads_are_cut_off_at_the_header_deadline_and_the_client_beside_them_is_s
 
 #[test]
 fn at_the_connection_cap_the_longest_waiting_is_closed_and_the_newcomer_served() {
-    let origin = origin(Arc::default());
-    let coll = collector(origin);
+    let stage = Stage::new(Arc::default());
+    let origin = stage.origin();
     let tmp = tempfile::tempdir().unwrap();
     let mut cfg = config(
-        coll.addr(),
-        &[("honest", fake_proxy(coll.addr(), Fake::Honest))],
+        stage.collector(),
+        &[("honest", stage.fake(Fake::Honest))],
         tmp.path(),
     );
     cfg.max_client_connections = 100;
@@ -340,28 +337,28 @@ fn at_the_connection_cap_the_longest_waiting_is_closed_and_the_newcomer_served()
     // chosen: this one's request waits on its body.
     let mut busy = client(m.addr());
     write!(
-        busy,
+        busy.s,
         "POST http://{origin}/form HTTP/1.1\r\nHost: {origin}\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n"
     )
     .unwrap();
     // Its head was read: the Multiplier asks for the body.
     let mut go = [0u8; 25];
-    busy.read_exact(&mut go).unwrap();
+    busy.s.read_exact(&mut go).unwrap();
     assert_eq!(&go, b"HTTP/1.1 100 Continue\r\n\r\n");
     let flood = half_heads(m.addr(), 300);
     // The client beside them: connection 302 with 100 allowed.
     let mut s = client(m.addr());
-    let r = get(&mut s, &mut Vec::new(), origin, "/beside");
+    let r = get(&mut s, origin, "/beside");
     assert_eq!((r.status, r.body), (200, body_of("/beside")));
     // 99 flood connections fit; each of the other 201 closed the oldest.
     assert_eq!(m.refusals(Refusal::Evicted), 202);
     assert_eq!(m.refusals(Refusal::OverCapacity), 0);
     until("the evicted are closed", || {
-        flood[..202].iter().all(was_closed)
+        flood[..202].iter().all(closed_now)
     });
-    assert!(!flood[202..].iter().any(was_closed), "the newest 98 stay");
-    busy.write_all(b"ok").unwrap();
-    assert_eq!(read_reply(&mut busy, &mut Vec::new()).status, 200);
+    assert!(!flood[202..].iter().any(closed_now), "the newest 98 stay");
+    busy.write(b"ok");
+    assert_eq!(busy.reply(false).status, 200);
     let summary = m.stop().unwrap();
     assert_eq!(summary.refused, 202);
     drop(flood);
@@ -370,18 +367,18 @@ fn at_the_connection_cap_the_longest_waiting_is_closed_and_the_newcomer_served()
 #[test]
 fn a_dripped_body_gets_408_and_a_steady_one_beside_it_is_served() {
     let posts = Arc::new(AtomicU64::new(0));
-    let origin = origin(posts.clone());
-    let coll = collector(origin);
+    let stage = Stage::new(posts.clone());
+    let origin = stage.origin();
     let tmp = tempfile::tempdir().unwrap();
     let mut cfg = config(
-        coll.addr(),
-        &[("honest", fake_proxy(coll.addr(), Fake::Honest))],
+        stage.collector(),
+        &[("honest", stage.fake(Fake::Honest))],
         tmp.path(),
     );
     cfg.client_header_timeout = Duration::from_millis(500);
     cfg.client_body_min_rate = 1000;
     let m = cacheoff_multiplier::start(cfg).unwrap();
-    let mut drip = client(m.addr());
+    let mut drip = client(m.addr()).s;
     write!(
         drip,
         "POST http://{origin}/drip HTTP/1.1\r\nHost: {origin}\r\nContent-Length: 100000\r\n\r\n"
@@ -413,13 +410,13 @@ fn a_dripped_body_gets_408_and_a_steady_one_beside_it_is_served() {
     let mut s = client(m.addr());
     let body = vec![b'b'; 64 * 1024];
     write!(
-        s,
+        s.s,
         "POST http://{origin}/form HTTP/1.1\r\nHost: {origin}\r\nContent-Length: {}\r\n\r\n",
         body.len()
     )
     .unwrap();
-    s.write_all(&body).unwrap();
-    let r = read_reply(&mut s, &mut Vec::new());
+    s.write(&body);
+    let r = s.reply(false);
     assert_eq!((r.status, r.body), (200, b"posted 1".to_vec()));
     assert_eq!(m.refusals(Refusal::BodyTimeout), 1);
     let summary = m.stop().unwrap();
@@ -433,20 +430,17 @@ fn a_dripped_body_gets_408_and_a_steady_one_beside_it_is_served() {
 
 #[test]
 fn misbehaving_proxies_end_at_the_copy_deadline_and_every_copy_is_counted_once() {
-    let origin = origin(Arc::default());
-    let coll = collector(origin);
+    let stage = Stage::new(Arc::default());
+    let origin = stage.origin();
     let tmp = tempfile::tempdir().unwrap();
     let slow = ["endless_body", "endless_continue", "silent"];
     let mut cfg = config(
-        coll.addr(),
+        stage.collector(),
         &[
-            ("endless_body", fake_proxy(coll.addr(), Fake::EndlessBody)),
-            (
-                "endless_continue",
-                fake_proxy(coll.addr(), Fake::EndlessContinue),
-            ),
-            ("silent", fake_proxy(coll.addr(), Fake::Stall)),
-            ("honest", fake_proxy(coll.addr(), Fake::Honest)),
+            ("endless_body", stage.fake(Fake::EndlessBody)),
+            ("endless_continue", stage.fake(Fake::EndlessContinue)),
+            ("silent", stage.fake(Fake::Stall)),
+            ("honest", stage.fake(Fake::Honest)),
         ],
         tmp.path(),
     );
@@ -468,11 +462,10 @@ fn misbehaving_proxies_end_at_the_copy_deadline_and_every_copy_is_counted_once()
     }));
     let m = cacheoff_multiplier::start(cfg).unwrap();
     let mut s = client(m.addr());
-    let mut buf = Vec::new();
     const N: u64 = 30;
     for i in 0..N {
         let p = format!("/copy/{i}");
-        assert_eq!(get(&mut s, &mut buf, origin, &p).body, body_of(&p));
+        assert_eq!(get(&mut s, origin, &p).body, body_of(&p));
     }
     // Copies of each run into the deadline...
     until("each slow proxy's copies time out", || {
@@ -481,7 +474,7 @@ fn misbehaving_proxies_end_at_the_copy_deadline_and_every_copy_is_counted_once()
     });
     // ... and one more request's copies are queued or in flight when the
     // Multiplier stops, with less grace than their deadline: cut off.
-    let r = get(&mut s, &mut buf, origin, "/copy/last");
+    let r = get(&mut s, origin, "/copy/last");
     assert_eq!(r.body, body_of("/copy/last"));
     let summary = m.stop().unwrap();
     for p in &summary.proxies {

@@ -15,14 +15,14 @@ const MB: u64 = 1 << 20;
 
 #[test]
 fn queued_copies_hold_at_most_their_byte_budget_whatever_clients_send() {
-    let origin = origin(Arc::default());
-    let coll = collector(origin);
+    let stage = Stage::new(Arc::default());
+    let origin = stage.origin();
     let tmp = tempfile::tempdir().unwrap();
     let mut cfg = config(
-        coll.addr(),
+        stage.collector(),
         &[
-            ("silent", fake_proxy(coll.addr(), Fake::Stall)),
-            ("honest", fake_proxy(coll.addr(), Fake::Honest)),
+            ("silent", stage.fake(Fake::Stall)),
+            ("honest", stage.fake(Fake::Honest)),
         ],
         tmp.path(),
     );
@@ -39,13 +39,13 @@ fn queued_copies_hold_at_most_their_byte_budget_whatever_clients_send() {
     let send = |path: &str| {
         let mut s = client(m.addr());
         write!(
-            s,
+            s.s,
             "GET http://{origin}{path} HTTP/1.1\r\nHost: {origin}\r\nContent-Length: {}\r\n\r\n",
             body.len()
         )
         .unwrap();
-        s.write_all(&body).unwrap();
-        let r = read_reply(&mut s, &mut Vec::new());
+        s.write(&body);
+        let r = s.reply(false);
         assert_eq!((r.status, r.body), (200, body_of(path)));
     };
     // Warm up every buffer and thread once, then measure.

@@ -15,43 +15,50 @@ use support::*;
 
 #[test]
 fn every_proxy_is_compared_with_the_collector_and_ranked() {
-    let origin = origin(Arc::default());
-    let coll = collector(origin);
+    let stage = Stage::new(Arc::default());
+    let origin = stage.origin();
     let mut rc = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
-    rc.parent = Some(coll.addr().to_string());
+    rc.parent = Some(stage.collector().to_string());
     rc.workers = 1;
     let reference = Proxy::start(rc).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("spe");
     let cfg = config(
-        coll.addr(),
+        stage.collector(),
         &[
             ("reference", reference.addr()),
-            ("honest", fake_proxy(coll.addr(), Fake::Honest)),
-            ("corrupt", fake_proxy(coll.addr(), Fake::Corrupt)),
-            ("truncate", fake_proxy(coll.addr(), Fake::Truncate)),
+            ("honest", stage.fake(Fake::Honest)),
+            ("corrupt", stage.fake(Fake::Corrupt)),
+            ("truncate", stage.fake(Fake::Truncate)),
         ],
         &out,
     );
     let m = cacheoff_multiplier::start(cfg).unwrap();
     let mut s = client(m.addr());
-    let mut buf = Vec::new();
     let paths: Vec<String> = (1..=5).map(|i| format!("/obj/{i}")).collect();
     for p in &paths {
-        let r = get(&mut s, &mut buf, origin, p);
+        let r = get(&mut s, origin, p);
         assert_eq!(r.status, 200);
         assert_eq!(r.body, body_of(p), "the client gets the object's bytes");
-        assert!(r.head.contains("X-Cacheoff-Collected: "), "{}", r.head);
+        assert!(
+            r.head_text().contains("X-Cacheoff-Collected: "),
+            "{}",
+            r.head_text()
+        );
+        // Every proxy answered this request's copy before the next one's
+        // goes out: the examples come in the order of the requests.
+        until("this request's copies answered", || m.queued_bytes() == 0);
     }
     // The reference proxy stored every object before the second round.
     until("the reference proxy stores round one", || {
         reference.memory_usage().0 >= paths.len()
     });
     for p in &paths {
-        let r = get(&mut s, &mut buf, origin, p);
+        let r = get(&mut s, origin, p);
         assert_eq!(r.body, body_of(p));
         // The Collector's own reply, unchanged: its hit header and stamp.
-        assert!(r.head.contains("X-Cache: HIT"), "{}", r.head);
+        assert!(r.head_text().contains("X-Cache: HIT"), "{}", r.head_text());
+        until("this request's copies answered", || m.queued_bytes() == 0);
     }
     drop(s);
     let summary = m.stop().unwrap();
@@ -126,15 +133,13 @@ fn every_proxy_is_compared_with_the_collector_and_ranked() {
 
 #[test]
 fn a_stalled_proxy_drops_copies_and_clients_do_not_wait_for_it() {
-    let origin = origin(Arc::default());
-    let coll = collector(origin);
+    let stage = Stage::new(Arc::default());
+    let origin = stage.origin();
     let tmp = tempfile::tempdir().unwrap();
+    let honest = stage.fake(Fake::Honest);
     let mut cfg = config(
-        coll.addr(),
-        &[
-            ("stalled", fake_proxy(coll.addr(), Fake::Stall)),
-            ("honest", fake_proxy(coll.addr(), Fake::Honest)),
-        ],
+        stage.collector(),
+        &[("stalled", stage.fake(Fake::Stall)), ("honest", honest)],
         tmp.path(),
     );
     cfg.queue = 2;
@@ -143,11 +148,14 @@ fn a_stalled_proxy_drops_copies_and_clients_do_not_wait_for_it() {
     cfg.stop_grace = Duration::from_millis(300);
     let m = cacheoff_multiplier::start(cfg).unwrap();
     let mut s = client(m.addr());
-    let mut buf = Vec::new();
     let t = Instant::now();
     for i in 0..20 {
         let p = format!("/stall/{i}");
-        assert_eq!(get(&mut s, &mut buf, origin, &p).body, body_of(&p));
+        assert_eq!(get(&mut s, origin, &p).body, body_of(&p));
+        // The honest proxy keeps up: on its one connection, its copy of
+        // this request came once the one before was answered, so its
+        // queue never overflows however fast the client is.
+        until("the honest proxy's copy", || stage.sent_to(honest) > i);
     }
     // 20 replies while the stalled proxy holds its one connection for 60 s:
     // only the Collector's time counts (a bound no busy machine misses).
@@ -181,45 +189,45 @@ fn a_stalled_proxy_drops_copies_and_clients_do_not_wait_for_it() {
 #[test]
 fn unsafe_methods_reach_the_origin_once_and_tunnels_are_refused() {
     let posts = Arc::new(AtomicU64::new(0));
-    let origin = origin(posts.clone());
-    let coll = collector(origin);
+    let stage = Stage::new(posts.clone());
+    let origin = stage.origin();
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config(
-        coll.addr(),
-        &[("honest", fake_proxy(coll.addr(), Fake::Honest))],
+        stage.collector(),
+        &[("honest", stage.fake(Fake::Honest))],
         tmp.path(),
     );
     let m = cacheoff_multiplier::start(cfg).unwrap();
     let mut s = client(m.addr());
-    let mut buf = Vec::new();
     write!(
-        s,
+        s.s,
         "POST http://{origin}/form HTTP/1.1\r\nHost: {origin}\r\nContent-Length: 5\r\n\r\nhello"
     )
     .unwrap();
-    let r = read_reply(&mut s, &mut buf);
+    let r = s.reply(false);
     assert_eq!(r.body, b"posted 1");
     // A chunked upload is buffered and sent on with its length.
     write!(
-        s,
+        s.s,
         "POST http://{origin}/form HTTP/1.1\r\nHost: {origin}\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
     )
     .unwrap();
-    assert_eq!(read_reply(&mut s, &mut buf).body, b"posted 2");
+    assert_eq!(s.reply(false).body, b"posted 2");
     write!(
-        s,
+        s.s,
         "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"
     )
     .unwrap();
-    let r = read_reply(&mut s, &mut buf);
+    let r = s.reply(false);
     assert_eq!(r.status, 501);
     assert!(String::from_utf8_lossy(&r.body).contains("plain HTTP only"));
     let mut bad = client(m.addr());
-    bad.write_all(
-        b"GET http://x/ HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-    )
-    .unwrap();
-    assert_eq!(read_reply(&mut bad, &mut Vec::new()).status, 400);
+    bad.s
+        .write_all(
+            b"GET http://x/ HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+        )
+        .unwrap();
+    assert_eq!(bad.reply(false).status, 400);
     let summary = m.stop().unwrap();
     assert_eq!(posts.load(Ordering::SeqCst), 2);
     let c = summary.proxy("honest").unwrap().span.counts;
@@ -230,12 +238,12 @@ fn unsafe_methods_reach_the_origin_once_and_tunnels_are_refused() {
 
 #[test]
 fn pipelined_requests_are_answered_in_order() {
-    let origin = origin(Arc::default());
-    let coll = collector(origin);
+    let stage = Stage::new(Arc::default());
+    let origin = stage.origin();
     let tmp = tempfile::tempdir().unwrap();
     let mut cfg = config(
-        coll.addr(),
-        &[("honest", fake_proxy(coll.addr(), Fake::Honest))],
+        stage.collector(),
+        &[("honest", stage.fake(Fake::Honest))],
         tmp.path(),
     );
     let lines = Arc::new(AtomicU64::new(0));
@@ -252,10 +260,9 @@ fn pipelined_requests_are_answered_in_order() {
             "GET http://{origin}{p} HTTP/1.1\r\nHost: {origin}\r\n\r\n"
         ));
     }
-    s.write_all(wire.as_bytes()).unwrap();
-    let mut buf = Vec::new();
+    s.write(wire.as_bytes());
     for p in paths {
-        assert_eq!(read_reply(&mut s, &mut buf).body, body_of(p), "{p}");
+        assert_eq!(s.reply(false).body, body_of(p), "{p}");
     }
     let summary = m.stop().unwrap();
     assert_eq!(summary.requests, 4);
@@ -269,22 +276,21 @@ fn pipelined_requests_are_answered_in_order() {
 
 #[test]
 fn stale_copies_and_wrong_statuses_are_named() {
-    let origin = origin(Arc::default());
-    let coll = collector(origin);
+    let stage = Stage::new(Arc::default());
+    let origin = stage.origin();
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config(
-        coll.addr(),
+        stage.collector(),
         &[
-            ("stale", fake_proxy(coll.addr(), Fake::Stale)),
-            ("notfound", fake_proxy(coll.addr(), Fake::NotFound)),
+            ("stale", stage.fake(Fake::Stale)),
+            ("notfound", stage.fake(Fake::NotFound)),
         ],
         tmp.path(),
     );
     let m = cacheoff_multiplier::start(cfg).unwrap();
     let mut s = client(m.addr());
-    let mut buf = Vec::new();
     for p in ["/s/1", "/s/2", "/s/3"] {
-        assert_eq!(get(&mut s, &mut buf, origin, p).status, 200);
+        assert_eq!(get(&mut s, origin, p).status, 200);
     }
     let summary = m.stop().unwrap();
     let stale = &summary.proxy("stale").unwrap().span;

@@ -13,14 +13,15 @@
 mod support;
 
 use cacheoff_products::{Disk, Mode, ProductSpec, Running, Settings};
+use cacheoff_testkit::Reply;
 use cacheoff_workload::AddrMap;
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use support::{cacheoff_exe, free_port, get, log_counts, product, request, run_dir, Reply, READY};
+use support::{
+    cacheoff_exe, free_port, get, log_counts, product, request, run_dir, Response, READY,
+};
 
 /// An origin server: every reply carries `X-Count` (this server's request
 /// count, also as `X-Cacheoff-Echo`, where cacheoff's origins echo the
@@ -30,9 +31,8 @@ use support::{cacheoff_exe, free_port, get, log_counts, product, request, run_di
 /// `/nc` (`Cache-Control: private, no-cache`, as cacheoff's origins send
 /// for uncachable objects). Request bodies (POST) are read and dropped.
 struct Origin {
+    scripted: cacheoff_testkit::Origin,
     addr: SocketAddr,
-    /// Requests per request target, as received.
-    seen: Arc<Mutex<HashMap<String, u64>>>,
     /// Requests served so far (the last `X-Count`).
     count: Arc<AtomicU64>,
     last_modified: SystemTime,
@@ -40,9 +40,6 @@ struct Origin {
 
 impl Origin {
     fn start(name: &'static str) -> Origin {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let seen: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
         let count = Arc::new(AtomicU64::new(0));
         // Whole seconds, as HTTP dates have.
         let secs = SystemTime::now()
@@ -50,89 +47,48 @@ impl Origin {
             .unwrap()
             .as_secs();
         let last_modified = SystemTime::UNIX_EPOCH + Duration::from_secs(secs - 3600);
-        let (s, all) = (seen.clone(), count.clone());
-        std::thread::spawn(move || {
-            for c in l.incoming().flatten() {
-                let (s, count) = (s.clone(), all.clone());
-                std::thread::spawn(move || serve(c, name, last_modified, &s, &count));
+        let all = count.clone();
+        let scripted = cacheoff_testkit::origin(move |seen| {
+            let n = (all.fetch_add(1, Ordering::SeqCst) + 1).to_string();
+            let ims = seen
+                .header("if-modified-since")
+                .and_then(|v| httpdate::parse_http_date(v).ok());
+            let not_modified = ims.is_some_and(|ims| last_modified <= ims);
+            let body = format!("hello from {name}\n");
+            let (date, lm) = (
+                httpdate::fmt_http_date(SystemTime::now()),
+                httpdate::fmt_http_date(last_modified),
+            );
+            let len = body.len().to_string();
+            let mut headers = vec![("Date", date.as_str()), ("Last-Modified", lm.as_str())];
+            if seen.target.starts_with("/nc") {
+                headers.extend([
+                    ("Cache-Control", "private, no-cache"),
+                    ("Pragma", "no-cache"),
+                ]);
+            } else {
+                headers.push(("Cache-Control", "public, max-age=3600"));
             }
+            headers.extend([
+                ("X-Count", n.as_str()),
+                ("X-Cacheoff-Echo", n.as_str()),
+                ("X-Origin", name),
+                ("Content-Type", "text/plain"),
+                ("Content-Length", len.as_str()),
+            ]);
+            Reply::new(if not_modified { 304 } else { 200 }, &headers, &body)
         });
         Origin {
-            addr,
-            seen,
+            addr: scripted.addr(),
+            scripted,
             count,
             last_modified,
         }
     }
 
-    fn requests(&self, target: &str) -> u64 {
-        self.seen.lock().unwrap().get(target).copied().unwrap_or(0)
-    }
-}
-
-fn serve(
-    c: TcpStream,
-    name: &str,
-    last_modified: SystemTime,
-    seen: &Mutex<HashMap<String, u64>>,
-    count: &AtomicU64,
-) {
-    let mut r = BufReader::new(c.try_clone().unwrap());
-    let mut w = c;
-    loop {
-        let mut line = String::new();
-        if r.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut words = line.split_whitespace();
-        let method = words.next().unwrap_or("").to_string();
-        let target = words.next().unwrap_or("").to_string();
-        let (mut body_len, mut ims) = (0usize, None);
-        loop {
-            let mut h = String::new();
-            if r.read_line(&mut h).unwrap_or(0) == 0 {
-                return;
-            }
-            if h == "\r\n" || h == "\n" {
-                break;
-            }
-            if let Some((n, v)) = h.split_once(':') {
-                if n.eq_ignore_ascii_case("content-length") {
-                    body_len = v.trim().parse().unwrap_or(0);
-                } else if n.eq_ignore_ascii_case("if-modified-since") {
-                    ims = httpdate::parse_http_date(v.trim()).ok();
-                }
-            }
-        }
-        let mut body = vec![0; body_len];
-        if r.read_exact(&mut body).is_err() {
-            return;
-        }
-        let cachable = !target.starts_with("/nc");
-        *seen.lock().unwrap().entry(target).or_default() += 1;
-        let n = count.fetch_add(1, Ordering::SeqCst) + 1;
-        let not_modified = ims.is_some_and(|ims| last_modified <= ims);
-        let body = format!("hello from {name}\n");
-        let reply = format!(
-            "HTTP/1.1 {}\r\nDate: {}\r\nLast-Modified: {}\r\nCache-Control: {}\r\nX-Count: {n}\r\nX-Cacheoff-Echo: {n}\r\nX-Origin: {name}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{}",
-            if not_modified { "304 Not Modified" } else { "200 OK" },
-            httpdate::fmt_http_date(SystemTime::now()),
-            httpdate::fmt_http_date(last_modified),
-            if cachable {
-                "public, max-age=3600"
-            } else {
-                "private, no-cache\r\nPragma: no-cache"
-            },
-            body.len(),
-            if method == "HEAD" || not_modified {
-                ""
-            } else {
-                body.as_str()
-            },
-        );
-        if w.write_all(reply.as_bytes()).is_err() {
-            return;
-        }
+    /// Requests for `path`, as received.
+    fn requests(&self, path: &str) -> u64 {
+        self.scripted.seen(path).len() as u64
     }
 }
 
@@ -196,7 +152,7 @@ fn twice_each(r: &Running, mode: Mode, origins: &[&Origin], path: &str) {
         assert_eq!(b.status, 200, "{what}");
         assert_eq!(
             a.header("X-Origin"),
-            Some(format!("s{}", i + 1).as_str()),
+            Some(format!("s{}", i + 1)),
             "{what}: routed to the wrong origin"
         );
         assert_eq!(
@@ -240,7 +196,7 @@ fn cache_rules(r: &Running, mode: Mode, o: &Origin) {
         reply
     };
     let what = |s: &str| format!("{} {mode}: {s}", r.product());
-    let count = |rep: &Reply| rep.header("X-Count").map(str::to_string);
+    let count = |rep: &Response| rep.header("X-Count");
 
     let a = send("GET", "/reload", &[], "");
     let b = send("GET", "/reload", &[], "");
@@ -304,7 +260,7 @@ fn cache_rules(r: &Running, mode: Mode, o: &Origin) {
             if rep.status == 304 && o.requests(path) > before {
                 assert_eq!(
                     rep.header("X-Cacheoff-Echo"),
-                    Some(o.count.load(Ordering::SeqCst).to_string().as_str()),
+                    Some(o.count.load(Ordering::SeqCst).to_string()),
                     "{}",
                     what(&format!("GET {path}: a 304 after asking the origin"))
                 );
@@ -408,7 +364,7 @@ fn scenario(name: &str, mode: Mode) {
     };
     let after = get(r.listen(), &target, &host);
     assert_eq!(after.status, 200);
-    assert_eq!(after.header("X-Origin"), Some("s1"));
+    assert_eq!(after.header("X-Origin").as_deref(), Some("s1"));
     eprintln!(
         "{name} {mode}: after the restart /x was a {} (origin requests: {})",
         if o1.requests("/x") == 1 {
@@ -522,7 +478,7 @@ fn h2o_relays_every_request_by_host_and_caches_nothing() {
             let before = o.requests("/x");
             let reply = get(r.listen(), "/x", &format!("{name}.bench.tst"));
             assert_eq!(reply.status, 200, "{}", r.tails());
-            assert_eq!(reply.header("X-Origin"), Some(name));
+            assert_eq!(reply.header("X-Origin").as_deref(), Some(name));
             assert_eq!(o.requests("/x"), before + 1, "{name}: not relayed");
         }
     };

@@ -14,12 +14,13 @@
 mod support;
 
 use cacheoff_products::{Mode, Running, Settings};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use cacheoff_testkit::Reply;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
-use support::{cacheoff_exe, free_port, log_counts, product_with, request, run_dir, Reply, READY};
+use support::{
+    cacheoff_exe, free_port, log_counts, product_with, request, run_dir, Response, READY,
+};
 
 /// One request as the parent saw it.
 #[derive(Debug, Clone)]
@@ -39,37 +40,74 @@ struct Seen {
 /// `Cache-Control: public, max-age=3600`, and the body `parent: URL`.
 /// Request bodies are read and dropped.
 struct Parent {
+    scripted: cacheoff_testkit::Origin,
     addr: SocketAddr,
-    seen: Arc<Mutex<Vec<Seen>>>,
     last_modified: SystemTime,
+}
+
+/// The URL a request asks for: its target if absolute, else Host and
+/// target.
+fn url_of(target: &str, host: &str) -> String {
+    if target.starts_with("http://") {
+        target.to_string()
+    } else {
+        format!("http://{host}{target}")
+    }
 }
 
 impl Parent {
     fn start() -> Parent {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
         let secs = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap()
             .as_secs();
         let last_modified = SystemTime::UNIX_EPOCH + Duration::from_secs(secs - 3600);
-        let (s, n) = (seen.clone(), Arc::new(AtomicU64::new(0)));
-        std::thread::spawn(move || {
-            for c in l.incoming().flatten() {
-                let (s, n) = (s.clone(), n.clone());
-                std::thread::spawn(move || serve(c, last_modified, &s, &n));
-            }
+        let count = AtomicU64::new(0);
+        let scripted = cacheoff_testkit::origin(move |seen| {
+            let url = url_of(&seen.target, seen.header("host").unwrap_or(""));
+            let n = (count.fetch_add(1, Ordering::SeqCst) + 1).to_string();
+            let ims = seen
+                .header("if-modified-since")
+                .and_then(|v| httpdate::parse_http_date(v).ok());
+            let not_modified = ims.is_some_and(|ims| last_modified <= ims);
+            let body = format!("parent: {url}\n");
+            let (date, lm) = (
+                httpdate::fmt_http_date(SystemTime::now()),
+                httpdate::fmt_http_date(last_modified),
+            );
+            let len = body.len().to_string();
+            let headers = [
+                ("Date", date.as_str()),
+                ("Last-Modified", lm.as_str()),
+                ("Cache-Control", "public, max-age=3600"),
+                ("X-Count", n.as_str()),
+                ("X-Cacheoff-Echo", n.as_str()),
+                ("Content-Type", "text/plain"),
+                ("Content-Length", len.as_str()),
+            ];
+            Reply::new(if not_modified { 304 } else { 200 }, &headers, &body)
         });
         Parent {
-            addr,
-            seen,
+            addr: scripted.addr(),
+            scripted,
             last_modified,
         }
     }
 
     fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
+        self.scripted
+            .all()
+            .into_iter()
+            .map(|s| {
+                let host = s.header("host").unwrap_or("").to_string();
+                Seen {
+                    url: url_of(&s.target, &host),
+                    method: s.method,
+                    target: s.target,
+                    host,
+                }
+            })
+            .collect()
     }
 
     /// Requests for `url` (any method).
@@ -78,91 +116,12 @@ impl Parent {
     }
 }
 
-fn serve(c: TcpStream, last_modified: SystemTime, seen: &Mutex<Vec<Seen>>, count: &AtomicU64) {
-    let _ = c.set_read_timeout(Some(Duration::from_secs(30)));
-    let mut r = BufReader::new(c.try_clone().unwrap());
-    let mut w = c;
-    loop {
-        let mut line = String::new();
-        if r.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut words = line.split_whitespace();
-        let method = words.next().unwrap_or("").to_string();
-        let target = words.next().unwrap_or("").to_string();
-        let (mut host, mut body_len, mut ims) = (String::new(), 0usize, None);
-        loop {
-            let mut h = String::new();
-            if r.read_line(&mut h).unwrap_or(0) == 0 {
-                return;
-            }
-            if h == "\r\n" || h == "\n" {
-                break;
-            }
-            if let Some((n, v)) = h.split_once(':') {
-                if n.eq_ignore_ascii_case("host") {
-                    host = v.trim().to_string();
-                } else if n.eq_ignore_ascii_case("content-length") {
-                    body_len = v.trim().parse().unwrap_or(0);
-                } else if n.eq_ignore_ascii_case("if-modified-since") {
-                    ims = httpdate::parse_http_date(v.trim()).ok();
-                }
-            }
-        }
-        let mut body = vec![0; body_len];
-        if r.read_exact(&mut body).is_err() {
-            return;
-        }
-        let url = if target.starts_with("http://") {
-            target.clone()
-        } else {
-            format!("http://{host}{target}")
-        };
-        let n = count.fetch_add(1, Ordering::SeqCst) + 1;
-        let not_modified = ims.is_some_and(|ims| last_modified <= ims);
-        let body = format!("parent: {url}\n");
-        seen.lock().unwrap().push(Seen {
-            method: method.clone(),
-            target,
-            host,
-            url,
-        });
-        let reply = format!(
-            "HTTP/1.1 {}\r\nDate: {}\r\nLast-Modified: {}\r\nCache-Control: public, max-age=3600\r\nX-Count: {n}\r\nX-Cacheoff-Echo: {n}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{}",
-            if not_modified { "304 Not Modified" } else { "200 OK" },
-            httpdate::fmt_http_date(SystemTime::now()),
-            httpdate::fmt_http_date(last_modified),
-            body.len(),
-            if method == "HEAD" || not_modified { "" } else { body.as_str() },
-        );
-        if w.write_all(reply.as_bytes()).is_err() {
-            return;
-        }
-    }
-}
-
 /// A listener on an address the products are asked about but must never
-/// connect to: it counts the connections it gets.
-struct Trap {
-    addr: SocketAddr,
-    connections: Arc<AtomicU64>,
-}
-
-impl Trap {
-    fn start() -> Trap {
-        // 127.0.0.9 is this machine's (all of 127/8 is loopback).
-        let l = TcpListener::bind("127.0.0.9:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let connections = Arc::new(AtomicU64::new(0));
-        let n = connections.clone();
-        std::thread::spawn(move || {
-            for c in l.incoming().flatten() {
-                n.fetch_add(1, Ordering::SeqCst);
-                drop(c);
-            }
-        });
-        Trap { addr, connections }
-    }
+/// connect to: it counts the connections it gets
+/// ([`cacheoff_testkit::Origin::connections`]) and closes them.
+fn trap() -> cacheoff_testkit::Origin {
+    // 127.0.0.9 is this machine's (all of 127/8 is loopback).
+    cacheoff_testkit::origin_on("127.0.0.9:0".parse().unwrap(), |_| Reply::Close)
 }
 
 /// The product in forward mode with `parent`, ready.
@@ -190,16 +149,16 @@ fn spe(name: &str) {
     let t0 = Instant::now();
     let dir = run_dir();
     let parent = Parent::start();
-    let trap = Trap::start();
+    let trap = trap();
     let Some(mut r) = start(name, parent.addr, dir.path()) else {
         return;
     };
-    let port = trap.addr.port();
-    let a = format!("http://{}/a", trap.addr);
+    let port = trap.addr().port();
+    let a = format!("http://{}/a", trap.addr());
     let b = format!("http://s9.bench.tst:{port}/b?q=1&r=%2F");
     // The same path on another host: another object.
     let c = format!("http://127.0.0.10:{port}/a");
-    let send = |method: &str, url: &str, headers: &[String], body: &str| -> Reply {
+    let send = |method: &str, url: &str, headers: &[String], body: &str| -> Response {
         let host = url["http://".len()..].split('/').next().unwrap();
         let reply = request(r.listen(), method, url, host, headers, body);
         assert!(
@@ -210,8 +169,8 @@ fn spe(name: &str) {
         );
         reply
     };
-    let count = |rep: &Reply| rep.header("X-Count").map(str::to_string);
-    let body = |rep: &Reply| String::from_utf8_lossy(&rep.body).into_owned();
+    let count = |rep: &Response| rep.header("X-Count");
+    let body = |rep: &Response| String::from_utf8_lossy(&rep.body).into_owned();
 
     // Misses go to the parent; the second request of a URL is a hit.
     for url in [&a, &b] {
@@ -260,7 +219,7 @@ fn spe(name: &str) {
         let h = [format!("If-Modified-Since: {}", httpdate::fmt_http_date(t))];
         send("GET", url, &h, "")
     };
-    let d = format!("http://{}/d", trap.addr);
+    let d = format!("http://{}/d", trap.addr());
     assert_eq!(ims(&d, 1).status, 304, "{name}: IMS after Last-Modified");
     assert!(
         parent.requests(&d) >= 1,
@@ -288,11 +247,7 @@ fn spe(name: &str) {
 
     // Nothing went anywhere but to the parent, which was asked only for
     // the URLs we asked for, with the authority as Host.
-    assert_eq!(
-        trap.connections.load(Ordering::SeqCst),
-        0,
-        "{name}: direct connections"
-    );
+    assert_eq!(trap.connections(), 0, "{name}: direct connections");
     let seen = parent.seen();
     for s in &seen {
         assert!(

@@ -8,12 +8,10 @@
 //! timeout, the leaders' write timeout is five minutes: before the fix
 //! the waiters waited for the leader's client, so these tests failed.
 
-mod script;
-
 use cacheoff_proxy::{Proxy, ProxyConfig, ProxyStats, Upstream};
-use script::{Client, Reply};
+use cacheoff_testkit::{small_window, until, Client, Origin, Reply, Response};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,48 +32,16 @@ fn body(len: usize) -> Vec<u8> {
 }
 
 /// An origin that hands each request, numbered from 0 in the order they
-/// came, to `answer` with its connection (closed afterwards).
-struct Origin {
-    addr: SocketAddr,
-    asked: Arc<AtomicUsize>,
-}
-
-impl Origin {
-    fn start(answer: impl Fn(usize, &mut TcpStream) + Send + Sync + 'static) -> Origin {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let asked = Arc::new(AtomicUsize::new(0));
-        let (count, answer) = (asked.clone(), Arc::new(answer));
-        std::thread::spawn(move || {
-            for s in l.incoming() {
-                let Ok(mut s) = s else { return };
-                let (count, answer) = (count.clone(), answer.clone());
-                std::thread::spawn(move || {
-                    if read_head(&mut s) {
-                        answer(count.fetch_add(1, Ordering::SeqCst), &mut s);
-                    }
-                });
-            }
-        });
-        Origin { addr, asked }
-    }
-
-    fn asked(&self) -> usize {
-        self.asked.load(Ordering::SeqCst)
-    }
-}
-
-/// Reads a request head (GETs only: no body).
-fn read_head(s: &mut TcpStream) -> bool {
-    let mut head = Vec::new();
-    let mut b = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match s.read(&mut b) {
-            Ok(1) => head.push(b[0]),
-            _ => return false,
-        }
-    }
-    true
+/// came, to `answer` with its connection (the head says it closes).
+fn origin(answer: impl Fn(usize, &mut TcpStream) + Send + Sync + 'static) -> Origin {
+    let answer = Arc::new(answer);
+    cacheoff_testkit::origin(move |seen| {
+        let (n, answer) = (seen.n - 1, answer.clone());
+        Reply::write(move |s| {
+            answer(n, s);
+            Ok(())
+        })
+    })
 }
 
 fn head(len: Option<usize>) -> String {
@@ -87,18 +53,9 @@ fn head(len: Option<usize>) -> String {
     )
 }
 
-/// Polls `done` until it holds, or fails the test after [`HANG`].
-fn wait_until(what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + HANG;
-    while !done() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 fn proxy(origin: &Origin, tune: impl FnOnce(&mut ProxyConfig)) -> Proxy {
     let mut cfg = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
-    cfg.upstream = Upstream::Reverse(origin.addr.to_string());
+    cfg.upstream = Upstream::Reverse(origin.addr().to_string());
     cfg.workers = 2;
     // Room for a 16 MB object in a memory shard (1/16 of the store).
     cfg.memory = 1 << 30;
@@ -114,16 +71,13 @@ const GET: &[u8] = b"GET /o HTTP/1.1\r\nHost: o\r\n\r\n";
 /// A client that sent its request and advertises a tiny receive window,
 /// so what it does not read stays in the proxy.
 fn leader(addr: SocketAddr) -> TcpStream {
-    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    s.set_recv_buffer_size(4096).unwrap();
-    s.connect(&addr.into()).unwrap();
-    let mut s: TcpStream = s.into();
+    let mut s = small_window(addr);
     s.write_all(GET).unwrap();
     s
 }
 
 /// `n` clients asking for the object at once, each reading its reply.
-fn waiters(addr: SocketAddr, n: usize) -> Vec<std::thread::JoinHandle<Reply>> {
+fn waiters(addr: SocketAddr, n: usize) -> Vec<std::thread::JoinHandle<Response>> {
     (0..n)
         .map(|_| {
             std::thread::spawn(move || {
@@ -143,29 +97,29 @@ fn counter(p: &Proxy, c: fn(&ProxyStats) -> &std::sync::atomic::AtomicU64) -> u6
 /// An origin sending a `len`-byte object by its length: the first half
 /// at once, the rest once `release` is set.
 fn gated_origin(len: usize, release: Arc<AtomicBool>) -> Origin {
-    Origin::start(move |_, s| {
+    origin(move |_, s| {
         let b = body(len);
         let _ = s.write_all(head(Some(len)).as_bytes());
         let _ = s.write_all(&b[..len / 2]);
-        wait_until("released", || release.load(Ordering::SeqCst));
+        until("released", HANG, || release.load(Ordering::SeqCst));
         let _ = s.write_all(&b[len / 2..]);
     })
 }
 
 /// The leader is in with the origin, `n` waiters are waiting for its
 /// fetch, which then ends; their replies.
-fn collapse_onto(proxy: &Proxy, origin: &Origin, n: usize, release: &AtomicBool) -> Vec<Reply> {
-    wait_until("the leader's fetch", || origin.asked() == 1);
+fn collapse_onto(proxy: &Proxy, origin: &Origin, n: usize, release: &AtomicBool) -> Vec<Response> {
+    until("the leader's fetch", HANG, || origin.count() == 1);
     let handles = waiters(proxy.addr(), n);
     let all = n as u64 + 1;
-    wait_until("every request in", || {
+    until("every request in", HANG, || {
         counter(proxy, |s| &s.requests) == all
     });
     release.store(true, Ordering::SeqCst);
     handles.into_iter().map(|h| h.join().unwrap()).collect()
 }
 
-fn assert_whole(replies: &[Reply], len: usize) {
+fn assert_whole(replies: &[Response], len: usize) {
     let want = body(len);
     for r in replies {
         assert_eq!(r.status, 200);
@@ -184,13 +138,13 @@ fn a_leader_that_reads_nothing_holds_nobody() {
     // Five whole bodies from one fetch, while the leader took nothing.
     assert_whole(&replies, BIG);
     assert!(replies.iter().all(|r| r.x_cache() == "HIT"));
-    assert_eq!(origin.asked(), 1);
+    assert_eq!(origin.count(), 1);
     assert_eq!(counter(&p, |s| &s.collapsed), 5);
     assert_eq!(counter(&p, |s| &s.collapse_takeovers), 0);
     // The object is stored: a newcomer is a plain hit.
     let newcomer = waiters(p.addr(), 1).pop().unwrap().join().unwrap();
     assert_whole(&[newcomer], BIG);
-    assert_eq!(origin.asked(), 1);
+    assert_eq!(origin.count(), 1);
     drop(stuck);
 }
 
@@ -218,7 +172,7 @@ fn a_leader_reading_a_byte_at_a_time_does_not_pace_the_waiters() {
     let leader_had = read.load(Ordering::SeqCst);
     stop.store(true, Ordering::SeqCst);
     assert_whole(&replies, BIG);
-    assert_eq!(origin.asked(), 1);
+    assert_eq!(origin.count(), 1);
     assert_eq!(counter(&p, |s| &s.collapsed), 3);
     // The leader's client is far behind: the waiters did not wait for it.
     assert!(leader_had < BIG / 2, "the leader read {leader_had} bytes");
@@ -232,11 +186,11 @@ fn a_leader_that_leaves_does_not_abort_the_fetch() {
     let origin = gated_origin(BIG, release.clone());
     let p = proxy(&origin, |_| {});
     let gone = leader(p.addr());
-    wait_until("the leader's fetch", || origin.asked() == 1);
+    until("the leader's fetch", HANG, || origin.count() == 1);
     drop(gone);
     let replies = collapse_onto(&p, &origin, 4, &release);
     assert_whole(&replies, BIG);
-    assert_eq!(origin.asked(), 1);
+    assert_eq!(origin.count(), 1);
     assert_eq!(counter(&p, |s| &s.collapsed), 4);
 }
 
@@ -249,12 +203,13 @@ fn waiters_stay_with_a_slow_fetch_that_keeps_its_pace() {
     // collapse bound, and ends once every waiter is in.
     let release = Arc::new(AtomicBool::new(false));
     let gate = release.clone();
-    let origin = Origin::start(move |_, s| {
+    let origin = origin(move |_, s| {
         let _ = s.write_all(head(None).as_bytes());
         let (started, mut sent) = (Instant::now(), 0);
         while started.elapsed() < Duration::from_millis(1500) || !gate.load(Ordering::SeqCst) {
             let piece: Vec<u8> = (sent..sent + PIECE).map(byte).collect();
-            let chunk = [format!("{PIECE:x}\r\n").as_bytes(), &piece, b"\r\n"].concat();
+            let mut chunk = Vec::new();
+            cacheoff_http::chunked::write_chunk(&mut chunk, &piece);
             if s.write_all(&chunk).is_err() || started.elapsed() > HANG {
                 return;
             }
@@ -270,7 +225,7 @@ fn waiters_stay_with_a_slow_fetch_that_keeps_its_pace() {
     assert!(len >= PIECE && len.is_multiple_of(PIECE), "{len} bytes");
     assert_whole(&replies, len);
     // One fetch: nobody left it for one of their own.
-    assert_eq!(origin.asked(), 1);
+    assert_eq!(origin.count(), 1);
     assert_eq!(counter(&p, |s| &s.collapse_takeovers), 0);
     assert_eq!(counter(&p, |s| &s.collapsed), 4);
     drop(hung);
@@ -282,7 +237,7 @@ const SMALL: usize = 100_000;
 /// An origin that never answers its first request (`stall`) and answers
 /// the others at once.
 fn first_stalls(stall: impl Fn(&mut TcpStream) + Send + Sync + 'static) -> Origin {
-    Origin::start(move |n, s| {
+    origin(move |n, s| {
         if n == 0 {
             stall(s);
         } else {
@@ -293,21 +248,21 @@ fn first_stalls(stall: impl Fn(&mut TcpStream) + Send + Sync + 'static) -> Origi
 }
 
 /// Five waiters on a fetch that falls late; what they and the leader got.
-fn late_fetch(origin: &Origin, p: &Proxy) -> (Vec<Reply>, std::thread::JoinHandle<Reply>) {
+fn late_fetch(origin: &Origin, p: &Proxy) -> (Vec<Response>, std::thread::JoinHandle<Response>) {
     let first = waiters(p.addr(), 1).pop().unwrap();
-    wait_until("the leader's fetch", || origin.asked() == 1);
-    let replies: Vec<Reply> = waiters(p.addr(), 5)
+    until("the leader's fetch", HANG, || origin.count() == 1);
+    let replies: Vec<Response> = waiters(p.addr(), 5)
         .into_iter()
         .map(|h| h.join().unwrap())
         .collect();
     (replies, first)
 }
 
-fn assert_one_took_over(origin: &Origin, p: &Proxy, replies: &[Reply]) {
+fn assert_one_took_over(origin: &Origin, p: &Proxy, replies: &[Response]) {
     assert_whole(replies, SMALL);
     // The late fetch and one more: one waiter led it, the other four
     // waited for it (or, come late, found it stored).
-    assert_eq!(origin.asked(), 2);
+    assert_eq!(origin.count(), 2);
     assert_eq!(counter(p, |s| &s.collapse_takeovers), 1);
     let misses = replies.iter().filter(|r| r.x_cache() == "MISS").count();
     assert_eq!(misses, 1);
@@ -329,7 +284,7 @@ fn waiters_past_the_collapse_wait_fetch_once_in_place_of_a_stalled_origin() {
     assert_one_took_over(&origin, &p, &replies);
     // The leader stays with its own fetch and gets its failure.
     assert_eq!(first.join().unwrap().status, 504);
-    assert_eq!(origin.asked(), 2);
+    assert_eq!(origin.count(), 2);
 }
 
 #[test]

@@ -4,78 +4,11 @@
 //! still served meanwhile. Timeouts are configured in hundreds of
 //! milliseconds so the whole file runs in a few seconds.
 
-use cacheoff_http::request::parse_request;
 use cacheoff_proxy::{Proxy, ProxyConfig, ProxyStats, Upstream};
+use cacheoff_testkit::{closed_within, read_all, until, Client, Origin, Reply};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
-
-/// What the origin received: one entry per request.
-#[derive(Debug, Clone)]
-struct Seen {
-    path: String,
-    headers: Vec<(String, Vec<u8>)>,
-    body: Vec<u8>,
-}
-
-/// An origin answering every request `200 ok` (uncachable), keeping
-/// each request it got.
-struct Origin {
-    addr: SocketAddr,
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
-
-impl Origin {
-    fn start() -> Origin {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let o = Origin {
-            addr: l.local_addr().unwrap(),
-            seen: Arc::default(),
-        };
-        let seen = o.seen.clone();
-        std::thread::spawn(move || {
-            for s in l.incoming().flatten() {
-                let seen = seen.clone();
-                std::thread::spawn(move || origin_conn(s, &seen));
-            }
-        });
-        o
-    }
-
-    fn seen(&self, path: &str) -> Vec<Seen> {
-        let all = self.seen.lock().unwrap();
-        all.iter().filter(|s| s.path == path).cloned().collect()
-    }
-}
-
-fn origin_conn(mut s: TcpStream, seen: &Mutex<Vec<Seen>>) -> Option<()> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 16 * 1024];
-    loop {
-        let req = loop {
-            if let Some(r) = parse_request(&buf, true).ok()? {
-                break r;
-            }
-            let n = s.read(&mut chunk).ok().filter(|&n| n > 0)?;
-            buf.extend_from_slice(&chunk[..n]);
-        };
-        let len = req.content_length.unwrap_or(0) as usize;
-        while buf.len() < req.head_len + len {
-            let n = s.read(&mut chunk).ok().filter(|&n| n > 0)?;
-            buf.extend_from_slice(&chunk[..n]);
-        }
-        let body = buf[req.head_len..req.head_len + len].to_vec();
-        buf.drain(..req.head_len + len);
-        seen.lock().unwrap().push(Seen {
-            path: req.path().to_string(),
-            headers: req.headers,
-            body,
-        });
-        s.write_all(b"HTTP/1.1 200 OK\r\nCache-Control: no-store\r\nContent-Length: 2\r\n\r\nok")
-            .ok()?;
-    }
-}
 
 struct Setup {
     origin: Origin,
@@ -88,7 +21,9 @@ impl Setup {
     /// machine makes a well-behaved client miss it; the tests of slow
     /// clients shorten it.
     fn new(tune: impl FnOnce(&mut ProxyConfig)) -> Setup {
-        let origin = Origin::start();
+        // Every request answered `200 ok` (uncachable), each one kept.
+        let origin =
+            cacheoff_testkit::origin(|_| Reply::new(200, &[("Cache-Control", "no-store")], "ok"));
         let mut cfg = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
         cfg.workers = 1;
         cfg.memory = 0;
@@ -99,79 +34,29 @@ impl Setup {
     }
 
     fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.origin.addr)
+        format!("http://{}{path}", self.origin.addr())
     }
 
-    fn connect(&self) -> TcpStream {
-        let s = TcpStream::connect(self.proxy.addr()).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        s.set_nodelay(true).unwrap();
-        s
+    fn connect(&self) -> Client {
+        Client::connect(self.proxy.addr())
     }
 
     /// A well-behaved GET on its own connection.
     fn get(&self, path: &str) -> u16 {
-        let mut s = self.connect();
         let req = format!(
             "GET {} HTTP/1.1\r\nHost: {}\r\n\r\n",
             self.url(path),
-            self.origin.addr
+            self.origin.addr()
         );
-        s.write_all(req.as_bytes()).unwrap();
-        read_reply(&mut s).0
+        self.exchange(req.as_bytes())
     }
 
     fn exchange(&self, raw: &[u8]) -> u16 {
-        let mut s = self.connect();
-        s.write_all(raw).unwrap();
-        read_reply(&mut s).0
+        self.connect().send(raw).status
     }
 
     fn stat(&self, f: impl Fn(&ProxyStats) -> &std::sync::atomic::AtomicU64) -> u64 {
         ProxyStats::get(f(self.proxy.stats()))
-    }
-}
-
-/// Reads one reply (skipping `100 Continue`): its status and body.
-fn read_reply(s: &mut TcpStream) -> (u16, Vec<u8>) {
-    let mut buf = Vec::new();
-    loop {
-        let (status, head_len) = read_head(s, &mut buf);
-        buf.drain(..head_len.0);
-        if status == 100 {
-            continue;
-        }
-        while buf.len() < head_len.1 {
-            let mut chunk = [0u8; 4096];
-            let n = s.read(&mut chunk).unwrap();
-            assert!(n > 0, "closed in a body");
-            buf.extend_from_slice(&chunk[..n]);
-        }
-        return (status, buf[..head_len.1].to_vec());
-    }
-}
-
-/// Reads a reply head into `buf`: its status, head length and
-/// Content-Length.
-fn read_head(s: &mut TcpStream, buf: &mut Vec<u8>) -> (u16, (usize, usize)) {
-    loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_string();
-            let status = head[9..12].parse().unwrap();
-            let len = head
-                .lines()
-                .find_map(|l| l.strip_prefix("Content-Length: "))
-                .map_or(0, |n| n.parse().unwrap());
-            return (status, (end + 4, len));
-        }
-        let mut chunk = [0u8; 4096];
-        let n = s.read(&mut chunk).unwrap();
-        assert!(
-            n > 0,
-            "closed before a reply: {:?}",
-            String::from_utf8_lossy(buf)
-        );
-        buf.extend_from_slice(&chunk[..n]);
     }
 }
 
@@ -203,12 +88,12 @@ fn a_head_sent_a_byte_at_a_time_gets_408_while_others_are_served() {
     );
     let start = Instant::now();
     let dripper = drip(
-        s.try_clone().unwrap(),
+        s.s.try_clone().unwrap(),
         head.into_bytes(),
         Duration::from_millis(40),
     );
     assert_eq!(t.get("/fine"), 200, "others are served meanwhile");
-    assert_eq!(read_reply(&mut s).0, 408);
+    assert_eq!(s.reply(false).status, 408);
     // The head timeout, not the idle one nor the whole drip (a busy
     // machine may answer seconds late).
     let took = start.elapsed();
@@ -230,8 +115,8 @@ fn a_keep_alive_connection_waits_the_idle_timeout_not_the_head_timeout() {
     let mut s = t.connect();
     let req = format!("GET {} HTTP/1.1\r\nHost: x\r\n\r\n", t.url("/again"));
     for _ in 0..2 {
-        s.write_all(req.as_bytes()).unwrap();
-        assert_eq!(read_reply(&mut s).0, 200);
+        s.write(req.as_bytes());
+        assert_eq!(s.reply(false).status, 200);
         // The test itself: idle far longer than the 300 ms head timeout,
         // well within the idle one.
         std::thread::sleep(Duration::from_millis(1500));
@@ -247,17 +132,14 @@ fn an_idle_connection_is_closed_once_a_wait_lasts_the_idle_timeout() {
     // Each pause is over half the limit: the timer set in one wait fires
     // in the next, which must go on until its own limit.
     for _ in 0..3 {
-        s.write_all(req.as_bytes()).unwrap();
-        assert_eq!(read_reply(&mut s).0, 200);
+        s.write(req.as_bytes());
+        assert_eq!(s.reply(false).status, 200);
         std::thread::sleep(Duration::from_millis(600));
     }
     assert_eq!(t.origin.seen("/idle").len(), 3);
     // Then no request: the proxy closes the connection.
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let start = Instant::now();
-    let mut byte = [0u8; 1];
-    assert_eq!(s.read(&mut byte).unwrap(), 0, "closed, nothing sent");
-    assert!(start.elapsed() < Duration::from_secs(20));
+    let (closed, got) = closed_within(&mut s.s, Duration::from_secs(20));
+    assert!(closed && got.is_empty(), "closed, nothing sent: {got:?}");
 }
 
 #[test]
@@ -271,16 +153,16 @@ fn a_body_slower_than_the_minimum_rate_gets_408_and_a_fast_one_passes() {
         "POST {} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n",
         t.url("/drip")
     );
-    s.write_all(head.as_bytes()).unwrap();
+    s.write(head.as_bytes());
     let start = Instant::now();
     // 25 bytes a second: the 200 ms grace plus 1 ms per byte runs out
     // after about a quarter of a second.
     let dripper = drip(
-        s.try_clone().unwrap(),
+        s.s.try_clone().unwrap(),
         vec![b'a'; 1000],
         Duration::from_millis(40),
     );
-    assert_eq!(read_reply(&mut s).0, 408);
+    assert_eq!(s.reply(false).status, 408);
     // Long before the whole 40 s drip.
     assert!(start.elapsed() < Duration::from_secs(20));
     drop(s);
@@ -292,8 +174,8 @@ fn a_body_slower_than_the_minimum_rate_gets_408_and_a_fast_one_passes() {
         t.url("/fast"),
         body.len()
     );
-    s.write_all(&[head.as_bytes(), &body].concat()).unwrap();
-    assert_eq!(read_reply(&mut s).0, 200);
+    s.write(&[head.as_bytes(), &body].concat());
+    assert_eq!(s.reply(false).status, 200);
     assert!(t.origin.seen("/drip").is_empty());
     assert_eq!(t.origin.seen("/fast")[0].body, body);
     assert_eq!(t.stat(|s| &s.client_timeouts), 1);
@@ -303,18 +185,17 @@ fn a_body_slower_than_the_minimum_rate_gets_408_and_a_fast_one_passes() {
 fn connections_over_the_cap_are_turned_away_and_the_others_served() {
     let t = Setup::new(|c| c.max_client_connections = 2);
     let req = format!("GET {} HTTP/1.1\r\nHost: x\r\n\r\n", t.url("/cap"));
-    let mut kept: Vec<TcpStream> = (0..2)
+    let mut kept: Vec<Client> = (0..2)
         .map(|_| {
             let mut s = t.connect();
-            s.write_all(req.as_bytes()).unwrap();
-            assert_eq!(read_reply(&mut s).0, 200);
+            s.write(req.as_bytes());
+            assert_eq!(s.reply(false).status, 200);
             s
         })
         .collect();
     let mut third = t.connect();
     let start = Instant::now();
-    let mut got = Vec::new();
-    third.read_to_end(&mut got).unwrap();
+    let got = third.rest();
     assert!(
         start.elapsed() < Duration::from_secs(10),
         "turned away at once"
@@ -323,8 +204,8 @@ fn connections_over_the_cap_are_turned_away_and_the_others_served() {
     assert_eq!(t.stat(|s| &s.connections_refused), 1);
     // The two open connections keep being served.
     for s in &mut kept {
-        s.write_all(req.as_bytes()).unwrap();
-        assert_eq!(read_reply(s).0, 200);
+        s.write(req.as_bytes());
+        assert_eq!(s.reply(false).status, 200);
     }
     // A closed one frees its place (the proxy notices the close first).
     drop(kept.pop());
@@ -332,18 +213,10 @@ fn connections_over_the_cap_are_turned_away_and_the_others_served() {
         "GET {} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
         t.url("/cap")
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let mut s = t.connect();
-        s.write_all(req.as_bytes()).unwrap();
-        let mut buf = Vec::new();
-        let _ = s.read_to_end(&mut buf);
-        if buf.starts_with(b"HTTP/1.1 200 ") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no place freed");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until("a place freed", Duration::from_secs(30), || {
+        let got = read_all(t.proxy.addr(), req.as_bytes()).unwrap_or_default();
+        got.starts_with(b"HTTP/1.1 200 ")
+    });
 }
 
 #[test]
@@ -361,18 +234,18 @@ fn a_60kb_head_in_small_writes_is_parsed_whole() {
     );
     let mut s = t.connect();
     for (n, piece) in head.as_bytes().chunks(100).enumerate() {
-        s.write_all(piece).unwrap();
+        s.write(piece);
         if n % 50 == 0 {
             // Let the proxy read what came so far: many reads, not one.
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    assert_eq!(read_reply(&mut s).0, 200);
+    assert_eq!(s.reply(false).status, 200);
     let seen = &t.origin.seen("/big")[0];
     for i in 0..50 {
         let name = format!("X-Pad-{i}");
-        let (_, v) = seen.headers.iter().find(|(n, _)| *n == name).unwrap();
-        assert_eq!(v, format!("{i:04}").repeat(300).as_bytes());
+        let value = format!("{i:04}").repeat(300);
+        assert_eq!(seen.header(&name), Some(value.as_str()));
     }
 }
 
@@ -384,18 +257,15 @@ fn expect_100_continue_is_met_by_the_proxy_and_not_forwarded() {
         "POST {} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n",
         t.url("/cont")
     );
-    s.write_all(head.as_bytes()).unwrap();
+    s.write(head.as_bytes());
     let mut first = [0u8; 25];
-    s.read_exact(&mut first).unwrap();
+    s.s.read_exact(&mut first).unwrap();
     assert_eq!(&first, b"HTTP/1.1 100 Continue\r\n\r\n");
-    s.write_all(b"hello").unwrap();
-    assert_eq!(read_reply(&mut s).0, 200);
+    s.write(b"hello");
+    assert_eq!(s.reply(false).status, 200);
     let seen = &t.origin.seen("/cont")[0];
     assert_eq!(seen.body, b"hello");
-    assert!(seen
-        .headers
-        .iter()
-        .all(|(n, _)| !n.eq_ignore_ascii_case("expect")));
+    assert_eq!(seen.header("expect"), None);
     // Body sent with the head: no need to wait, answered all the same.
     let raw = format!(
         "POST {} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\nworld",
@@ -426,27 +296,24 @@ fn uploads_beyond_the_shared_budget_get_503_until_it_is_free_again() {
     };
     // A holds 800 bytes of the budget: its 100 Continue says it has them.
     let mut a = t.connect();
-    a.write_all(post("/a", 800, "Expect: 100-continue\r\n").as_bytes())
-        .unwrap();
+    a.write(post("/a", 800, "Expect: 100-continue\r\n").as_bytes());
     let mut cont = [0u8; 25];
-    a.read_exact(&mut cont).unwrap();
-    a.write_all(&[b'a'; 100]).unwrap();
+    a.s.read_exact(&mut cont).unwrap();
+    a.write(&[b'a'; 100]);
     let b = [post("/b", 300, "").as_bytes(), &[b'b'; 300]].concat();
     assert_eq!(t.exchange(&b), 503);
     let c = [post("/c", 200, "").as_bytes(), &[b'c'; 200]].concat();
     assert_eq!(t.exchange(&c), 200);
     // Larger than any upload may be: 413 as before.
     assert_eq!(t.exchange(post("/huge", 5000, "").as_bytes()), 413);
-    a.write_all(&[b'a'; 700]).unwrap();
-    assert_eq!(read_reply(&mut a).0, 200);
+    a.write(&[b'a'; 700]);
+    assert_eq!(a.reply(false).status, 200);
     assert_eq!(t.origin.seen("/a")[0].body, vec![b'a'; 800]);
     // A's bytes are given back once it is answered (just after its reply
     // is written, so B may need another try).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while t.exchange(&b) != 200 {
-        assert!(Instant::now() < deadline, "budget not given back");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    until("the budget given back", Duration::from_secs(30), || {
+        t.exchange(&b) == 200
+    });
     assert_eq!(t.origin.seen("/b")[0].body, vec![b'b'; 300]);
     // A chunked upload is held in one buffer and forwarded with a length.
     let chunked = format!(
@@ -477,7 +344,7 @@ fn an_open_proxy_connects_only_where_allow_dest_says() {
         let raw = format!("GET http://{authority}/x HTTP/1.1\r\nHost: {authority}\r\n\r\n");
         t.exchange(raw.as_bytes())
     };
-    let origin = t.origin.addr.to_string();
+    let origin = t.origin.addr().to_string();
     // Open and closed ports look alike, and nothing is connected to.
     assert_eq!(get(&origin), 403);
     assert_eq!(get(&closed.to_string()), 403);
@@ -493,7 +360,7 @@ fn an_open_proxy_connects_only_where_allow_dest_says() {
     assert!(t.origin.seen("/x").is_empty());
     assert_eq!(t.stat(|s| &s.destinations_denied), 7);
     // Listing the origin lets it through, and only it.
-    let port = t.origin.addr.port();
+    let port = t.origin.addr().port();
     let t2 = Setup::new(|c| {
         c.allow = vec!["10.0.0.0/8".parse().unwrap()];
         c.allow_dest = Some(vec![format!("127.0.0.1:{port}").parse().unwrap()]);
@@ -503,7 +370,7 @@ fn an_open_proxy_connects_only_where_allow_dest_says() {
         t2.exchange(raw.as_bytes())
     };
     assert_eq!(get2(&origin), 200);
-    assert_eq!(get2(&t2.origin.addr.to_string()), 403, "another port");
+    assert_eq!(get2(&t2.origin.addr().to_string()), 403, "another port");
     assert_eq!(t.origin.seen("/y").len(), 1);
     assert!(t2.origin.seen("/y").is_empty());
     // Loopback clients only (no --allow): no destination check, as runs
@@ -527,7 +394,7 @@ fn a_name_that_resolves_to_this_machine_does_not_pass_a_wildcard_rule() {
     }
     // An origin reached through the proxies below, by this machine's name.
     let t = Setup::new(|_| {});
-    let authority = format!("{name}:{}", t.origin.addr.port());
+    let authority = format!("{name}:{}", t.origin.addr().port());
     let open_to = |rule: String| {
         Setup::new(move |c| {
             c.allow = vec!["10.0.0.0/8".parse().unwrap()];
@@ -536,7 +403,7 @@ fn a_name_that_resolves_to_this_machine_does_not_pass_a_wildcard_rule() {
     };
     let raw = format!("GET http://{authority}/w HTTP/1.1\r\nHost: {authority}\r\n\r\n");
     // The name passes `*`, but where it points is this machine.
-    let wildcard = open_to(format!("*:{}", t.origin.addr.port()));
+    let wildcard = open_to(format!("*:{}", t.origin.addr().port()));
     assert_eq!(wildcard.exchange(raw.as_bytes()), 403);
     assert!(t.origin.seen("/w").is_empty());
     // Naming the host trusts it with what it resolves to.
@@ -561,12 +428,10 @@ fn host_lines_and_header_counts_are_checked() {
     );
     assert_eq!(t.origin.seen("/h").len(), 1);
     // A reverse proxy has only Host to go by: HTTP/1.1 without it is 400.
-    let origin = t.origin.addr.to_string();
+    let origin = t.origin.addr().to_string();
     let rev = Setup::new(|c| c.upstream = Upstream::Reverse(origin));
     let raw = b"GET /r HTTP/1.1\r\nConnection: close\r\n\r\n";
-    let mut s = TcpStream::connect(rev.proxy.addr()).unwrap();
-    s.write_all(raw).unwrap();
-    assert_eq!(read_reply(&mut s).0, 400);
+    assert_eq!(rev.exchange(raw), 400);
     assert!(rev.origin.seen("/r").is_empty() && t.origin.seen("/r").is_empty());
     assert_eq!(rev.get("/fine"), 200);
 }

@@ -4,37 +4,19 @@
 
 mod script;
 
+use cacheoff_testkit::{rss, small_window, until};
 use script::*;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const BIG: usize = 2 << 20;
-
-fn resident_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-    pages * 4096
-}
-
-/// A connection that advertises a tiny receive window, as slow-read
-/// attackers do, so the proxy's kernel buffers cannot absorb the reply.
-fn small_window(addr: std::net::SocketAddr) -> TcpStream {
-    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    s.set_recv_buffer_size(4096).unwrap();
-    s.connect(&addr.into()).unwrap();
-    s.into()
-}
 
 fn big_origin(tune: impl FnOnce(&mut cacheoff_proxy::ProxyConfig)) -> Bench {
     Bench::tuned(
         |seen| {
             // `/huge` outgrows the kernel's socket buffers on both sides.
-            let len = if seen.head.path() == "/huge" {
-                8 * BIG
-            } else {
-                BIG
-            };
+            let len = if seen.path == "/huge" { 8 * BIG } else { BIG };
             let body = "x".repeat(len);
             ok("Cache-Control: max-age=600\r\n", &body)
         },
@@ -51,7 +33,7 @@ fn many_slow_readers_of_one_large_hit_share_its_bytes() {
     let first = b.get("/huge", "");
     assert_eq!((first.status, first.body.len()), (200, 8 * BIG));
     assert_eq!(b.get("/huge", "").x_cache(), "HIT");
-    let before = resident_bytes();
+    let before = rss();
     let readers: Vec<TcpStream> = (0..50)
         .map(|_| {
             let mut s = small_window(b.proxy.addr());
@@ -62,15 +44,15 @@ fn many_slow_readers_of_one_large_hit_share_its_bytes() {
         .collect();
     // Every reader's hit is under way: its first bytes have arrived (then
     // its small window fills at once).
-    let deadline = Instant::now() + Duration::from_secs(60);
     for s in &readers {
         s.set_nonblocking(true).unwrap();
-        while !matches!(s.peek(&mut [0u8; 1]), Ok(n) if n > 0) {
-            assert!(Instant::now() < deadline, "a reader got nothing");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        until(
+            "every reader's first bytes",
+            Duration::from_secs(60),
+            || matches!(s.peek(&mut [0u8; 1]), Ok(n) if n > 0),
+        );
     }
-    let grown = resident_bytes().saturating_sub(before);
+    let grown = rss().saturating_sub(before);
     // A copy per reader would be 800 MB, less what the kernel buffers.
     assert!(
         grown < 100 << 20,
@@ -95,24 +77,17 @@ fn a_reader_that_takes_nothing_is_closed_after_the_write_timeout() {
         .unwrap();
     // The proxy gave up: it logs the transaction when it ends (its log is
     // written out every second), before it closes the connection.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::fs::read_to_string(log.path()).unwrap().lines().count() < 2 {
-        assert!(Instant::now() < deadline, "the reply never ended");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    until("the reply's end", Duration::from_secs(60), || {
+        std::fs::read_to_string(log.path()).unwrap().lines().count() >= 2
+    });
     // What it wrote is less than the reply, then the connection ends.
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let started = Instant::now();
-    let mut got = 0usize;
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => got += n,
-        }
-    }
-    assert!(started.elapsed() < Duration::from_secs(20), "never closed");
-    assert!(got < 8 * BIG, "got {got} bytes: the whole reply");
+    let (closed, got) = cacheoff_testkit::closed_within(&mut s, Duration::from_secs(20));
+    assert!(closed, "never closed");
+    assert!(
+        got.len() < 8 * BIG,
+        "got {} bytes: the whole reply",
+        got.len()
+    );
     // Others are served as before.
     assert_eq!(b.get("/big", "").body.len(), BIG);
 }

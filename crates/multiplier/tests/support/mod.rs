@@ -1,61 +1,31 @@
-//! What the Multiplier's scenario tests share: a test origin, the real
-//! Collector, proxies under test that misbehave exactly, a client.
+//! What the Multiplier's scenario tests share: a test origin and the real
+//! Collector in front of it, proxies under test that misbehave exactly
+//! (all three on `cacheoff_testkit`'s scripted origin), a port forward,
+//! a private service, the Multiplier's configuration.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
-use cacheoff_http::request::parse_request;
-use cacheoff_http::response::parse_response;
 use cacheoff_multiplier::{Config, ProxyUnderTest};
 use cacheoff_proxy::{Proxy, ProxyConfig};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+pub use cacheoff_testkit::{closed_within, rss, Client, Response};
+use cacheoff_testkit::{endless, hold, raw, raw_and_close, Origin, Reply, Seen};
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 pub const LM: &str = "Sun, 22 Nov 2026 00:00:00 GMT";
 
-/// Runs `serve` for every connection accepted on a new loopback listener,
-/// on a thread of its own; returns the address.
-pub fn serve_on_thread<F, Fut>(serve: F) -> SocketAddr
-where
-    F: Fn(tokio::net::TcpStream) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + 'static,
-{
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.set_nonblocking(true).unwrap();
-    let addr = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let local = tokio::task::LocalSet::new();
-        local.block_on(&rt, async move {
-            let l = tokio::net::TcpListener::from_std(l).unwrap();
-            loop {
-                let (s, _) = l.accept().await.unwrap();
-                tokio::task::spawn_local(serve(s));
-            }
-        });
-    });
-    addr
-}
+/// The longest any wait in these tests may take before it fails.
+pub const HANG: Duration = Duration::from_secs(60);
 
-/// Reads one request (head and Content-Length body) from `buf`/`s`.
-pub async fn next_request(s: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) -> Option<Vec<u8>> {
-    loop {
-        if let Ok(Some(r)) = parse_request(buf, false) {
-            let n = r.head_len + r.content_length.unwrap_or(0) as usize;
-            if buf.len() >= n {
-                return Some(buf.drain(..n).collect());
-            }
-        }
-        if s.read_buf(buf).await.ok()? == 0 {
-            return None;
-        }
-    }
+/// How long a misbehaving proxy keeps at it when nobody hangs up.
+const MISBEHAVE: Duration = Duration::from_secs(600);
+
+/// Waits (at most [`HANG`]) until `f` holds.
+pub fn until(what: &str, f: impl FnMut() -> bool) {
+    cacheoff_testkit::until(what, HANG, f)
 }
 
 /// The body the origin serves for `path`.
@@ -63,42 +33,71 @@ pub fn body_of(path: &str) -> Vec<u8> {
     format!("{path} body ").repeat(50 + path.len()).into_bytes()
 }
 
-/// A cachable object per path (Last-Modified, max-age); POSTs counted.
-pub fn origin(posts: Arc<AtomicU64>) -> SocketAddr {
-    serve_on_thread(move |mut s| {
-        let posts = posts.clone();
-        async move {
-            let mut buf = Vec::new();
-            while let Some(raw) = next_request(&mut s, &mut buf).await {
-                let req = parse_request(&raw, false).unwrap().unwrap();
-                let path = req.path().to_string();
-                let (cc, body) = if req.method == cacheoff_http::Method::Post {
-                    let n = posts.fetch_add(1, Ordering::SeqCst) + 1;
-                    ("no-store", format!("posted {n}").into_bytes())
-                } else {
-                    ("public, max-age=3600", body_of(&path))
-                };
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nLast-Modified: {LM}\r\nCache-Control: {cc}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n",
-                    body.len()
-                );
-                if s.write_all(&[head.as_bytes(), &body].concat())
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-            }
-        }
-    })
+/// The origin, the real Collector, and the proxies under test started so
+/// far (they live as long as the stage).
+pub struct Stage {
+    origin: Origin,
+    collector: Proxy,
+    fakes: Mutex<Vec<Origin>>,
 }
 
-pub fn collector(origin_unused: SocketAddr) -> Proxy {
-    let _ = origin_unused;
-    let mut c = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
-    c.collector = true;
-    c.workers = 1;
-    Proxy::start(c).unwrap()
+impl Stage {
+    /// An origin with a cachable object per path (Last-Modified, max-age),
+    /// POSTs counted in `posts`, and the Collector.
+    pub fn new(posts: Arc<AtomicU64>) -> Stage {
+        let origin = cacheoff_testkit::origin(move |seen| {
+            let (cc, body) = if seen.method == "POST" {
+                let n = posts.fetch_add(1, Ordering::SeqCst) + 1;
+                ("no-store", format!("posted {n}"))
+            } else {
+                let body = String::from_utf8(body_of(&seen.path)).unwrap();
+                ("public, max-age=3600", body)
+            };
+            let headers = [
+                ("Last-Modified", LM),
+                ("Cache-Control", cc),
+                ("Content-Type", "text/plain"),
+            ];
+            Reply::ok(&headers, &body)
+        });
+        // Requests with large bodies must not grow this process.
+        origin.forget_bodies();
+        let mut c = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
+        c.collector = true;
+        c.workers = 1;
+        let collector = Proxy::start(c).unwrap();
+        Stage {
+            origin,
+            collector,
+            fakes: Mutex::default(),
+        }
+    }
+
+    pub fn origin(&self) -> SocketAddr {
+        self.origin.addr()
+    }
+
+    pub fn collector(&self) -> SocketAddr {
+        self.collector.addr()
+    }
+
+    /// A proxy under test that relays each request to the Collector on a
+    /// connection of its own and misbehaves as told.
+    pub fn fake(&self, how: Fake) -> SocketAddr {
+        let parent = self.collector();
+        let fake = cacheoff_testkit::origin(move |seen| misbehave(parent, how, seen));
+        fake.forget_bodies();
+        let addr = fake.addr();
+        self.fakes.lock().unwrap().push(fake);
+        addr
+    }
+
+    /// Requests the proxy under test at `fake` has been sent so far.
+    pub fn sent_to(&self, fake: SocketAddr) -> usize {
+        let fakes = self.fakes.lock().unwrap();
+        let f = fakes.iter().find(|f| f.addr() == fake).expect("a fake");
+        f.count()
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -120,125 +119,75 @@ pub enum Fake {
     EndlessContinue,
 }
 
-/// A proxy under test that relays each request to the Collector on a
-/// connection of its own and misbehaves as told.
-pub fn fake_proxy(parent: SocketAddr, how: Fake) -> SocketAddr {
-    serve_on_thread(move |mut s| async move {
-        let mut buf = Vec::new();
-        while let Some(raw) = next_request(&mut s, &mut buf).await {
-            let endless: &[u8] = match how {
-                Fake::Stall => continue,
-                Fake::EndlessBody => {
-                    let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
-                    if s.write_all(head).await.is_err() {
-                        return;
-                    }
-                    b"1\r\nx\r\n"
-                }
-                Fake::EndlessContinue => b"HTTP/1.1 100 Continue\r\n\r\n",
-                _ => b"",
-            };
-            if !endless.is_empty() {
-                while s.write_all(endless).await.is_ok() {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                return;
-            }
-            let Some(mut reply) = fetch(parent, &raw).await else {
-                return;
-            };
-            let head_len = parse_response(&reply, false, false)
-                .unwrap()
-                .unwrap()
-                .head_len;
-            match how {
-                Fake::Corrupt if reply.len() > head_len => reply[head_len] ^= 0x20,
-                Fake::Stale => {
-                    let text = String::from_utf8(reply.clone()).unwrap();
-                    let older = text.replace(LM, "Sat, 21 Nov 2026 00:00:00 GMT");
-                    reply = older.into_bytes();
-                }
-                Fake::NotFound => reply[9..12].copy_from_slice(b"404"),
-                Fake::Truncate => {
-                    let cut = head_len + (reply.len() - head_len) / 2;
-                    let _ = s.write_all(&reply[..cut]).await;
-                    return;
-                }
-                _ => {}
-            }
-            if s.write_all(&reply).await.is_err() {
-                return;
-            }
+fn misbehave(parent: SocketAddr, how: Fake, seen: &Seen) -> Reply {
+    let gap = Duration::from_millis(20);
+    match how {
+        Fake::Stall => return hold(MISBEHAVE),
+        Fake::EndlessBody => {
+            let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+            return endless(head, b"1\r\nx\r\n", gap, MISBEHAVE);
         }
-    })
+        Fake::EndlessContinue => {
+            return endless(b"", b"HTTP/1.1 100 Continue\r\n\r\n", gap, MISBEHAVE)
+        }
+        _ => {}
+    }
+    let Some(r) = fetch(parent, &resend(seen)) else {
+        return Reply::Close;
+    };
+    let head_len = r.raw_head.len();
+    let mut wire = [r.raw_head, r.body].concat();
+    match how {
+        Fake::Corrupt if wire.len() > head_len => wire[head_len] ^= 0x20,
+        Fake::Stale => {
+            let text = String::from_utf8(wire).unwrap();
+            wire = text
+                .replace(LM, "Sat, 21 Nov 2026 00:00:00 GMT")
+                .into_bytes();
+        }
+        Fake::NotFound => wire[9..12].copy_from_slice(b"404"),
+        Fake::Truncate => {
+            let cut = head_len + (wire.len() - head_len) / 2;
+            wire.truncate(cut);
+            return raw_and_close(wire);
+        }
+        _ => {}
+    }
+    raw(wire)
 }
 
-/// One request to `to` on a new connection; the reply whole (Length framed).
-pub async fn fetch(to: SocketAddr, raw: &[u8]) -> Option<Vec<u8>> {
-    let mut c = tokio::net::TcpStream::connect(to).await.ok()?;
-    c.write_all(raw).await.ok()?;
-    let mut buf = Vec::new();
-    loop {
-        if let Ok(Some(h)) = parse_response(&buf, false, false) {
-            if let cacheoff_http::Framing::Length(n) = h.framing {
-                if buf.len() >= h.head_len + n as usize {
-                    return Some(buf);
-                }
-            }
-        }
-        if c.read_buf(&mut buf).await.ok()? == 0 {
-            return None;
+/// The request as the origin got it, to send on: its head's lines in
+/// order and its body (with its length, had it come chunked).
+fn resend(seen: &Seen) -> Vec<u8> {
+    let mut head = format!("{} {} HTTP/1.1\r\n", seen.method, seen.target);
+    let chunked = seen.header("transfer-encoding").is_some();
+    for (n, v) in &seen.headers {
+        if !n.eq_ignore_ascii_case("transfer-encoding") {
+            head.push_str(&format!("{n}: {v}\r\n"));
         }
     }
-}
-
-pub struct Reply {
-    pub status: u16,
-    pub head: String,
-    pub body: Vec<u8>,
-}
-
-/// Reads one Length-framed reply (or one ended by close) from `s`.
-pub fn read_reply(s: &mut TcpStream, buf: &mut Vec<u8>) -> Reply {
-    let mut chunk = [0u8; 16384];
-    loop {
-        if let Some(h) = parse_response(buf, false, false).unwrap() {
-            let n = match h.framing {
-                cacheoff_http::Framing::Length(n) => n as usize,
-                _ => usize::MAX,
-            };
-            if n != usize::MAX && buf.len() >= h.head_len + n {
-                let raw: Vec<u8> = buf.drain(..h.head_len + n).collect();
-                return Reply {
-                    status: h.status,
-                    head: String::from_utf8_lossy(&raw[..h.head_len]).into_owned(),
-                    body: raw[h.head_len..].to_vec(),
-                };
-            }
-        }
-        let got = s.read(&mut chunk).expect("reply within the read timeout");
-        assert!(
-            got > 0,
-            "closed mid-reply: {:?}",
-            String::from_utf8_lossy(buf)
-        );
-        buf.extend_from_slice(&chunk[..got]);
+    if chunked {
+        head.push_str(&format!("Content-Length: {}\r\n", seen.body.len()));
     }
+    head.push_str("\r\n");
+    [head.as_bytes(), &seen.body].concat()
 }
 
-pub fn client(m: SocketAddr) -> TcpStream {
-    let s = TcpStream::connect(m).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s
+/// One request to `to` on a new connection; its reply, if it came whole
+/// and by its length.
+fn fetch(to: SocketAddr, raw: &[u8]) -> Option<Response> {
+    let mut c = Client::try_connect(to).ok()?;
+    c.s.write_all(raw).ok()?;
+    let r = c.try_reply(false)?;
+    matches!(r.head.framing, cacheoff_http::Framing::Length(_)).then_some(r)
 }
 
-pub fn get(s: &mut TcpStream, buf: &mut Vec<u8>, origin: SocketAddr, path: &str) -> Reply {
-    write!(
-        s,
-        "GET http://{origin}{path} HTTP/1.1\r\nHost: {origin}\r\n\r\n"
-    )
-    .unwrap();
-    read_reply(s, buf)
+pub fn client(m: SocketAddr) -> Client {
+    Client::connect(m)
+}
+
+pub fn get(c: &mut Client, origin: SocketAddr, path: &str) -> Response {
+    c.send(format!("GET http://{origin}{path} HTTP/1.1\r\nHost: {origin}\r\n\r\n").as_bytes())
 }
 
 pub fn config(
@@ -268,79 +217,38 @@ pub fn config(
     c
 }
 
-/// Waits (bounded) until `f` holds.
-pub fn until(what: &str, f: impl Fn() -> bool) {
-    let t = Instant::now();
-    while !f() {
-        assert!(t.elapsed() < Duration::from_secs(60), "timed out: {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// A TCP port forward to `to` (another name for it, as a NAT or a proxy
 /// under test pointed back at the Multiplier would be); the connections
-/// it carried.
+/// it carried. It forwards until the test process ends.
 pub fn forwarder(to: SocketAddr) -> (SocketAddr, Arc<AtomicU64>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
     let carried = Arc::new(AtomicU64::new(0));
     let n = carried.clone();
-    let addr = serve_on_thread(move |mut a| {
-        n.fetch_add(1, Ordering::SeqCst);
-        async move {
-            if let Ok(mut b) = tokio::net::TcpStream::connect(to).await {
-                let _ = tokio::io::copy_bidirectional(&mut a, &mut b).await;
-            }
+    std::thread::spawn(move || {
+        for a in l.incoming().flatten() {
+            n.fetch_add(1, Ordering::SeqCst);
+            let Ok(b) = TcpStream::connect(to) else {
+                continue;
+            };
+            pipe(a.try_clone().unwrap(), b.try_clone().unwrap());
+            pipe(b, a);
         }
     });
     (addr, carried)
 }
 
-/// A private service on loopback (what must not be readable through the
-/// Multiplier): answers anything with its secret; counts its connections.
-pub fn private_service() -> (SocketAddr, Arc<AtomicU64>) {
-    let seen = Arc::new(AtomicU64::new(0));
-    let n = seen.clone();
-    let addr = serve_on_thread(move |mut s| {
-        n.fetch_add(1, Ordering::SeqCst);
-        async move {
-            let body = b"secret";
-            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
-            let _ = s.write_all(&[head.as_bytes(), body].concat()).await;
-        }
+/// Copies `from` to `to` on a thread of its own until either end closes.
+fn pipe(mut from: TcpStream, mut to: TcpStream) {
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut from, &mut to);
+        let _ = to.shutdown(std::net::Shutdown::Write);
     });
-    (addr, seen)
 }
 
-/// This process's resident set, in bytes.
-pub fn rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap();
-    kb * 1024
-}
-
-/// Reads until the peer closes (true) or `limit` passes (false); a reset
-/// counts as closed. What was read is returned too.
-pub fn closed_within(s: &mut TcpStream, limit: Duration) -> (bool, Vec<u8>) {
-    let t = Instant::now();
-    let mut got = Vec::new();
-    let mut chunk = [0u8; 4096];
-    s.set_read_timeout(Some(Duration::from_millis(100)))
-        .unwrap();
-    while t.elapsed() < limit {
-        match s.read(&mut chunk) {
-            Ok(0) => return (true, got),
-            Ok(n) => got.extend_from_slice(&chunk[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => return (true, got),
-        }
-    }
-    (false, got)
+/// A private service on loopback (what must not be readable through the
+/// Multiplier): answers anything with its secret; its connections are
+/// counted ([`Origin::connections`]).
+pub fn private_service() -> Origin {
+    cacheoff_testkit::origin(|_| Reply::ok(&[], "secret"))
 }

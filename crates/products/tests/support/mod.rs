@@ -1,41 +1,27 @@
 //! What the product tests share: one request through a product and its
-//! reply, free ports, the cacheoff binary, a product that may be missing,
-//! temporary run directories, waiting for a product's log.
+//! reply (`cacheoff_testkit`'s client), free ports, the cacheoff binary, a
+//! product that may be missing, temporary run directories, waiting for a
+//! product's log.
 
 // Each test file uses some of these.
 #![allow(dead_code)]
 
 use cacheoff_products::{Mode, ProductSpec, Running};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+pub use cacheoff_testkit::{free_port, Response};
+use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub const READY: Duration = Duration::from_secs(60);
 
-pub struct Reply {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl Reply {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// One GET on a new connection, read to its end.
-pub fn get(proxy: SocketAddr, target: &str, host: &str) -> Reply {
+/// One GET on a new connection.
+pub fn get(proxy: SocketAddr, target: &str, host: &str) -> Response {
     request(proxy, "GET", target, host, &[], "")
 }
 
 /// One request with extra header lines (`Name: value`) and a body (sent
-/// with its length when not empty), on a new connection, read to its end.
+/// with its length when not empty), on a new connection.
 pub fn request(
     proxy: SocketAddr,
     method: &str,
@@ -43,9 +29,7 @@ pub fn request(
     host: &str,
     headers: &[String],
     body: &str,
-) -> Reply {
-    let mut s = TcpStream::connect(proxy).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+) -> Response {
     let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     for h in headers {
         head.push_str(h);
@@ -59,37 +43,7 @@ pub fn request(
     }
     head.push_str("\r\n");
     head.push_str(body);
-    s.write_all(head.as_bytes()).unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let end = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map_or(buf.len(), |i| i + 4);
-    let text = String::from_utf8_lossy(&buf[..end]);
-    let mut lines = text.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
-        .collect();
-    Reply {
-        status,
-        headers,
-        body: buf[end..].to_vec(),
-    }
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    cacheoff_testkit::exchange(proxy, head.as_bytes())
 }
 
 /// The cacheoff binary for the reference proxy: `$CACHEOFF_EXE`, else the
