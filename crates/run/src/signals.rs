@@ -1,7 +1,7 @@
 //! SIGINT and SIGTERM, one way for every command: the first stops the
 //! work gracefully (what was measured is kept), the second aborts at once
 //! (exit 130) after what the command must not leave behind (a product
-//! under test killed). A command with nothing to drain waits for one.
+//! under test killed). A service waits for one and ignores the rest.
 
 use cacheoff_agent::StopHandle;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,11 +34,17 @@ pub fn stop_runs_on_signals(stop: &StopHandle) {
     on_signals(stop, "stopping (finishing the current interval)", || {});
 }
 
-/// Blocks until the first signal (a service with nothing to drain).
+/// Blocks until the first signal, for a service that stops gracefully
+/// after it (the proxy writes out its access log): signals after the
+/// first are ignored, since a supervisor may send one to the process and
+/// one to its group, and an abort would lose the log.
 pub fn wait() {
-    let stop = StopHandle::new();
-    on_signals(&stop, "stopping", || {});
-    while !stop.is_stopped() {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        // Without signal handling the default action (exit) still applies.
+        loop {
+            std::thread::park();
+        }
+    };
+    signals.forever().next();
 }
