@@ -4,7 +4,7 @@
 //! beside them is answered.
 
 use cacheoff_metrics::{Limits, Registry, Server, SLOTS};
-use cacheoff_testkit::{read_all, threads, within};
+use cacheoff_testkit::{read_all, threads, threads_named, within};
 use prometheus_client::metrics::counter::Counter;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -118,16 +118,24 @@ struct Attack {
     scrapes: u64,
     failed: Vec<String>,
     dribbled: Dribbled,
-    /// Most threads seen during the attack, and once the server and the
-    /// clients were gone, against those before.
+    /// Most of the server's threads seen during the attack, and once it
+    /// was gone, against those before.
     before: usize,
     during: usize,
     after: usize,
     cut: cacheoff_metrics::Cut,
 }
 
+/// The process's threads but the test harness's (named after this file
+/// and its tests, started as it starts tests) and the slow clients'
+/// driver: the server's, however it names them.
+fn server_threads() -> usize {
+    let harness = ["slow_clients", "more_slow_clien", "slow-clients"];
+    threads() - harness.iter().map(|p| threads_named(p)).sum::<usize>()
+}
+
 fn attack(n: usize, limits: Limits, pause: Duration, secs: f64) -> Attack {
-    let before = threads();
+    let before = server_threads();
     let server = Server::start_with("127.0.0.1:0".parse().unwrap(), registry(), limits).unwrap();
     let addr = server.addr();
     let stop = Arc::new(AtomicBool::new(false));
@@ -141,7 +149,7 @@ fn attack(n: usize, limits: Limits, pause: Duration, secs: f64) -> Attack {
     let start = Instant::now();
     let (mut scrapes, mut failed, mut during) = (0, Vec::new(), 0);
     while start.elapsed().as_secs_f64() < secs || scrapes < 5 {
-        during = during.max(threads());
+        during = during.max(server_threads());
         match scrape(addr) {
             Ok(_) => scrapes += 1,
             Err(e) => failed.push(e),
@@ -169,7 +177,7 @@ fn attack(n: usize, limits: Limits, pause: Duration, secs: f64) -> Attack {
         dribbled,
         before,
         during,
-        after: threads(),
+        after: server_threads(),
         cut,
     }
 }
@@ -193,8 +201,8 @@ fn slow_clients_are_cut_at_the_request_deadline_and_scrapes_are_answered() {
     assert_eq!(a.dribbled.closed, a.dribbled.opened);
     assert_eq!(a.cut.deadline, a.dribbled.opened);
     assert_eq!(a.cut.evicted, 0);
-    // The server's one thread and the clients' one; none per connection.
-    assert!(a.during <= a.before + 2, "{} > {} + 2", a.during, a.before);
+    // The server's one thread; none per connection.
+    assert!(a.during <= a.before + 1, "{} > {} + 1", a.during, a.before);
     assert!(a.after <= a.before, "{} > {}", a.after, a.before);
 }
 
@@ -215,6 +223,6 @@ fn more_slow_clients_than_slots_take_each_other_s_slots_not_the_scrapes() {
     assert_eq!(a.dribbled.closed, a.dribbled.opened);
     assert!(a.cut.evicted > 0);
     assert_eq!(a.cut.deadline + a.cut.evicted, a.dribbled.opened);
-    assert!(a.during <= a.before + 2, "{} > {} + 2", a.during, a.before);
+    assert!(a.during <= a.before + 1, "{} > {} + 1", a.during, a.before);
     assert!(a.after <= a.before, "{} > {}", a.after, a.before);
 }
