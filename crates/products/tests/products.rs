@@ -291,9 +291,7 @@ fn cache_rules(r: &Running, mode: Mode, o: &Origin) {
 }
 
 fn scenario(name: &str, mode: Mode) {
-    let Some(spec) = product(name, mode) else {
-        return;
-    };
+    let spec = product(name, mode);
     let exe = cacheoff_exe();
     let t = Instant::now();
     let version = spec.version(&exe).unwrap();
@@ -416,9 +414,7 @@ scenarios! {
 #[test]
 #[ignore = "needs Traffic Server (ops/install-products.sh); .ci/run runs it"]
 fn trafficserver_runs_with_a_tiny_cache() {
-    let Some(spec) = product("trafficserver", Mode::Reverse) else {
-        return;
-    };
+    let spec = product("trafficserver", Mode::Reverse);
     assert_eq!(spec.disk_size(8 << 20), 9 << 20);
     for disk in [true, false] {
         let dir = run_dir();
@@ -451,9 +447,7 @@ fn trafficserver_runs_with_a_tiny_cache() {
 #[test]
 #[ignore = "needs h2o (ops/install-products.sh); .ci/run runs it"]
 fn h2o_relays_every_request_by_host_and_caches_nothing() {
-    let Some(spec) = product("h2o", Mode::Reverse) else {
-        return;
-    };
+    let spec = product("h2o", Mode::Reverse);
     assert!(!spec.caches && spec.log.hits.is_empty());
     let exe = cacheoff_exe();
     let version = spec.version(&exe).unwrap();
@@ -485,6 +479,10 @@ fn h2o_relays_every_request_by_host_and_caches_nothing() {
     ask(&r);
     ask(&r);
     assert_eq!(get(r.listen(), "/x", "elsewhere.invalid").status, 404);
+    // h2o writes a request's log line after its reply: a power cut right
+    // after the reply can lose it. The cut comes once the log has all 5.
+    let logged = log_counts(&r, 5, 0);
+    assert_eq!(logged.requests, 5, "{}", r.tails());
 
     let pids = r.pids();
     r.power_cut().unwrap();
@@ -507,9 +505,7 @@ fn h2o_relays_every_request_by_host_and_caches_nothing() {
 #[test]
 #[ignore = "needs Squid (ops/install-products.sh); .ci/run runs it"]
 fn dropping_a_running_product_kills_it() {
-    let Some(spec) = product("squid", Mode::Forward) else {
-        return;
-    };
+    let spec = product("squid", Mode::Forward);
     let dir = run_dir();
     let settings = Settings {
         listen: SocketAddr::from(([127, 0, 0, 1], free_port())),
@@ -535,9 +531,7 @@ fn dropping_a_running_product_kills_it() {
 #[test]
 #[ignore = "needs nginx (ops/install-products.sh); .ci/run runs it"]
 fn a_failed_start_is_explained() {
-    let Some(spec) = product("nginx", Mode::Reverse) else {
-        return;
-    };
+    let spec = product("nginx", Mode::Reverse);
     let dir = run_dir();
     let o = Origin::start("s1");
     let map = AddrMap::for_servers(&[o.addr]);

@@ -125,8 +125,8 @@ fn trap() -> cacheoff_testkit::Origin {
 }
 
 /// The product in forward mode with `parent`, ready.
-fn start(name: &str, parent: SocketAddr, dir: &std::path::Path) -> Option<Running> {
-    let spec = product_with(name, Mode::Forward, true)?;
+fn start(name: &str, parent: SocketAddr, dir: &std::path::Path) -> Running {
+    let spec = product_with(name, Mode::Forward, true);
     assert!(spec.supports_parent(Mode::Forward), "{name}");
     let settings = Settings {
         listen: SocketAddr::from(([127, 0, 0, 1], free_port())),
@@ -142,7 +142,7 @@ fn start(name: &str, parent: SocketAddr, dir: &std::path::Path) -> Option<Runnin
     let mut r = spec.start(Mode::Forward, &settings).unwrap();
     r.wait_ready(READY).unwrap_or_else(|e| panic!("{e}"));
     eprintln!("{name}: ready in {:?}", t.elapsed());
-    Some(r)
+    r
 }
 
 fn spe(name: &str) {
@@ -150,9 +150,7 @@ fn spe(name: &str) {
     let dir = run_dir();
     let parent = Parent::start();
     let trap = trap();
-    let Some(mut r) = start(name, parent.addr, dir.path()) else {
-        return;
-    };
+    let mut r = start(name, parent.addr, dir.path());
     let port = trap.addr().port();
     let a = format!("http://{}/a", trap.addr());
     let b = format!("http://s9.bench.tst:{port}/b?q=1&r=%2F");

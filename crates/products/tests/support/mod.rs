@@ -56,27 +56,27 @@ pub fn cacheoff_exe() -> PathBuf {
     me.parent().unwrap().parent().unwrap().join("cacheoff")
 }
 
-/// The product's spec, or `None` (with a message) when it is not there.
-pub fn product(name: &str, mode: Mode) -> Option<ProductSpec> {
+/// The product's spec; a product that is not there fails the test (the
+/// tests run only when asked for, as CI does, which installs them).
+pub fn product(name: &str, mode: Mode) -> ProductSpec {
     product_with(name, mode, false)
 }
 
 /// The product's spec for a start with a parent proxy (or without:
-/// `parent` false), or `None` (with a message) when it is not there; the
+/// `parent` false); a product that is not there fails the test, and the
 /// reference proxy must know the flags the start needs.
-pub fn product_with(name: &str, mode: Mode, parent: bool) -> Option<ProductSpec> {
+pub fn product_with(name: &str, mode: Mode, parent: bool) -> ProductSpec {
     let spec = ProductSpec::builtin(name).unwrap();
     let exe = cacheoff_exe();
     if let Err(e) = spec.installed_binary(&exe) {
-        eprintln!(
-            "SKIPPED: {e}; ops/install-products.sh installs the products{}",
+        panic!(
+            "{e}; ops/install-products.sh installs the products{}",
             if name == "reference" {
                 ", and `cargo build` the cacheoff binary (or set CACHEOFF_EXE)"
             } else {
                 ""
             }
         );
-        return None;
     }
     if name == "reference" {
         let help = std::process::Command::new(&exe)
@@ -89,14 +89,13 @@ pub fn product_with(name: &str, mode: Mode, parent: bool) -> Option<ProductSpec>
             parent.then_some("--parent"),
         ];
         if let Some(flag) = flags.into_iter().flatten().find(|f| !help.contains(f)) {
-            eprintln!(
-                "SKIPPED: {} has no {flag}: build the current cacheoff",
+            panic!(
+                "{} has no {flag}: build the current cacheoff",
                 exe.display()
             );
-            return None;
         }
     }
-    Some(spec)
+    spec
 }
 
 /// A temporary run directory, removed at the end unless
