@@ -47,12 +47,14 @@ pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
         server_port: a.server_port,
         ttfb: !a.no_ttfb,
         target: a.target.spec(),
-        label: a.label.clone(),
-        workers: crate::cli::workers(a.workers),
-        out: a.out.clone(),
-        quiet: a.quiet,
-        metrics: a.metrics,
-        watch: a.watch.clone(),
+        output: cacheoff_run::Output {
+            label: a.label.clone(),
+            workers: crate::cli::workers(a.workers),
+            out: a.out.clone(),
+            quiet: a.quiet,
+            metrics: a.metrics,
+            watch: a.watch.clone(),
+        },
     };
     Ok(cacheoff_run::replay::run(plan, argv)?)
 }

@@ -19,12 +19,14 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<RunResult, Failure> {
         target,
         fleet,
         tls_dir: a.tls_dir.clone(),
-        label: a.label.clone(),
-        workers: crate::cli::workers(a.workers),
-        out: a.out.clone(),
-        quiet: a.quiet,
-        metrics: a.metrics,
-        watch: a.watch.clone(),
+        output: cacheoff_run::Output {
+            label: a.label.clone(),
+            workers: crate::cli::workers(a.workers),
+            out: a.out.clone(),
+            quiet: a.quiet,
+            metrics: a.metrics,
+            watch: a.watch.clone(),
+        },
     };
     Ok(cacheoff_run::run(plan, argv)?)
 }

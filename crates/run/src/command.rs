@@ -1,5 +1,6 @@
 //! `cacheoff run` as a whole: the target chosen, live metrics, the run,
-//! a `.pg` file kept beside it, and the verdict.
+//! a `.pg` file kept beside it, and the verdict; the part every command
+//! that runs one shares (`measure`, with its `Output`).
 
 use crate::finish::conclude;
 use crate::metrics::Metrics;
@@ -25,6 +26,12 @@ pub struct RunPlan {
     pub fleet: Option<cacheoff_fleet::Fleet>,
     /// The test CA (`--tls-dir`).
     pub tls_dir: Option<PathBuf>,
+    pub output: Output,
+}
+
+/// How a run is named, sized and kept, alike for every command that
+/// runs one (`run`, `replay`).
+pub struct Output {
     /// What the proxy under test is (`--label`); the reference proxy
     /// names itself.
     pub label: Option<String>,
@@ -49,16 +56,40 @@ pub fn run(plan: RunPlan, argv: &[String]) -> Result<RunResult, RunError> {
         target,
         fleet,
         tls_dir,
-        label,
-        workers,
-        out,
-        quiet,
-        metrics,
-        watch,
+        output,
     } = plan;
-    let dir = out.unwrap_or_else(|| RunDir::default_path(&workload.name));
     let t = Target::choose(&workload, &target, source.spec(), fleet.is_some())?;
-    let label = t.label(label);
+    let how = How {
+        trace: None,
+        fleet,
+        tls_dir,
+    };
+    measure(workload, t, &output, how, argv, |r| source.keep(&r.dir))
+}
+
+/// What only some runs have: a trace's feed, agents, a test CA.
+pub(crate) struct How {
+    pub trace: Option<crate::Replay>,
+    pub fleet: Option<cacheoff_fleet::Fleet>,
+    pub tls_dir: Option<PathBuf>,
+}
+
+/// Runs `workload` through `t` into `output`'s directory, with live
+/// metrics and the watch, stopping at the first SIGINT/SIGTERM; `after`
+/// sees the run before its verdict.
+pub(crate) fn measure(
+    workload: Workload,
+    t: Target,
+    output: &Output,
+    how: How,
+    argv: &[String],
+    after: impl FnOnce(&RunResult),
+) -> Result<RunResult, RunError> {
+    let dir = output
+        .out
+        .clone()
+        .unwrap_or_else(|| RunDir::default_path(&workload.name));
+    let label = t.label(output.label.clone());
     let Target {
         via,
         bound,
@@ -66,7 +97,8 @@ pub fn run(plan: RunPlan, argv: &[String]) -> Result<RunResult, RunError> {
     } = t;
     let stop = StopHandle::new();
     crate::signals::stop_runs_on_signals(&stop);
-    let metrics = metrics
+    let metrics = output
+        .metrics
         .map(|addr| Metrics::start(addr, embedded.as_ref()))
         .transpose()?;
     let setup = Setup {
@@ -74,18 +106,18 @@ pub fn run(plan: RunPlan, argv: &[String]) -> Result<RunResult, RunError> {
         via,
         bound,
         label,
-        workers,
-        quiet,
+        workers: output.workers,
+        quiet: output.quiet,
         on_start: None,
-        trace: None,
+        trace: how.trace,
         metrics: metrics.as_ref().map(|m| m.run.clone()),
-        fleet,
-        tls_dir,
-        watch: Watch::for_run(watch.as_deref(), embedded.is_some())?,
+        fleet: how.fleet,
+        tls_dir: how.tls_dir,
+        watch: Watch::for_run(output.watch.as_deref(), embedded.is_some())?,
     };
     let r = run_setup(&dir, setup, argv, &stop)?;
-    source.keep(&r.dir);
-    let verdict = conclude(&r, embedded, quiet);
+    after(&r);
+    let verdict = conclude(&r, embedded, output.quiet);
     if let Some(m) = metrics {
         m.linger();
     }

@@ -39,7 +39,7 @@ pub mod tls;
 pub mod watch;
 pub mod workload;
 
-pub use command::{run, RunPlan};
+pub use command::{run, Output, RunPlan};
 pub use error::{RunError, EXIT_RUN, EXIT_USAGE};
 pub use recorder::{OnStart, ADDR_MAP_FILE};
 pub use setup::{build, run_in, run_setup, Replay, RunResult, Setup};

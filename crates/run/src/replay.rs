@@ -8,19 +8,16 @@
 //! take their requests from the trace (`cacheoff_agent::TraceFeed`, read
 //! again, each worker its share of the objects) instead of the plan.
 
-use crate::finish::conclude;
-use crate::metrics::Metrics;
+use crate::command::{measure, How};
 use crate::target::{Target, TargetSpec};
-use crate::watch::Watch;
-use crate::{console, run_setup, Replay, RunError, RunResult, Setup};
-use cacheoff_agent::{StopHandle, TraceFeed};
+use crate::{console, Replay, RunError, RunResult};
+use cacheoff_agent::TraceFeed;
 use cacheoff_base::rng::mix64;
 use cacheoff_base::{Bytes, Dur, Rate, RequestType};
-use cacheoff_rundir::{Ceiling, Replayed, RunDir};
+use cacheoff_rundir::{Ceiling, Replayed};
 use cacheoff_trace::ceiling::{CeilingCalc, Ceilings};
 use cacheoff_trace::{Format, Method, Record, TraceReader};
 use cacheoff_workload::{load_text, Overrides, PeakRate, TracedRequest, Workload};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -69,13 +66,8 @@ pub struct ReplayPlan {
     /// Origins wait the trace's time to first byte.
     pub ttfb: bool,
     pub target: TargetSpec,
-    pub label: Option<String>,
-    pub workers: usize,
-    /// Default: `runs/<timestamp>-replay`.
-    pub out: Option<PathBuf>,
-    pub quiet: bool,
-    pub metrics: Option<SocketAddr>,
-    pub watch: Option<String>,
+    /// Its run directory defaults to `runs/<timestamp>-replay`.
+    pub output: crate::Output,
 }
 
 /// Runs `plan` (`argv` goes into the manifest): the survey, the run and
@@ -110,18 +102,8 @@ pub fn run(a: ReplayPlan, argv: &[String]) -> Result<RunResult, RunError> {
         ceilings.belady
     ));
     let workload = replay_workload(&a, &ceilings, replay_s, cache_bytes)?;
-    let dir = a
-        .out
-        .clone()
-        .unwrap_or_else(|| RunDir::default_path(&workload.name));
     let what = a.trace.display().to_string();
     let target = Target::choose(&workload, &a.target, &what, false)?;
-    let label = target.label(a.label.clone());
-    let Target {
-        via,
-        bound,
-        embedded,
-    } = target;
     let replayed = Replayed {
         format: cacheoff_rundir::TRACE_FORMAT.into(),
         version: cacheoff_rundir::FORMAT_VERSION,
@@ -151,38 +133,19 @@ pub fn run(a: ReplayPlan, argv: &[String]) -> Result<RunResult, RunError> {
             ttfb: a.ttfb,
         },
     );
-    let stop = StopHandle::new();
-    crate::signals::stop_runs_on_signals(&stop);
-    let metrics = a
-        .metrics
-        .map(|addr| Metrics::start(addr, embedded.as_ref()))
-        .transpose()?;
-    let setup = Setup {
-        workload,
-        via,
-        bound,
-        label,
-        workers: a.workers,
-        quiet: a.quiet,
-        on_start: None,
+    let how = How {
         trace: Some(Replay { feed, replayed }),
-        metrics: metrics.as_ref().map(|m| m.run.clone()),
         fleet: None,
         tls_dir: None,
-        watch: Watch::for_run(a.watch.as_deref(), embedded.is_some())?,
     };
-    let r = run_setup(&dir, setup, argv, &stop)?;
-    if let Some(c) = r.summary.ceiling {
-        console::print(&format!(
-            "DHR measured {:.2}% (offered {:.2}%); the trace allows {:.2}% (infinite cache), {:.2}% (LRU), {:.2}% (Belady)",
-            r.summary.total.dhr.measured, r.summary.total.dhr.offered, c.infinite, c.lru, c.belady
-        ));
-    }
-    let verdict = conclude(&r, embedded, a.quiet);
-    if let Some(m) = metrics {
-        m.linger();
-    }
-    verdict.map(|()| r)
+    measure(workload, target, &a.output, how, argv, |r| {
+        if let Some(c) = r.summary.ceiling {
+            console::print(&format!(
+                "DHR measured {:.2}% (offered {:.2}%); the trace allows {:.2}% (infinite cache), {:.2}% (LRU), {:.2}% (Belady)",
+                r.summary.total.dhr.measured, r.summary.total.dhr.offered, c.infinite, c.lru, c.belady
+            ));
+        }
+    })
 }
 
 /// Whether the replay treats `r` as cachable.
