@@ -425,9 +425,6 @@ const CYCLES_ALLOWED: &[(&str, &[&str])] = &[
             "report_cmd",
         ],
     ),
-    // `Object::freshened` merges with `update::merge_headers`, and
-    // `update` judges an `Object`.
-    ("cache", &["object", "update"]),
 ];
 
 #[test]

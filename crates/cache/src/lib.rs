@@ -8,7 +8,8 @@
 //!   which fields ([`Storage`]); [`reuse`]: whether a stored reply answers
 //!   a request as is ([`Reuse`], [`OnError`]).
 //! - [`vary`]: secondary keys ([`Variant`]); [`validators`]: entity tags
-//!   and conditional requests; [`update`]: freshening with a 304.
+//!   and conditional requests; [`update`]: freshening with a 304, whose
+//!   header fields [`merge`] folds into the stored ones.
 //! - [`policy`]: eviction, [`S3Fifo`](policy::S3Fifo) and
 //!   [`Lru`](policy::Lru) behind the [`Eviction`] trait.
 //! - [`Object`]: a stored reply and its secondary key; [`MemStore`] keeps
@@ -20,6 +21,7 @@ pub mod control;
 mod disk;
 pub mod freshness;
 mod memory;
+pub mod merge;
 mod object;
 pub mod policy;
 pub mod reuse;

@@ -2,8 +2,8 @@
 
 use crate::control::Directives;
 use crate::freshness::Freshness;
+use crate::merge::merge_headers;
 use crate::targeted::Targeted;
-use crate::update::merge_headers;
 use crate::vary::Variant;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
