@@ -204,11 +204,16 @@ impl Drop for Server {
     }
 }
 
-/// The connections holding a slot, oldest first.
+/// The connections holding a slot: those still reading their request,
+/// oldest first (a new connection over the limit takes the oldest one's
+/// slot), and how many are answering (bounded by the reply deadline: a
+/// request read whole is never evicted, so a scrape's answer is not cut
+/// by a crowd of slow clients).
 struct Slots {
     limit: usize,
     next: u64,
     held: VecDeque<(u64, AbortHandle)>,
+    answering: usize,
 }
 
 /// One connection's slot, given back when its task ends or is dropped
@@ -217,12 +222,27 @@ struct Slot {
     id: u64,
     slots: Rc<RefCell<Slots>>,
     shared: Arc<Shared>,
+    answering: bool,
+}
+
+impl Slot {
+    /// Its request is read: from now on only the reply deadline ends it.
+    fn answering(&mut self) {
+        let mut s = self.slots.borrow_mut();
+        if let Some(i) = s.held.iter().position(|(id, _)| *id == self.id) {
+            s.held.remove(i);
+            s.answering += 1;
+            self.answering = true;
+        }
+    }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut s = self.slots.borrow_mut();
-        if let Some(i) = s.held.iter().position(|(id, _)| *id == self.id) {
+        if self.answering {
+            s.answering -= 1;
+        } else if let Some(i) = s.held.iter().position(|(id, _)| *id == self.id) {
             s.held.remove(i);
         }
         self.shared.open.fetch_sub(1, Ordering::AcqRel);
@@ -234,6 +254,7 @@ async fn accept(listener: TcpListener, sh: Arc<Shared>, limits: Limits) {
         limit: limits.slots,
         next: 0,
         held: VecDeque::new(),
+        answering: 0,
     }));
     loop {
         let stream = tokio::select! {
@@ -252,7 +273,7 @@ async fn accept(listener: TcpListener, sh: Arc<Shared>, limits: Limits) {
         let (id, victim) = {
             let mut s = slots.borrow_mut();
             s.next += 1;
-            let victim = if s.held.len() >= s.limit {
+            let victim = if s.held.len() + s.answering >= s.limit {
                 s.held.pop_front()
             } else {
                 None
@@ -268,11 +289,16 @@ async fn accept(listener: TcpListener, sh: Arc<Shared>, limits: Limits) {
             id,
             slots: slots.clone(),
             shared: sh.clone(),
+            answering: false,
         };
         // The task first runs after this loop's next wait: its handle is
         // in the table before it can end.
         let task = tokio::task::spawn_local(connection(stream, sh.clone(), deadline, limits, slot));
         slots.borrow_mut().held.push_back((id, task.abort_handle()));
+        // The connections accepted so far read what they were sent before
+        // the next one may take the oldest's slot: a burst of accepts
+        // after a busy moment would evict a scrape whose request is there.
+        tokio::task::yield_now().await;
     }
 }
 
@@ -293,7 +319,7 @@ async fn connection(
     sh: Arc<Shared>,
     deadline: tokio::time::Instant,
     limits: Limits,
-    _slot: Slot,
+    mut slot: Slot,
 ) {
     let _ = stream.set_nodelay(true);
     let Ok(ask) = tokio::time::timeout_at(deadline, read_head(&mut stream)).await else {
@@ -304,6 +330,7 @@ async fn connection(
         );
         return;
     };
+    slot.answering();
     let out = reply(&ask, &sh);
     let sent = tokio::time::timeout(limits.reply, async {
         stream.write_all(&out).await?;

@@ -9,11 +9,8 @@ use prometheus_client::metrics::counter::Counter;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Tests here count the process's threads: one at a time.
-static ALONE: Mutex<()> = Mutex::new(());
 
 fn registry() -> Registry {
     let mut reg = Registry::default();
@@ -184,7 +181,11 @@ fn attack(n: usize, limits: Limits, pause: Duration, secs: f64) -> Attack {
 
 #[test]
 fn slow_clients_are_cut_at_the_request_deadline_and_scrapes_are_answered() {
-    let _one = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    if !cacheoff_testkit::alone!(
+        slow_clients_are_cut_at_the_request_deadline_and_scrapes_are_answered
+    ) {
+        return;
+    }
     // The attack: 8 clients dribbling bytes, well within the
     // slots; each must finish its head within 1 s of its accept.
     let limits = Limits {
@@ -208,7 +209,11 @@ fn slow_clients_are_cut_at_the_request_deadline_and_scrapes_are_answered() {
 
 #[test]
 fn more_slow_clients_than_slots_take_each_other_s_slots_not_the_scrapes() {
-    let _one = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    if !cacheoff_testkit::alone!(
+        more_slow_clients_than_slots_take_each_other_s_slots_not_the_scrapes
+    ) {
+        return;
+    }
     let limits = Limits {
         request: Duration::from_secs(1),
         ..Limits::default()

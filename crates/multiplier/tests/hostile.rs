@@ -4,7 +4,7 @@
 //! connection floods, and proxies whose replies never end; and the count
 //! of every copy.
 
-mod support;
+use crate::support;
 
 use cacheoff_multiplier::{IpNet, Refusal};
 use cacheoff_testkit::closed_now;

@@ -1,10 +1,10 @@
 //! Memory under large-bodied requests and a proxy under test that never
 //! answers: the bytes queued copies hold stay within `max_queued_bytes`,
 //! and the process grows by that budget plus a fixed overhead, not by
-//! what clients send. Alone in its binary, so the process's RSS is this
-//! test's.
+//! what clients send. In a process of its own (`alone!`), so the
+//! process's RSS is this test's.
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::sync::Arc;
@@ -15,6 +15,10 @@ const MB: u64 = 1 << 20;
 
 #[test]
 fn queued_copies_hold_at_most_their_byte_budget_whatever_clients_send() {
+    if !cacheoff_testkit::alone!(queued_copies_hold_at_most_their_byte_budget_whatever_clients_send)
+    {
+        return;
+    }
     let stage = Stage::new(Arc::default());
     let origin = stage.origin();
     let tmp = tempfile::tempdir().unwrap();

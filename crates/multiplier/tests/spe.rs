@@ -4,7 +4,7 @@
 //! reference proxy (`parent`) and small fakes whose misbehaviour is exact
 //! (relay honestly, corrupt a byte, truncate, never answer).
 
-mod support;
+use crate::support;
 
 use cacheoff_proxy::{Proxy, ProxyConfig};
 use std::io::Write;

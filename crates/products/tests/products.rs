@@ -10,7 +10,7 @@
 //! `cacheoff` binary next to this test's (`cargo test --workspace` builds
 //! it) or `$CACHEOFF_EXE`.
 
-mod support;
+use crate::support;
 
 use cacheoff_products::{Disk, Mode, ProductSpec, Running, Settings};
 use cacheoff_testkit::Reply;

@@ -11,7 +11,7 @@
 //! `ops/install-products.sh`); a missing product is skipped with a
 //! message.
 
-mod support;
+use crate::support;
 
 use cacheoff_products::{Mode, Running, Settings};
 use cacheoff_testkit::Reply;

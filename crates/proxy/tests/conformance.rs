@@ -4,7 +4,7 @@
 //! the origin, what the client got and what was stored (seen as hits).
 //! docs/proxy.md's conformance table points at these tests.
 
-mod script;
+use crate::script;
 
 use script::*;
 

@@ -2,7 +2,7 @@
 //! store's bytes are shared), and one that takes no bytes for the write
 //! timeout is closed.
 
-mod script;
+use crate::script;
 
 use cacheoff_testkit::{rss, small_window, until};
 use script::*;
@@ -26,6 +26,9 @@ fn big_origin(tune: impl FnOnce(&mut cacheoff_proxy::ProxyConfig)) -> Bench {
 
 #[test]
 fn many_slow_readers_of_one_large_hit_share_its_bytes() {
+    if !cacheoff_testkit::alone!(many_slow_readers_of_one_large_hit_share_its_bytes) {
+        return;
+    }
     let b = big_origin(|c| {
         c.memory = 1 << 30;
         c.client_write_timeout = Duration::from_secs(30);

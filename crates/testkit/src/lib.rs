@@ -20,14 +20,18 @@
 //!   [`threads`], [`threads_named`], a connection with a tiny receive
 //!   window ([`small_window`]), whether the peer closed ([`closed_now`],
 //!   [`closed_within`]).
+//! - `alone`: a test that measures this process runs in a process of its
+//!   own ([`alone!`]), not beside the other tests of its binary.
 //!
 //! A dev-dependency only: no library or binary links it.
 
+mod alone;
 mod client;
 mod host;
 mod origin;
 mod wait;
 
+pub use alone::{alone, test_name};
 pub use cacheoff_conform::Reader;
 pub use client::{exchange, read_all, Client, Response, TIMEOUT};
 pub use host::{closed_now, closed_within, free_port, rss, small_window, threads, threads_named};

@@ -155,3 +155,22 @@ fn paced_held_and_endless_replies_take_their_time() {
     let got = read_all(o.addr(), b"GET /endless HTTP/1.1\r\n\r\n").unwrap();
     assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n\r\nxx"), "{got:?}");
 }
+
+#[test]
+fn a_test_alone_runs_in_a_process_without_the_other_tests() {
+    if !cacheoff_testkit::alone!(a_test_alone_runs_in_a_process_without_the_other_tests) {
+        return;
+    }
+    // The harness's main thread and this test's: no other test runs here.
+    assert!(
+        cacheoff_testkit::threads() <= 2,
+        "{} threads",
+        cacheoff_testkit::threads()
+    );
+}
+
+#[test]
+#[should_panic(expected = "in a process of its own")]
+fn a_test_alone_that_did_not_run_fails() {
+    cacheoff_testkit::alone("no_such_test");
+}
