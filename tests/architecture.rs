@@ -1,7 +1,7 @@
 //! The map matches the territory: docs/architecture.md and docs/deps.dot
 //! against the workspace's Cargo.toml files and sources.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //! `.ci/run` installs chromium and runs this (a plain `cargo test` skips
 //! it).
 
-mod support;
+use crate::support;
 
 use cacheoff_agent::StopHandle;
 use cacheoff_report::compare::{self, Products};

@@ -4,7 +4,7 @@
 //! changing object is revalidated, POST and HEAD reach the origin, and a
 //! cache kept from an earlier run serves the next no hit.
 
-mod support;
+use crate::support;
 
 use cacheoff_proxy::{Fault, Faults, ReplyFraming};
 use cacheoff_stats::Entry;

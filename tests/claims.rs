@@ -3,7 +3,7 @@
 //! the faithful reference proxy's claims are all true. Robots -> the
 //! reference proxy -> origin servers, in-process on port 0.
 
-mod support;
+use crate::support;
 
 use cacheoff_proxy::{Fault, Faults};
 use cacheoff_stats::{Counts, Entry};

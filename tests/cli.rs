@@ -1,6 +1,6 @@
 //! The `cacheoff` binary as a user runs it: exit codes, messages, signals.
 
-mod support;
+use crate::support;
 
 use std::process::{Output, Stdio};
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! (latency from the intended start and from the connection, WAN
 //! emulation).
 
-mod support;
+use crate::support;
 
 use cacheoff_base::Dur;
 use cacheoff_rundir::RunDir;

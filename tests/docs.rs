@@ -1,7 +1,7 @@
 //! The documentation of the run directory covers every field and error kind
 //! that cacheoff writes.
 
-mod support;
+use crate::support;
 
 use cacheoff_stats::{Accum, ErrorKind};
 use cacheoff_workload::RequestType;

@@ -3,7 +3,7 @@
 //! Robots -> the reference proxy with one fault -> origin servers,
 //! in-process on port 0.
 
-mod support;
+use crate::support;
 
 use cacheoff_agent::StopHandle;
 use cacheoff_base::Dur;

@@ -4,7 +4,7 @@
 //! a low hard limit, which only a process with `CAP_SYS_RESOURCE` could
 //! raise again.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Output};
 

@@ -9,7 +9,7 @@
 //! About six minutes of load; `.ci/run` runs it (a plain `cargo test`
 //! skips it).
 
-mod support;
+use crate::support;
 
 use cacheoff_proxy::Proxy;
 use cacheoff_rundir::Summary;

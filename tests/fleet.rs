@@ -7,7 +7,7 @@
 //! or timed out while the real coordinator's run goes on (docs/security.md).
 //! (tests/netns.rs runs agents in network namespaces, as separate hosts.)
 
-mod support;
+use crate::support;
 
 use cacheoff_agent::{StopHandle, Via};
 use cacheoff_fleet::wire::{self, FromAgent, Prepare, ToAgent, ViaSpec};
@@ -16,6 +16,7 @@ use cacheoff_fleet::{
 };
 use cacheoff_run::{build, run_setup, RunResult, Setup};
 use cacheoff_rundir::{AgentState, RunDir};
+use cacheoff_testkit::{rss, threads_named};
 use cacheoff_workload::{ObjectSpace, Workload};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -669,30 +670,17 @@ fn a_coordinator_of_the_fleet_cannot_aim_an_agent_outside_its_allow_list() {
     assert_eq!(victim.reached(), 0, "not a single connection to the target");
 }
 
-fn rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap()
-}
-
-/// The agents' link threads in this process (`agent-link`).
-fn link_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .filter(|name| name.trim() == "agent-link")
-        .count()
-}
-
 #[test]
 fn an_agent_takes_only_a_share_it_can_hold_and_a_plain_name_for_its_log() {
+    if !cacheoff_testkit::alone!(
+        an_agent_takes_only_a_share_it_can_hold_and_a_plain_name_for_its_log
+    ) {
+        return;
+    }
     let a = agent(1, None);
     let version = cacheoff_fleet::version_of(&build());
     let w = simple(100.0, 10, 2, 0.5, 1.5);
-    let rss = rss_kb();
+    let before = rss();
     let outside = a.data.path().join("../escaped-by-run-id");
     type Edit<'a> = Box<dyn Fn(&mut Prepare) + 'a>;
     let cases: Vec<(Edit, &str)> = vec![
@@ -732,8 +720,8 @@ fn an_agent_takes_only_a_share_it_can_hold_and_a_plain_name_for_its_log() {
         !outside.exists(),
         "a run id wrote outside the data directory"
     );
-    let grown = rss_kb().saturating_sub(rss);
-    assert!(grown < 200_000, "refusals cost {grown} KB");
+    let grown = rss().saturating_sub(before);
+    assert!(grown < 200 << 20, "refusals cost {} KB", grown >> 10);
     let only: Vec<_> = std::fs::read_dir(a.data.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -747,6 +735,11 @@ fn an_agent_takes_only_a_share_it_can_hold_and_a_plain_name_for_its_log() {
 
 #[test]
 fn strangers_holding_links_neither_lock_out_the_coordinator_nor_grow_the_agent() {
+    if !cacheoff_testkit::alone!(
+        strangers_holding_links_neither_lock_out_the_coordinator_nor_grow_the_agent
+    ) {
+        return;
+    }
     let limits = Limits {
         max_connections: 16,
         max_pending_per_peer: 4,
@@ -770,9 +763,8 @@ fn strangers_holding_links_neither_lock_out_the_coordinator_nor_grow_the_agent()
         .collect();
     assert_eq!(held.len(), 60);
     std::thread::sleep(Duration::from_millis(300));
-    // Other tests' agents beside it have a link or two each.
-    let during = link_threads();
-    assert!(during <= 16 + 8, "{during} link threads with 60 links held");
+    let during = threads_named("agent-link");
+    assert!(during <= 16, "{during} link threads with 60 links held");
     // Every held link is closed by the agent: at once beyond its limits,
     // at the handshake deadline otherwise.
     for mut s in held {

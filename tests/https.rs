@@ -4,7 +4,7 @@
 //! `CONNECT` tunnels; each run answers every planned request with the
 //! same verdicts as HTTP/1.1 in the clear, and counts its handshakes.
 
-mod support;
+use crate::support;
 
 use cacheoff_stats::Entry;
 use cacheoff_workload::{HttpVersion, Workload};

@@ -3,7 +3,7 @@
 //! `cargo test`. Each test runs the binary as a user would and reads the
 //! lineup's summary.json back.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::path::Path;

@@ -6,7 +6,7 @@
 //! The Prometheus test needs Debian's `prometheus` (ops/install-prometheus.sh,
 //! which `.ci/run` calls, installs it); a plain `cargo test` skips it.
 
-mod support;
+use crate::support;
 
 use cacheoff_agent::StopHandle;
 use cacheoff_metrics::{encode, Format, ProxyCollector, Registry, RunMetrics, Server, SpeMetrics};

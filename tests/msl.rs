@@ -3,7 +3,7 @@
 //! are `#[ignore]`d (the suite's .ci/run runs them, as root) and skip with
 //! a message otherwise. The slow one takes a minute.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::io::{Read, Write};

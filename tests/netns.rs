@@ -10,7 +10,7 @@
 //! when an assertion fails; namespaces a killed test process left behind
 //! (its pid gone) are deleted by the next run.
 
-mod support;
+use crate::support;
 
 use cacheoff_rundir::{AgentState, IntervalRecord, Run, RunDir};
 use cacheoff_stats::{Counts, Entry, Latency};

@@ -11,7 +11,7 @@
 //! of 1.1 times the capacity: above it the queue grows by the excess every
 //! second of a 4 s plateau (at 106/s, 24 requests: 240 ms).
 
-mod support;
+use crate::support;
 
 use cacheoff::cli::{Cli, Command};
 use cacheoff::peak_cmd::{self, PeakArgs};

@@ -4,7 +4,7 @@
 //! compressed run of an imported PolyMix-3 through the reference proxy
 //! offering the built-in PolyMix-3's hit ratio.
 
-mod support;
+use crate::support;
 
 use cacheoff_base::{Bytes, Dur, Rate};
 use cacheoff_workload::Overrides;

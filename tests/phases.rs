@@ -2,7 +2,7 @@
 //! fill phase ends at its goal, and the built-in workloads compressed to
 //! a short run keep their phases and figures.
 
-mod support;
+use crate::support;
 
 use cacheoff_rundir::RunDir;
 use cacheoff_workload::expected_offered;

@@ -2,7 +2,7 @@
 //! same requests (the run's plan digest equals the plan walked without
 //! sockets), and a direct run gives the same figures.
 
-mod support;
+use crate::support;
 
 use cacheoff_base::{Dur, Rate};
 use cacheoff_rundir::Summary;

@@ -3,7 +3,7 @@
 //! written completely before the kill are hits, and a damaged file is
 //! never served.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -2,7 +2,7 @@
 //! from a workload's plan, replayed as the binary runs them, with the
 //! trace's ceilings beside the measured figures.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Report cards and exports of real runs: complete, interrupted, and killed
 //! (no summary, a torn last interval line).
 
-mod support;
+use crate::support;
 
 use cacheoff_agent::StopHandle;
 use cacheoff_report::{export, html, RunState};

@@ -3,7 +3,7 @@
 //! routes them by the address map, and hits, offered ratios and errors
 //! come out as in forward mode; a surrogate that ignores `Host` is caught.
 
-mod support;
+use crate::support;
 
 use cacheoff_agent::BoundServers;
 use cacheoff_proxy::Upstream;

@@ -3,7 +3,7 @@
 //! aborts, an unreachable proxy, transactions unfinished at the end-of-run
 //! drain, and a run stopped early.
 
-mod support;
+use crate::support;
 
 use cacheoff_agent::StopHandle;
 use cacheoff_base::Dur;

@@ -5,7 +5,7 @@
 //! never answers. Squid comes from Debian (`.ci/run` installs it; a
 //! plain `cargo test` skips this).
 
-mod support;
+use crate::support;
 
 use cacheoff_multiplier::{Config, ProxyUnderTest};
 use cacheoff_proxy::{Fault, Faults, Proxy};

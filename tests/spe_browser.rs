@@ -20,7 +20,7 @@
 //! `.ci/run` installs chromium and squid and runs this (a plain `cargo
 //! test` skips it).
 
-mod support;
+use crate::support;
 
 use cacheoff_multiplier::{Config, ProxyUnderTest};
 use cacheoff_proxy::{DestRule, Proxy};

@@ -1,7 +1,7 @@
 //! Squid from Debian as the proxy under test. `.ci/run` installs Squid and
 //! runs this test (it is ignored by a plain `cargo test`).
 
-mod support;
+use crate::support;
 
 use cacheoff_agent::StopHandle;
 use cacheoff_run::RunResult;

@@ -4,7 +4,7 @@
 //! quote a file from elsewhere; every number meets its range, the same in
 //! `workload check` and `run` (exit 2, no run directory).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use support::process::{cacheoff, stderr};
