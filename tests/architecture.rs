@@ -411,20 +411,6 @@ fn the_import_graph_reads_paths_as_rust_does() {
 /// Import cycles some crates still have (crate, the modules of one
 /// cycle, sorted). Issue 35: to be removed; the list may only shrink.
 const CYCLES_ALLOWED: &[(&str, &[&str])] = &[
-    // `cli` names the subcommands' own options; they use `cli` and each
-    // other (`lineup` the A/B's and the Multiplier's pieces) back.
-    (
-        "cacheoff",
-        &[
-            "ab_cmd",
-            "cli",
-            "lineup",
-            "lineup_summary",
-            "multiplier_cmd",
-            "peak_cmd",
-            "report_cmd",
-        ],
-    ),
     // `Object::freshened` merges with `update::merge_headers`, and
     // `update` judges an `Object`.
     ("cache", &["object", "update"]),
