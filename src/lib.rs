@@ -11,7 +11,6 @@ pub mod cli;
 pub mod conform_cmd;
 pub mod lineup;
 mod lineup_cmd;
-mod lineup_summary;
 pub mod msl_cmd;
 pub mod multiplier_cmd;
 pub mod peak_cmd;

@@ -63,7 +63,7 @@ pub fn run(a: &LineupArgs) -> Result<(), Failure> {
         let stamp = cacheoff_rundir::now_rfc3339().replace([':', '.'], "");
         PathBuf::from("lineups").join(stamp)
     });
-    if out.join(crate::lineup_summary::SUMMARY_FILE).exists() {
+    if out.join(lineup::summary::SUMMARY_FILE).exists() {
         return Err(Failure::usage(anyhow::anyhow!(
             "{} holds a lineup already; name another --out",
             out.display()
@@ -97,12 +97,12 @@ pub fn run(a: &LineupArgs) -> Result<(), Failure> {
         return spe(&l, &opts, &stop, &interrupted);
     }
     let finished = lineup::run(&l, &opts, &stop)?;
-    let verdict = crate::lineup_summary::verdict(&out).map_err(Failure::run)?;
+    let verdict = lineup::summary::verdict(&out).map_err(Failure::run)?;
     console::print(&format!(
         "lineup: {} of {} contenders finished; summary: {}",
         finished.iter().filter(|f| f.run_dir.is_some()).count(),
         lineup::contenders(&l)?.len(),
-        out.join(crate::lineup_summary::SUMMARY_FILE).display()
+        out.join(lineup::summary::SUMMARY_FILE).display()
     ));
     for line in &verdict.lines {
         console::print(line);

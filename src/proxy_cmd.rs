@@ -4,7 +4,7 @@
 use crate::cli::ProxyArgs;
 use crate::Failure;
 use anyhow::Context;
-use cacheoff_proxy::{Proxy, ProxyConfig, Upstream};
+use cacheoff_proxy::{Proxy, ProxyConfig, Role, Upstream};
 use cacheoff_run::console;
 use std::collections::HashMap;
 
@@ -38,7 +38,11 @@ pub fn config(a: &ProxyArgs) -> Result<ProxyConfig, Failure> {
             }
         };
     }
-    c.collector = a.collector;
+    c.role = if a.collector {
+        Role::Collector
+    } else {
+        Role::Proxy
+    };
     if let Some(p) = &a.parent {
         let valid = matches!(p.rsplit_once(':'), Some((h, port)) if !h.is_empty() && port.parse::<u16>().is_ok());
         if !valid {
@@ -124,11 +128,13 @@ pub fn run(a: &ProxyArgs) -> Result<(), Failure> {
         .context("cannot start the proxy")
         .map_err(Failure::usage)?;
     let c = proxy.config();
-    let mode = match (&c.upstream, c.collector) {
-        (_, true) => "SPE Collector".to_string(),
-        (Upstream::Forward, false) => "forward proxy".to_string(),
-        (Upstream::Reverse(o), false) => format!("reverse proxy for {o}"),
-        (Upstream::ByHost(m), false) => format!("surrogate for {} origins by Host", m.len()),
+    let mode = match (&c.upstream, c.role) {
+        (_, Role::Collector) => "SPE Collector".to_string(),
+        (Upstream::Forward, Role::Proxy) => "forward proxy".to_string(),
+        (Upstream::Reverse(o), Role::Proxy) => format!("reverse proxy for {o}"),
+        (Upstream::ByHost(m), Role::Proxy) => {
+            format!("surrogate for {} origins by Host", m.len())
+        }
     };
     let disk = match (&c.disk, proxy.disk_report()) {
         (Some((dir, size)), Some(r)) => format!(
@@ -169,7 +175,7 @@ pub fn run(a: &ProxyArgs) -> Result<(), Failure> {
     };
     cacheoff_run::signals::wait();
     console::print(&console::counters_line(&proxy));
-    if proxy.config().collector {
+    if proxy.config().role == Role::Collector {
         console::print(&replay_line(&proxy));
     }
     proxy.stop();

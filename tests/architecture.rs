@@ -408,56 +408,23 @@ fn the_import_graph_reads_paths_as_rust_does() {
     assert_eq!(cycles(&g), [vec!["a", "b", "c"]]);
 }
 
-/// Import cycles some crates still have (crate, the modules of one
-/// cycle, sorted). Issue 35: to be removed; the list may only shrink.
-const CYCLES_ALLOWED: &[(&str, &[&str])] = &[
-    // `cli` names the subcommands' own options; they use `cli` and each
-    // other (`lineup` the A/B's and the Multiplier's pieces) back.
-    (
-        "cacheoff",
-        &[
-            "ab_cmd",
-            "cli",
-            "lineup",
-            "lineup_summary",
-            "multiplier_cmd",
-            "peak_cmd",
-            "report_cmd",
-        ],
-    ),
-];
-
 #[test]
 fn no_crate_has_a_module_import_cycle() {
-    let allowed: Vec<(String, Vec<String>)> = CYCLES_ALLOWED
-        .iter()
-        .map(|(c, ms)| (c.to_string(), ms.iter().map(|m| m.to_string()).collect()))
-        .collect();
-    let mut found = Vec::new();
-    // Each new cycle with its edges, to say where to cut it.
-    let mut new = String::new();
+    // Each cycle with its edges, to say where to cut it.
+    let mut found = String::new();
     for (name, src) in crate_sources() {
         let g = module_imports(&src);
         for c in cycles(&g) {
-            let c = (name.clone(), c);
-            if !allowed.contains(&c) {
-                new.push_str(&format!("\n{name}:"));
-                for m in &c.1 {
-                    let within: Vec<&str> = g[m]
-                        .iter()
-                        .filter(|n| c.1.contains(n))
-                        .map(String::as_str)
-                        .collect();
-                    new.push_str(&format!("\n    {m} -> {}", within.join(", ")));
-                }
+            found.push_str(&format!("\n{name}:"));
+            for m in &c {
+                let within: Vec<&str> = g[m]
+                    .iter()
+                    .filter(|n| c.contains(n))
+                    .map(String::as_str)
+                    .collect();
+                found.push_str(&format!("\n    {m} -> {}", within.join(", ")));
             }
-            found.push(c);
         }
     }
-    assert!(new.is_empty(), "import cycles:{new}");
-    let gone: Vec<_> = allowed.iter().filter(|c| !found.contains(c)).collect();
-    assert!(
-        gone.is_empty(),
-        "no longer cycles: take them off CYCLES_ALLOWED: {gone:?}"
-    );
+    assert!(found.is_empty(), "import cycles:{found}");
 }

@@ -13,8 +13,8 @@
 
 use crate::support;
 
-use cacheoff::cli::{Cli, Command};
-use cacheoff::peak_cmd::{self, PeakArgs};
+use cacheoff::cli::{Cli, Command, PeakArgs};
+use cacheoff::peak_cmd;
 use cacheoff_agent::StopHandle;
 use cacheoff_base::Rate;
 use cacheoff_peak::Limits;

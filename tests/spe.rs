@@ -8,7 +8,7 @@
 use crate::support;
 
 use cacheoff_multiplier::{Config, ProxyUnderTest};
-use cacheoff_proxy::{Fault, Faults, Proxy};
+use cacheoff_proxy::{Fault, Faults, Proxy, Role};
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
@@ -64,7 +64,7 @@ fn a_replayed_trace_compares_every_proxy_on_the_same_requests() {
 
     let log = dir.path().join("collector.log");
     let collector = support::proxy::start(|c| {
-        c.collector = true;
+        c.role = Role::Collector;
         c.memory = 512 << 20;
         c.access_log = Some(log.clone());
     });
@@ -231,7 +231,7 @@ fn a_replayed_trace_compares_every_proxy_on_the_same_requests() {
 #[test]
 fn the_multiplier_command_writes_its_summary_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
-    let collector = support::proxy::start(|c| c.collector = true);
+    let collector = support::proxy::start(|c| c.role = Role::Collector);
     let reference = child(collector.addr(), None);
     let listen = format!("127.0.0.1:{}", support::free_port());
     let out = dir.path().join("spe");

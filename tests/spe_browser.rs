@@ -23,7 +23,7 @@
 use crate::support;
 
 use cacheoff_multiplier::{Config, ProxyUnderTest};
-use cacheoff_proxy::{DestRule, Proxy};
+use cacheoff_proxy::{DestRule, Proxy, Role};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -359,7 +359,7 @@ fn two_chromium_users_get_the_collectors_bytes_and_every_proxy_a_copy() {
 
     let collector_log = dir.path().join("collector.log");
     let collector = support::proxy::start(|c| {
-        c.collector = true;
+        c.role = Role::Collector;
         c.memory = 64 << 20;
         c.access_log = Some(collector_log.clone());
         // Whatever Chromium asks for on its own goes no further than the

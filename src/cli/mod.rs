@@ -5,12 +5,20 @@ use clap::{Args, Parser, Subcommand};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
+mod ab;
+mod conform;
 mod fleet;
+mod lineup;
+mod peak;
 mod traffic;
 mod workload;
 
+pub use ab::AbArgs;
 pub use cacheoff_run::Surrogate;
+pub use conform::ConformArgs;
 pub use fleet::{AgentArgs, FleetArgs, TrustArgs};
+pub use lineup::LineupArgs;
+pub use peak::PeakArgs;
 pub use traffic::{CachableRule, MultiplierArgs, ReplayArgs, TraceArgs};
 pub use workload::{AddrMapFormat, PglArgs, WorkloadArgs, WorkloadCommand};
 
@@ -64,18 +72,18 @@ pub enum Command {
     /// Find the highest request rate the proxy sustains while response
     /// time and errors stay inside limits: steps of the workload's
     /// plateau at rates grown, then bisected, then confirmed (peak.json).
-    Peak(Box<crate::peak_cmd::PeakArgs>),
+    Peak(Box<PeakArgs>),
     /// Is a difference real? The same workload through A and through B in
     /// alternating rounds, then for every headline figure B − A, its 95%
     /// interval and a verdict (ab.json; docs/ab.md).
-    Ab(Box<crate::ab_cmd::AbArgs>),
+    Ab(Box<AbArgs>),
     /// Wait for a coordinator (`cacheoff run --agents`) and run its share
     /// of a run over many hosts: robots, origin servers or both.
     Agent(AgentArgs),
     /// HTTP caching conformance (RFC 9111, 9110, 5861, 9213) of a forward
     /// proxy or a surrogate: each check tied to its section, with the
     /// exchange that decided it (docs/conformance.md).
-    Conform(crate::conform_cmd::ConformArgs),
+    Conform(ConformArgs),
     /// Make a test CA and a server certificate for HTTPS runs in DIR (or
     /// show the one there): configure the product under test with
     /// DIR/server.pem and DIR/server.key, and give runs --tls-dir DIR.
@@ -109,73 +117,6 @@ pub struct MslArgs {
     /// forward proxy's absolute URL.
     #[arg(long, value_name = "HOST")]
     pub surrogate: Option<String>,
-}
-
-#[derive(Debug, Args)]
-pub struct LineupArgs {
-    /// The lineup file (TOML, docs/lineup.md); without it, the products
-    /// named with --product.
-    #[arg(value_name = "LINEUP.toml")]
-    pub file: Option<PathBuf>,
-    /// Where the lineup's workload files may read their includes and
-    /// tables from (its workloads may be `.pg` files).
-    #[command(flatten)]
-    pub pgl: PglArgs,
-    /// A product (a product file's name: reference, squid, varnish, nginx,
-    /// trafficserver, or a path) in one mode, or in every mode it has;
-    /// repeat for more. Replaces the file's products.
-    #[arg(long = "product", value_name = "NAME[:forward|reverse]", value_parser = crate::lineup::file::parse_product_arg)]
-    pub products: Vec<(String, Option<cacheoff_products::Mode>)>,
-    /// Peak request rate of every run.
-    #[arg(long, value_name = "RATE")]
-    pub peak_rate: Option<String>,
-    /// Cache size of every product (memory, and disk where it has one).
-    #[arg(long, value_name = "SIZE")]
-    pub cache_size: Option<String>,
-    /// Compress time: the workloads' plateaus last this long.
-    #[arg(long, value_name = "TIME")]
-    pub plateau: Option<String>,
-    /// Robots speak HTTPS: to the surrogates (with the lineup's test CA,
-    /// products whose file says `tls = true`), through CONNECT tunnels of
-    /// the forward proxies, to the origin servers in the baselines.
-    #[arg(long)]
-    pub tls: bool,
-    /// HTTP version robots speak (1.1 or 2).
-    #[arg(long, value_name = "VERSION")]
-    pub http: Option<String>,
-    /// Find each product's peak first (`cacheoff peak` with this
-    /// response-time limit, e.g. 'p99<=50ms'): it becomes the product's
-    /// peak rate.
-    #[arg(long, value_name = "STAT<=TIME")]
-    pub find_peak: Option<String>,
-    /// Skip the HTTP caching conformance suite (`cacheoff conform`).
-    #[arg(long)]
-    pub no_conform: bool,
-    /// Skip the downtime test.
-    #[arg(long)]
-    pub no_downtime: bool,
-    /// Skip the MSL test.
-    #[arg(long)]
-    pub no_msl: bool,
-    /// Simultaneous Proxy Evaluation instead of one product after another:
-    /// every product (forward, with the Collector as its parent) gets a
-    /// copy of every request of one run through the SPE Multiplier, which
-    /// compares and times their replies (no downtime or MSL test).
-    #[arg(long)]
-    pub spe: bool,
-    /// Worker threads of each run (default: one per core).
-    #[arg(long, value_name = "N")]
-    pub workers: Option<usize>,
-    /// Output directory (default: lineups/<timestamp>).
-    #[arg(long, short = 'o', value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Print only each run's summary, not a line per interval.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// Serve live Prometheus metrics on http://HOST:PORT/metrics while
-    /// running (docs/metrics.md).
-    #[arg(long, value_name = "HOST:PORT")]
-    pub metrics: Option<SocketAddr>,
 }
 
 #[derive(Debug, Args)]

@@ -301,20 +301,6 @@ impl Lineup {
     }
 }
 
-/// `--product NAME[:forward|reverse]`.
-pub fn parse_product_arg(s: &str) -> Result<(String, Option<Mode>), String> {
-    match s.split_once(':') {
-        None if !s.is_empty() => Ok((s.to_string(), None)),
-        Some((name, mode)) if !name.is_empty() => {
-            match Mode::ALL.into_iter().find(|m| m.name() == mode) {
-                Some(m) => Ok((name.to_string(), Some(m))),
-                None => Err(format!("{s:?}: the mode is forward or reverse")),
-            }
-        }
-        _ => Err(format!("{s:?}: expected NAME[:forward|reverse]")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,11 +360,5 @@ mod tests {
         assert!(format!("{e:#}").contains("sideways"), "{e:#}");
         let e = Lineup::parse("produkt = 1\n").unwrap_err();
         assert!(format!("{e:#}").contains("produkt"), "{e:#}");
-        assert_eq!(
-            parse_product_arg("squid:reverse"),
-            Ok(("squid".into(), Some(Mode::Reverse)))
-        );
-        assert!(parse_product_arg("squid:up").is_err());
-        assert!(parse_product_arg(":forward").is_err());
     }
 }

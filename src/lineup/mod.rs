@@ -11,6 +11,7 @@ pub mod downtime;
 pub mod file;
 pub(crate) mod product;
 pub mod spe;
+pub(crate) mod summary;
 
 use crate::Failure;
 use anyhow::{anyhow, Context};
@@ -206,12 +207,10 @@ pub fn run(l: &Lineup, opts: &Options, stop: &StopHandle) -> Result<Vec<Finished
             console::print(&format!("cacheoff: {}: {why}", c.key()));
         }
         finished.push(f);
-        crate::lineup_summary::write(l, &all, &finished, &baselines, &opts.out)
-            .map_err(Failure::run)?;
+        summary::write(l, &all, &finished, &baselines, &opts.out).map_err(Failure::run)?;
     }
     if finished.is_empty() {
-        crate::lineup_summary::write(l, &all, &finished, &baselines, &opts.out)
-            .map_err(Failure::run)?;
+        summary::write(l, &all, &finished, &baselines, &opts.out).map_err(Failure::run)?;
     }
     Ok(finished)
 }

@@ -143,7 +143,7 @@ fn start_collector(out: &Path, cache: u64) -> Result<cacheoff_proxy::Proxy, Fail
         .with_context(|| format!("cannot create {}", dir.display()))
         .map_err(Failure::usage)?;
     let mut cfg = cacheoff_proxy::ProxyConfig::new((Ipv4Addr::LOCALHOST, 0).into());
-    cfg.collector = true;
+    cfg.role = cacheoff_proxy::Role::Collector;
     cfg.memory = cache.saturating_mul(4).max(MIN_COLLECTOR_MEMORY);
     cfg.access_log = Some(dir.join("access.log"));
     cacheoff_proxy::Proxy::start(cfg)

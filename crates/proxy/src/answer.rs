@@ -88,7 +88,7 @@ async fn send(s: &mut TcpStream, x: &Xact<'_>, reply: Reply) -> Done {
 pub(crate) async fn own_reply(s: &mut TcpStream, sh: &Shared, d: Decision) -> Done {
     // Every own reply's decision is a refusal or an error, which has one.
     let status = d.own_status().unwrap_or(500);
-    let out = error_reply(status, &d.cache_status(None), sh.cfg.role());
+    let out = error_reply(status, &d.cache_status(None), sh.cfg.role);
     let _ = s.write_all(&out).await;
     Done::own(d, status, out.len() as u64)
 }
@@ -130,7 +130,7 @@ async fn decide(x: &Xact<'_>) -> Reply {
     if let Some(obj) = found {
         let now = sh.cfg.clock.unix_now();
         // A reload that got this far is the reload-hit fault: served as is.
-        let judged = sh.cfg.role().judges_freshness();
+        let judged = sh.cfg.role.judges_freshness();
         let reuse = if !judged || reload_asked || sh.cfg.faults.strikes(Fault::Stale) {
             Reuse::Fresh
         } else {
@@ -220,7 +220,7 @@ async fn collapsed(x: &Xact<'_>, outcome: Outcome, d: &Directives) -> Reply {
         }
         // The Collector's requests are each its own: another one's
         // failed fetch is no answer to it (SPE compares each copy).
-        Outcome::Failed(status) if sh.cfg.role() != Role::Collector => {
+        Outcome::Failed(status) if sh.cfg.role != Role::Collector => {
             Reply::Own(Decision::Error(Failure::Collapsed(status)))
         }
         // Not stored, or not what this request selects: it asks itself.
@@ -235,7 +235,7 @@ async fn collapsed(x: &Xact<'_>, outcome: Outcome, d: &Directives) -> Reply {
 fn answers(sh: &Shared, obj: &Object, req: &RequestHead, directives: &Directives) -> bool {
     obj.matches(request_fields(req))
         && collector_serves(sh, obj, req)
-        && (!sh.cfg.role().judges_freshness()
+        && (!sh.cfg.role.judges_freshness()
             || matches!(
                 reuse(directives, &obj.fresh, sh.cfg.clock.unix_now()),
                 Reuse::Fresh | Reuse::Stale
@@ -246,7 +246,7 @@ fn answers(sh: &Shared, obj: &Object, req: &RequestHead, directives: &Directives
 /// Collector, which keeps a reply no cache may reuse for the copies of the
 /// client request that fetched it only.
 fn collector_serves(sh: &Shared, obj: &Object, req: &RequestHead) -> bool {
-    sh.cfg.role() != Role::Collector
+    sh.cfg.role != Role::Collector
         || collected_for(&obj.head).is_none_or(|name| copy_name(req) == Some(name))
 }
 
@@ -255,7 +255,7 @@ async fn revalidate(x: &Xact<'_>, obj: Arc<Object>, leader: Leader) -> Reply {
     let Xact {
         req, t, sh, pool, ..
     } = *x;
-    let close = !sh.cfg.role().reuses_origin_connections();
+    let close = !sh.cfg.role.reuses_origin_connections();
     // With no validator to ask with, the whole object is asked for, under
     // the same rules for an origin error (stale-if-error).
     let request =
@@ -376,7 +376,7 @@ async fn fetch(x: &Xact<'_>, leader: Option<Leader>, why: Miss) -> Reply {
         Conditional::Keep
     };
     let sent_at = sh.cfg.clock.unix_now();
-    let close = !sh.cfg.role().reuses_origin_connections();
+    let close = !sh.cfg.role.reuses_origin_connections();
     let request = origin_request(req, &t.authority, &t.path, cond, body, close);
     let idempotent = matches!(req.method, Method::Get | Method::Head);
     let head_request = req.method == Method::Head;

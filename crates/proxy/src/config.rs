@@ -94,9 +94,10 @@ pub struct ProxyConfig {
     /// Disk store directory and size in bytes.
     pub disk: Option<(PathBuf, u64)>,
     pub policy: Policy,
-    /// The SPE Collector: store every reply, never reuse origin
-    /// connections, replay each miss's timing on its hits ([`Role`]).
-    pub collector: bool,
+    /// What the proxy is for: a caching proxy, or the SPE Collector
+    /// (stores every reply, never reuses origin connections, replays each
+    /// miss's timing on its hits).
+    pub role: Role,
     /// Clients allowed in addition to loopback (which always is).
     pub allow: Vec<IpNet>,
     /// Where a forward proxy may connect. `None`: anywhere while only
@@ -172,7 +173,7 @@ impl ProxyConfig {
             memory: DEFAULT_MEMORY,
             disk: None,
             policy: Policy::default(),
-            collector: false,
+            role: Role::Proxy,
             allow: Vec::new(),
             allow_dest: None,
             max_object: 64 << 20,
@@ -197,15 +198,6 @@ impl ProxyConfig {
             faults: Faults::default(),
             targeted: Targeted::none(),
             capacity: None,
-        }
-    }
-
-    /// What the proxy is for.
-    pub fn role(&self) -> Role {
-        if self.collector {
-            Role::Collector
-        } else {
-            Role::Proxy
         }
     }
 

@@ -205,7 +205,7 @@ pub(crate) fn turn_away(s: TcpStream, sh: &Shared) {
     // A plain non-blocking write: the runtime has not yet seen this
     // socket writable, so its `try_write` would not even try.
     if let (Ok(mut s), Some(status)) = (s.into_std(), d.own_status()) {
-        let reply = error_reply(status, &d.cache_status(None), sh.cfg.role());
+        let reply = error_reply(status, &d.cache_status(None), sh.cfg.role);
         let _ = std::io::Write::write(&mut s, &reply);
     }
 }

@@ -97,7 +97,7 @@ pub(crate) fn end_head(
         BodyFraming::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
         BodyFraming::None | BodyFraming::Close => {}
     }
-    let role = cfg.role();
+    let role = cfg.role;
     served.push(out, role);
     out.extend_from_slice(b"X-Cache: ");
     out.extend_from_slice(served.x_cache().as_bytes());
@@ -172,7 +172,7 @@ pub(crate) fn end_to_end(head: &ResponseHead) -> Vec<u8> {
 /// The Collector's stamp on a reply to a request the Multiplier copied
 /// (see `cacheoff_http::echo::COLLECTED_HEADER`); other proxies add none.
 pub(crate) fn push_collected_stamp(out: &mut Vec<u8>, req: &RequestHead, cfg: &ProxyConfig) {
-    if let Some(name) = copy_name(req).filter(|_| cfg.role() == Role::Collector) {
+    if let Some(name) = copy_name(req).filter(|_| cfg.role == Role::Collector) {
         push_header(out, COLLECTED_HEADER, name);
     }
 }

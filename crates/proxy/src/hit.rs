@@ -114,7 +114,7 @@ pub(crate) async fn serve_stored(
         },
     };
     let with_body = status != 304 && req.method != Method::Head;
-    let collector = cfg.role() == Role::Collector;
+    let collector = cfg.role == Role::Collector;
     let paced = match (collector && how.stored_copy(), obj.timing) {
         (true, Some(timing)) => Some(timing),
         _ => None,

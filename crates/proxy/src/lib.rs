@@ -174,7 +174,7 @@ impl Probe {
         })
     }
     pub fn is_collector(&self) -> bool {
-        self.shared.cfg.role() == Role::Collector
+        self.shared.cfg.role == Role::Collector
     }
 }
 
@@ -352,7 +352,7 @@ impl Drop for Proxy {
 }
 
 fn worker(listener: std::net::TcpListener, sh: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    if sh.cfg.role() == Role::Collector {
+    if sh.cfg.role == Role::Collector {
         cacheoff_timer::lower_timer_slack();
     }
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -164,7 +164,7 @@ impl Plan {
         let status = head.status;
         // The Collector stores everything; so does a proxy with this fault,
         // which also keeps the copy fresh for an hour.
-        let collector = cfg.role() == Role::Collector;
+        let collector = cfg.role == Role::Collector;
         let store_anyway =
             status == 200 && (collector || cfg.faults.strikes(Fault::CacheUncachable));
         let storage = may_store(req, head, cfg, store_anyway);

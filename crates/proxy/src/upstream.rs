@@ -244,7 +244,7 @@ pub async fn exchange(
 ) -> Result<OriginReply, FetchError> {
     // With a parent every fetch goes there (the request names the origin).
     let authority = cfg.parent.as_deref().unwrap_or(authority);
-    if cfg.role().reuses_origin_connections() {
+    if cfg.role.reuses_origin_connections() {
         if let Some(conn) = pool.take(authority, cfg.pool_idle_timeout) {
             match send_and_read(conn, cfg, authority, request, head_request).await {
                 Ok(r) => return Ok(r),
@@ -411,7 +411,7 @@ impl OriginReply {
     /// Returns the connection to the pool if it can carry another request.
     pub fn release(self, pool: &Pool, cfg: &ProxyConfig) {
         let clean = self.done && self.buf.is_empty() && self.head.keep_alive;
-        let reused = cfg.role().reuses_origin_connections();
+        let reused = cfg.role.reuses_origin_connections();
         if clean && reused && self.head.framing != Framing::UntilClose {
             pool.give(&self.authority, self.conn, cfg.pool_per_origin);
         }

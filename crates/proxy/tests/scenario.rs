@@ -4,7 +4,7 @@
 
 use cacheoff_base::{Clock, ManualClock};
 use cacheoff_http::Framing;
-use cacheoff_proxy::{Proxy, ProxyConfig, ProxyStats, Upstream};
+use cacheoff_proxy::{Proxy, ProxyConfig, ProxyStats, Role, Upstream};
 use cacheoff_testkit::{
     chunked, exchange, paced, raw, raw_and_close, within, Client, Reply, Response, Seen,
 };
@@ -643,7 +643,7 @@ fn the_access_log_reads_like_squids() {
 
 #[test]
 fn the_collector_stores_uncachable_replies_and_replays_their_timing() {
-    let t = Setup::new(|c| c.collector = true);
+    let t = Setup::new(|c| c.role = Role::Collector);
     let timed = |t: &Setup| {
         let start = Instant::now();
         let r = t.get("/timed");
@@ -690,7 +690,7 @@ fn the_collector_stores_uncachable_replies_and_replays_their_timing() {
 /// served its store (an earlier name).
 #[test]
 fn a_child_fetches_through_its_parent_which_stamps_each_copy() {
-    let t = Setup::new(|c| c.collector = true);
+    let t = Setup::new(|c| c.role = Role::Collector);
     let collector = t.proxy.addr();
     let child = Proxy::start({
         let mut c = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
@@ -773,7 +773,7 @@ fn a_forward_proxy_takes_origin_form_with_host_and_refuses_a_loop() {
 /// once more), never for the next client request.
 #[test]
 fn the_collector_keeps_an_uncachable_reply_for_its_requests_copies_only() {
-    let t = Setup::new(|c| c.collector = true);
+    let t = Setup::new(|c| c.role = Role::Collector);
     let get = |copy: &str| t.get_with("/private", &format!("X-Cacheoff-Copy: {copy}\r\n"));
     let first = get("00000000000000b1");
     assert_eq!(first.x_cache(), "MISS");

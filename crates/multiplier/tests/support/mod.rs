@@ -6,7 +6,7 @@
 #![allow(dead_code, unused_imports)]
 
 use cacheoff_multiplier::{Config, ProxyUnderTest};
-use cacheoff_proxy::{Proxy, ProxyConfig};
+use cacheoff_proxy::{Proxy, ProxyConfig, Role};
 pub use cacheoff_testkit::{closed_within, rss, Client, Response};
 use cacheoff_testkit::{endless, hold, raw, raw_and_close, Origin, Reply, Seen};
 use std::io::Write;
@@ -63,7 +63,7 @@ impl Stage {
         // Requests with large bodies must not grow this process.
         origin.forget_bodies();
         let mut c = ProxyConfig::new("127.0.0.1:0".parse().unwrap());
-        c.collector = true;
+        c.role = Role::Collector;
         c.workers = 1;
         let collector = Proxy::start(c).unwrap();
         Stage {

@@ -3,8 +3,8 @@
 //! directories), `summary.json` (docs/lineup.md), `summary.html` and
 //! `summary.md` (the executive summary); and the verdict read back.
 
-use crate::lineup::file::Lineup;
-use crate::lineup::{Contender, Finished};
+use super::file::Lineup;
+use super::{Contender, Finished};
 use anyhow::Context;
 use cacheoff_products::Mode;
 use cacheoff_report::compare::{self, Msl, Product, Products, Row};
