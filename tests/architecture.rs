@@ -428,3 +428,90 @@ fn no_crate_has_a_module_import_cycle() {
     }
     assert!(found.is_empty(), "import cycles:{found}");
 }
+
+/// The integration-test binaries a package builds: each `[[test]]` of its
+/// manifest, or, while Cargo discovers them (no `autotests = false`), each
+/// file at the top of its `tests/`.
+fn test_binaries(package: &Path) -> Vec<String> {
+    let manifest = std::fs::read_to_string(package.join("Cargo.toml")).unwrap();
+    if manifest.contains("autotests = false") {
+        let names = manifest.split("[[test]]").skip(1).filter_map(|t| {
+            let line = t.lines().find(|l| l.trim_start().starts_with("name"))?;
+            Some(line.split('"').nth(1)?.to_string())
+        });
+        return names.collect();
+    }
+    let Ok(dir) = std::fs::read_dir(package.join("tests")) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn tests_build_one_binary_per_crate_and_a_few_at_the_root() {
+    // Each test binary links the whole of what it tests: a file per
+    // binary made CI link ~100 of them (docs/testing.md).
+    for c in crate_dirs() {
+        let bins = test_binaries(&Path::new(ROOT).join("crates").join(&c));
+        assert!(bins.len() <= 1, "crates/{c} builds test binaries {bins:?}");
+    }
+    let root = test_binaries(Path::new(ROOT));
+    assert!(
+        root.len() <= 6 && root.contains(&"runs".to_string()),
+        "the root builds test binaries {root:?}"
+    );
+}
+
+#[test]
+fn every_test_file_is_built_into_a_test_binary() {
+    // Without Cargo's discovery a file of tests/ that no binary declares
+    // would never be compiled, its tests never run.
+    let mut packages = vec![PathBuf::from(ROOT)];
+    packages.extend(
+        crate_dirs()
+            .iter()
+            .map(|c| Path::new(ROOT).join("crates").join(c)),
+    );
+    for p in packages {
+        let manifest = std::fs::read_to_string(p.join("Cargo.toml")).unwrap();
+        if !manifest.contains("autotests = false") {
+            continue;
+        }
+        let roots: Vec<String> = manifest
+            .split("[[test]]")
+            .skip(1)
+            .filter_map(|t| {
+                let line = t.lines().find(|l| l.trim_start().starts_with("path"))?;
+                Some(
+                    line.split('"')
+                        .nth(1)?
+                        .trim_start_matches("tests/")
+                        .to_string(),
+                )
+            })
+            .collect();
+        let mut built: BTreeSet<String> = roots.iter().cloned().collect();
+        for r in &roots {
+            let text = std::fs::read_to_string(p.join("tests").join(r)).unwrap();
+            for l in text.lines() {
+                if let Some(m) = l.strip_prefix("mod ").and_then(|m| m.strip_suffix(';')) {
+                    built.insert(format!("{m}.rs"));
+                }
+            }
+        }
+        for e in std::fs::read_dir(p.join("tests")).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".rs") {
+                assert!(
+                    built.contains(&name),
+                    "{}/tests/{name} is in no test binary: declare it `mod` in one of {roots:?}",
+                    p.display()
+                );
+            }
+        }
+    }
+}
