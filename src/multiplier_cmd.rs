@@ -167,7 +167,7 @@ pub fn conclude(out: &Path, s: &Summary) {
         }
     }
     console::print(&format!("run directory: {}", out.display()));
-    match crate::report_cmd::html_report(out) {
+    match cacheoff_report::write_page(out) {
         Ok(path) => console::print(&format!("report: {}", path.display())),
         Err(e) => console::print(&format!(
             "cacheoff: warning: cannot render the report: {e:#}"

@@ -16,19 +16,6 @@ fn load(dir: &Path) -> Result<Run, Failure> {
     })
 }
 
-/// Renders `report.html` into the run directory (a run's report card, or
-/// a Multiplier's SPE page); returns its path.
-pub fn html_report(dir: &Path) -> anyhow::Result<PathBuf> {
-    if spe::is_spe(dir) {
-        return Ok(cacheoff_report::spe::write(&spe::open(dir)?)?);
-    }
-    if peak::is_peak(dir) {
-        return Ok(cacheoff_report::peak::write(dir)?);
-    }
-    let run = RunDir::open(dir)?;
-    Ok(html::write(&run)?)
-}
-
 /// `cacheoff report` of a Multiplier's run directory: its page, or its
 /// summary (folded from the intervals of a killed run) as JSON.
 fn spe_report(a: &ReportArgs) -> Result<(), Failure> {

@@ -10,10 +10,10 @@
 
 mod support;
 
-use cacheoff::ab_cmd::{experiment, Contestant, Experiment};
 use cacheoff_ab::{AbReport, FigureResult, Verdict};
 use cacheoff_agent::StopHandle;
 use cacheoff_proxy::{Fault, Faults, Proxy};
+use cacheoff_run::ab::{experiment, Contestant, Experiment};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -38,7 +38,7 @@ fn trial(dir: &Path, a: SocketAddr, b: SocketAddr, rounds: usize) -> AbReport {
         out: dir.to_path_buf(),
         quiet: true,
     };
-    experiment(&e, &StopHandle::new()).unwrap_or_else(|f| panic!("{:#}", f.error))
+    experiment(&e, &StopHandle::new()).unwrap_or_else(|e| panic!("{:#}", anyhow::Error::from(e)))
 }
 
 fn figure<'a>(r: &'a AbReport, name: &str) -> &'a FigureResult {

@@ -38,7 +38,7 @@ fn a_proxy_that_claims_hits_on_its_misses_is_caught() {
     assert_eq!((c.claim_miss_was_hit, c.claim_none), (0, 0));
     // The replies themselves are right: no error.
     assert!(t.errors.by_kind.is_empty(), "{:?}", t.errors.by_kind);
-    let report = cacheoff::report_cmd::html_report(dir.path()).unwrap();
+    let report = cacheoff_report::write_page(dir.path()).unwrap();
     let html = std::fs::read_to_string(report).unwrap();
     assert!(html.contains("What the proxy claims"));
     assert!(

@@ -512,3 +512,51 @@ fn a_reverse_run_of_the_reference_proxy_just_works() {
     let map = std::fs::read_to_string(out.join("addrmap.txt")).unwrap();
     assert!(map.contains("s1.bench.tst"), "{map}");
 }
+
+#[test]
+fn ab_starts_a_named_product_afresh_for_each_run_and_stops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ab");
+    let o = cacheoff(&[
+        "ab",
+        "simple",
+        "--a",
+        "reference",
+        "--b",
+        "reference",
+        "--rounds",
+        "1",
+        "--plateau",
+        "1s",
+        "--cache-size",
+        "8MB",
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let ab: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("ab.json")).unwrap()).unwrap();
+    let runs = ab["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{ab}");
+    // Each run with its own product: its files beside the run's, what it
+    // spent watched through its own cgroup.
+    let cpu = ab["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "resources.cpu_ms_per_1k_xacts")
+        .unwrap_or_else(|| panic!("no CPU figure: {ab}"));
+    assert!(cpu["a"].as_f64().unwrap() > 0.0 && cpu["b"].as_f64().unwrap() > 0.0);
+    for side in [&runs[0]["a_dir"], &runs[0]["b_dir"]] {
+        let side = side.as_str().unwrap();
+        let d = out.join(side);
+        assert!(d.join("product").is_dir(), "{}", d.display());
+        assert!(d.join("run/summary.json").is_file(), "{}", d.display());
+    }
+    // A name that is no product is bad input.
+    assert_usage_error(
+        &["ab", "simple", "--a", "no-such-product", "--b", "reference"],
+        "no-such-product",
+    );
+}

@@ -60,7 +60,7 @@ fn caught_as(fault: Fault, share: f64, w: Workload, kind: &str) {
         "{name}: {}% issued late",
         meas.issued_late_percent
     );
-    let report = cacheoff::report_cmd::html_report(dir.path()).unwrap();
+    let report = cacheoff_report::write_page(dir.path()).unwrap();
     assert!(
         std::fs::read_to_string(report).unwrap().contains(kind),
         "{name}"

@@ -5,7 +5,8 @@
 //! `summary.json` built from those rows ([`lineup::LineupSummary`]), and
 //! the page of an SPE Multiplier run ([`spe::render`], from a
 //! `cacheoff_rundir::spe::SpeRun`), and the page of a peak search with
-//! its knee chart ([`peak::render`], from `peak.json`).
+//! its knee chart ([`peak::render`], from `peak.json`); [`write_page`]
+//! writes whichever of these pages a directory calls for.
 
 pub mod charts;
 pub mod compare;
@@ -29,6 +30,20 @@ pub enum ReportError {
     Chart { chart: String, why: String },
     #[error("{path}: {why}")]
     Summary { path: PathBuf, why: String },
+}
+
+/// Renders `report.html` into `dir`: a run's report card, a Multiplier
+/// run's SPE page or a peak search's page, whichever `dir` holds; returns
+/// its path.
+pub fn write_page(dir: &Path) -> Result<PathBuf, ReportError> {
+    use cacheoff_rundir::{peak as peak_dir, spe as spe_dir, RunDir};
+    if spe_dir::is_spe(dir) {
+        return spe::write(&spe_dir::open(dir)?);
+    }
+    if peak_dir::is_peak(dir) {
+        return peak::write(dir);
+    }
+    html::write(&RunDir::open(dir)?)
 }
 
 /// `path` as seen from the directory `dir` (`../runs/a`), or `path`

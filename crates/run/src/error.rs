@@ -25,7 +25,7 @@ pub enum RunError {
     /// A Web Polygraph file cannot be imported.
     #[error(transparent)]
     Import(#[from] cacheoff_pgl::ImportError),
-    #[error("--reverse {addr}: the surrogate must know the origin servers' addresses before the run: give them a port (--server-port PORT) and configure the surrogate with `cacheoff workload addrmap {what} --server-port PORT`")]
+    #[error("{addr}: the surrogate must know the origin servers' addresses before the run: give them a port (--server-port PORT) and configure the surrogate with `cacheoff workload addrmap {what} --server-port PORT`")]
     SurrogateNeedsPort { addr: SocketAddr, what: String },
     /// The preflight check found no HTTP proxy at `addr`.
     #[error("no proxy to test at {addr}: {why}; start it or check the address")]
@@ -81,6 +81,15 @@ pub enum RunError {
     #[error("{}: the trace has no requests", .0.display())]
     EmptyTrace(PathBuf),
 
+    /// A product started for one run (`cacheoff ab`) failed to start or
+    /// to stop.
+    #[error("{name}: {why}")]
+    Product { name: String, why: String },
+    /// A finished run's directory could not be read back.
+    #[error("cannot read the run back")]
+    ReadBack(#[source] cacheoff_rundir::RunDirError),
+    #[error("cannot read {}: {why}", path.display())]
+    Summary { path: PathBuf, why: String },
     #[error("cannot start the reference proxy")]
     ReferenceProxy(#[source] cacheoff_proxy::ProxyError),
     #[error("cannot write the run directory")]
@@ -138,6 +147,9 @@ impl RunError {
                 _ => EXIT_RUN,
             },
             RunError::ReferenceProxy(_)
+            | RunError::Product { .. }
+            | RunError::ReadBack(_)
+            | RunError::Summary { .. }
             | RunError::WriteDir(_)
             | RunError::Record(_)
             | RunError::Agent(_)

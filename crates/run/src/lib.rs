@@ -16,12 +16,14 @@
 //! whole, from a [`RunPlan`]; [`replay::run`] is `cacheoff replay` (a
 //! trace surveyed, then replayed as the run's workload); [`peak::run`] is
 //! `cacheoff peak`, its steps runs (`cacheoff_peak::search` with
-//! [`peak`]'s step runner).
+//! [`peak`]'s step runner); [`ab::experiment`] is `cacheoff ab`'s rounds
+//! (`cacheoff_ab::experiment` with [`ab`]'s round runner).
 //!
 //! Failures are [`RunError`]s; [`RunError::code`] is the exit status
 //! (2 bad input or set-up, 1 the run failed or broke a rule). SIGINT and
 //! SIGTERM are handled one way for every command ([`signals`]).
 
+pub mod ab;
 mod command;
 pub mod console;
 mod error;
