@@ -2,8 +2,8 @@
 //! `mod support;` (Cargo builds no test target from this directory):
 //!
 //! - [`run`]: workloads as the tests build them, and in-process runs
-//!   (`cacheoff_run::run_in`) into their own directories, at most two
-//!   at once;
+//!   (`cacheoff_run::run_in`) into their own directories, at most
+//!   [`run::RUNS_AT_ONCE`] at once;
 //! - [`proxy`]: the reference proxy in-process on port 0, and its counters;
 //! - [`process`]: the `cacheoff` binary as a user runs it, and signals;
 //! - [`wait`]: readiness signals instead of fixed sleeps.

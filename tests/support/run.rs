@@ -1,9 +1,10 @@
 //! Workloads as the root tests build them, and in-process runs of them
 //! (`cacheoff_run::run_in`), each into its own directory.
 //!
-//! Runs share this machine's 2 cores and one process's descriptors: the
-//! [`Gate`] lets at most two run at once, and a big one (thousands of
-//! robots) alone.
+//! Runs share this machine's cores and one process's descriptors: the
+//! [`Gate`] lets at most [`RUNS_AT_ONCE`] run at once (a run spends most
+//! of its time waiting for its plan's next arrival, little CPU), and a big
+//! one (thousands of robots) alone.
 //!
 //! The machine may be busy with something else (`ops/busy-ci.sh` runs the
 //! suite beside a CPU hog): workloads built here queue what a slow moment
@@ -156,10 +157,17 @@ impl Drop for Slots {
     }
 }
 
+/// In-process runs at once in one test binary.
+pub const RUNS_AT_ONCE: u32 = 4;
+
 fn take_slots(w: &Workload) -> Slots {
-    let n = if w.robots.count >= 1000 { 2 } else { 1 };
+    let n = if w.robots.count >= 1000 {
+        RUNS_AT_ONCE
+    } else {
+        1
+    };
     let mut used = GATE.used.lock().unwrap_or_else(|e| e.into_inner());
-    while *used + n > 2 {
+    while *used + n > RUNS_AT_ONCE {
         used = GATE.freed.wait(used).unwrap_or_else(|e| e.into_inner());
     }
     *used += n;
