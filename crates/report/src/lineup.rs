@@ -285,7 +285,21 @@ mod tests {
         };
         let mut no_baseline = lineup();
         no_baseline.baseline = None;
-        for s in [lineup(), no_baseline, summary(&[], None), two_watched()] {
+        // A lineup lists a contender that never ran too.
+        let mut never = lineup();
+        never.products.push(ProductSummary::not_run(
+            "nginx".into(),
+            Mode::Reverse,
+            "nginx".into(),
+            Vec::new(),
+        ));
+        for s in [
+            lineup(),
+            no_baseline,
+            never,
+            summary(&[], None),
+            two_watched(),
+        ] {
             let v: Value = serde_json::from_str(&s.to_json()).unwrap();
             assert_eq!(errors(&v), Vec::<String>::new());
         }
