@@ -63,7 +63,7 @@ pub fn run(a: &LineupArgs) -> Result<(), Failure> {
         let stamp = cacheoff_rundir::now_rfc3339().replace([':', '.'], "");
         PathBuf::from("lineups").join(stamp)
     });
-    if out.join(lineup::summary::SUMMARY_FILE).exists() {
+    if out.join(cacheoff_rundir::lineup::SUMMARY_FILE).exists() {
         return Err(Failure::usage(anyhow::anyhow!(
             "{} holds a lineup already; name another --out",
             out.display()
@@ -102,7 +102,7 @@ pub fn run(a: &LineupArgs) -> Result<(), Failure> {
         "lineup: {} of {} contenders finished; summary: {}",
         finished.iter().filter(|f| f.run_dir.is_some()).count(),
         lineup::contenders(&l)?.len(),
-        out.join(lineup::summary::SUMMARY_FILE).display()
+        out.join(cacheoff_rundir::lineup::SUMMARY_FILE).display()
     ));
     for line in &verdict.lines {
         console::print(line);

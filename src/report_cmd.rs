@@ -3,9 +3,9 @@
 use crate::cli::{CompareArgs, ReportArgs, ReportFormat};
 use crate::Failure;
 use anyhow::Context;
-use cacheoff_report::compare::{self, Products};
-use cacheoff_report::lineup::LineupSummary;
+use cacheoff_report::compare;
 use cacheoff_report::{export, html};
+use cacheoff_rundir::lineup::Products;
 use cacheoff_rundir::{peak, spe, Run, RunDir, RunDirError};
 use std::path::{Path, PathBuf};
 
@@ -161,7 +161,7 @@ pub fn compare(a: &CompareArgs) -> Result<(), Failure> {
     write(&a.out, &text)?;
     println!("{}", a.out.display());
     if let Some(json) = &a.json {
-        LineupSummary::new(&rows, baseline.as_ref())
+        cacheoff_report::lineup::summary(&rows, baseline.as_ref())
             .write(json)
             .map_err(Failure::run)?;
         println!("{}", json.display());

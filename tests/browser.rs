@@ -10,8 +10,9 @@
 use crate::support;
 
 use cacheoff_agent::StopHandle;
-use cacheoff_report::compare::{self, Products};
+use cacheoff_report::compare;
 use cacheoff_report::html;
+use cacheoff_rundir::lineup::Products;
 use cacheoff_rundir::spe;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -307,7 +307,7 @@ fn expected_keys(error: &str) -> Vec<String> {
 
 #[test]
 fn every_products_file_key_is_documented() {
-    use cacheoff_report::compare::Products;
+    use cacheoff_rundir::lineup::Products;
     let doc = lineup_doc();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("products.toml");
@@ -335,7 +335,7 @@ fn every_products_file_key_is_documented() {
 
 #[test]
 fn every_lineup_summary_field_is_documented_and_in_the_schema() {
-    use cacheoff_report::lineup::LineupSummary;
+    use cacheoff_rundir::lineup::LineupSummary;
     let doc = lineup_doc();
     // The interface's fields alone; the rest are written with defaults.
     let minimal = r#"{"products": [{"name": "a", "mode": "forward", "run_dir": "a",

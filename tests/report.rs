@@ -251,8 +251,8 @@ fn dark_phase(run: &cacheoff_rundir::Run) -> (f64, f64) {
 
 #[test]
 fn compare_builds_the_executive_summary() {
-    use cacheoff_report::compare::{self, Products};
-    use cacheoff_report::lineup::LineupSummary;
+    use cacheoff_report::compare;
+    use cacheoff_rundir::lineup::{LineupSummary, Products};
     let root = tempfile::tempdir().unwrap();
     let (proxied, direct, downtime) = (
         root.path().join("proxied"),

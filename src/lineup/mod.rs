@@ -95,7 +95,7 @@ pub struct Finished {
     pub peak_dir: Option<PathBuf>,
     pub peak_rate_xps: Option<f64>,
     /// The conformance suite's score (`[conformance]`).
-    pub conformance: Option<cacheoff_report::compare::Conformance>,
+    pub conformance: Option<cacheoff_rundir::lineup::Conformance>,
     /// Why a step could not be done (the product did not start, …).
     pub failures: Vec<String>,
 }

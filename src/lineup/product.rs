@@ -9,7 +9,7 @@ use super::Contender;
 use anyhow::{anyhow, Context};
 use cacheoff_agent::BoundServers;
 use cacheoff_products::{Disk, LogCounts, Mode, ProductSpec, Settings};
-use cacheoff_report::compare::Conformance;
+use cacheoff_rundir::lineup::Conformance;
 use cacheoff_workload::Workload;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::Path;

@@ -1,19 +1,20 @@
 //! What a lineup writes after each contender: `products.toml` (the
 //! `compare` products file, so the summary re-renders from the run
 //! directories), `summary.json` (docs/lineup.md), `summary.html` and
-//! `summary.md` (the executive summary); and the verdict read back.
+//! `summary.md` (the executive summary); and the verdict read back. The
+//! files' formats are `cacheoff_rundir::lineup`'s, the rows and pages
+//! `cacheoff_report`'s: here, which contenders finished and how.
 
 use super::file::Lineup;
 use super::{Contender, Finished};
 use anyhow::Context;
 use cacheoff_products::Mode;
-use cacheoff_report::compare::{self, Msl, Product, Products, Row};
-use cacheoff_report::lineup::{DowntimeSummary, LineupSummary, MslSummary, ProductSummary};
+use cacheoff_report::compare::{self, Row};
+use cacheoff_rundir::lineup::{
+    LineupSummary, Msl, Product, ProductSummary, Products, PRODUCTS_FILE, SUMMARY_FILE,
+};
 use cacheoff_rundir::{Run, RunDir};
 use std::path::{Path, PathBuf};
-
-pub const SUMMARY_FILE: &str = "summary.json";
-pub const PRODUCTS_FILE: &str = "products.toml";
 
 fn rundir_mode(m: Mode) -> cacheoff_rundir::Mode {
     match m {
@@ -58,8 +59,7 @@ pub fn write(
         });
     }
     let products_file = out.join(PRODUCTS_FILE);
-    std::fs::write(&products_file, products.to_toml())
-        .with_context(|| format!("cannot write {}", products_file.display()))?;
+    products.write(&products_file)?;
     // Read back as `compare` reads it: one source of the rows.
     let products = Products::load(&products_file)?;
     let open = |p: &Path| RunDir::open(p).with_context(|| format!("cannot read {}", p.display()));
@@ -93,7 +93,7 @@ pub fn write(
         }
     }
     let first_base = baseline_runs.first().map(|(_, r)| r);
-    let mut summary = LineupSummary::new(&rows, first_base);
+    let mut summary = cacheoff_report::lineup::summary(&rows, first_base);
     // Contenders that never ran are listed with why.
     for f in finished.iter().filter(|f| f.run_dir.is_none()) {
         let Some(c) = all.iter().find(|c| c.key() == f.key) else {
@@ -110,46 +110,13 @@ pub fn write(
 
 fn never_ran(c: &Contender, f: &Finished) -> ProductSummary {
     ProductSummary {
-        name: c.spec.name.clone(),
-        mode: rundir_mode(c.mode),
-        run_dir: String::new(),
-        xacts: 0,
-        rate_xps: 0.0,
-        dhr_measured: 0.0,
-        dhr_offered: 0.0,
-        rt_ms_hit: None,
-        rt_ms_miss: None,
-        rt_ms_all: 0.0,
-        errors: 0,
-        downtime: DowntimeSummary::default(),
-        msl: MslSummary::default(),
         conformance: f.conformance,
-        disqualified: if f.failures.is_empty() {
-            vec!["did not run".into()]
-        } else {
-            f.failures.clone()
-        },
-        label: c.spec.title.clone(),
-        version: None,
-        workload: String::new(),
-        phase: String::new(),
-        state: "not_run".into(),
-        started_at: String::new(),
-        finished_at: None,
-        report: None,
-        downtime_dir: None,
-        dhr_ideal: 0.0,
-        rt_polygraph_ms_hit: None,
-        rt_polygraph_ms_miss: None,
-        rt_polygraph_ms_all: 0.0,
-        savings_percent: None,
-        savings_polygraph_percent: None,
-        errors_percent: 0.0,
-        price_usd: None,
-        req_per_kusd: None,
-        hits_per_kusd: None,
-        cache_age_h: None,
-        resources: None,
+        ..ProductSummary::not_run(
+            c.spec.name.clone(),
+            rundir_mode(c.mode),
+            c.spec.title.clone(),
+            f.failures.clone(),
+        )
     }
 }
 
@@ -160,7 +127,7 @@ pub struct Verdict {
 }
 
 pub fn verdict(out: &Path) -> anyhow::Result<Verdict> {
-    let s = LineupSummary::load(&out.join(SUMMARY_FILE))?;
+    let s = LineupSummary::read(&out.join(SUMMARY_FILE))?;
     let mut v = Verdict {
         lines: Vec::new(),
         failed: false,

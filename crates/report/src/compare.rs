@@ -3,25 +3,25 @@
 //! measure) or Markdown, and as the lineup's `summary.json`
 //! ([`crate::lineup`]).
 //!
-//! [`Products`] (`products.toml`) names each run's product and its other
-//! tests; [`rows`] reads every run into a [`Row`], applying the cache-off's
-//! rules ([`Row::check_rules`]) and the downtime test ([`Downtime`]);
-//! [`markdown`] and [`html`] lay the rows out. Given exactly two runs,
-//! the second row also carries B − A for the headline figures against
-//! the first, with intervals and verdicts ([`AbSummary`]).
+//! `products.toml` (`cacheoff_rundir::lineup::Products`) names each run's
+//! product and its other tests; [`rows`] reads every run into a [`Row`],
+//! applying the cache-off's rules ([`Row::check_rules`]) and the downtime
+//! test ([`Downtime`]); [`markdown`] and [`html`] lay the rows out. Given
+//! exactly two runs, the second row also carries B − A for the headline
+//! figures against the first, with intervals and verdicts
+//! (`cacheoff_rundir::lineup::AbSummary`, judged here).
 
 mod ab;
 mod downtime;
 mod page;
-mod products;
 
-pub use ab::AbSummary;
 pub use downtime::{time_till_first, Downtime};
 pub use page::{html, markdown};
-pub use products::{Conformance, Msl, Product, Products};
 
-use crate::{relative_path, ReportError, Run, RunState};
+use crate::{ReportError, Run, RunState};
 use cacheoff_resources::Resources;
+use cacheoff_rundir::lineup::{AbSummary, Conformance, Msl, Product, Products};
+use cacheoff_rundir::relative_path;
 use cacheoff_rundir::rules::Facts;
 use cacheoff_rundir::Mode;
 use cacheoff_stats::{Entry, RtClock};
@@ -251,7 +251,7 @@ pub fn rows(
         .map(|r| row(r, products.find(&r.dir), baseline))
         .collect::<Result<Vec<Row>, ReportError>>()?;
     if let ([a, b], [ra, rb]) = (runs, rows.as_mut_slice()) {
-        rb.ab = Some(AbSummary::of(a, b, &ra.display_name(), &rb.display_name()));
+        rb.ab = Some(ab::judge(a, b, &ra.display_name(), &rb.display_name()));
     }
     Ok(rows)
 }

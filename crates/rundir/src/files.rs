@@ -6,7 +6,7 @@ use crate::RunDirError;
 use serde::{de::DeserializeOwned, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// Version of the run-directory formats; bumped on incompatible change.
 /// Readers refuse files of a newer version and read older ones. 2: the
@@ -24,16 +24,68 @@ pub const REPORT_FILE: &str = "report.html";
 /// Writes `value` as pretty JSON to `path` via a temporary file and rename,
 /// so readers never see half a file.
 pub(crate) fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
-    let tmp: PathBuf = path.with_extension("json.tmp");
+    // One write, not one per token.
+    let mut text = serde_json::to_vec_pretty(value)?;
+    text.push(b'\n');
+    write_atomic(path, &text)
+}
+
+/// Writes `text` to `path` via a temporary file beside it (`NAME.tmp`)
+/// and rename, so readers never see half a file.
+pub(crate) fn write_atomic(path: &Path, text: &[u8]) -> io::Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_owned();
+    name.push(".tmp");
+    let tmp: PathBuf = path.with_file_name(name);
     {
-        // One write, not one per token.
-        let mut text = serde_json::to_vec_pretty(value)?;
-        text.push(b'\n');
         let mut f = File::create(&tmp)?;
-        f.write_all(&text)?;
+        f.write_all(text)?;
         f.sync_all()?;
     }
     std::fs::rename(&tmp, path)
+}
+
+/// `path` as seen from the directory `dir` (`../runs/a`), or `path`
+/// itself when no relative path leads there: how the files that name other
+/// run directories (a lineup's) write them. Relative inputs are taken
+/// from the working directory; symbolic links are resolved where the
+/// paths exist.
+pub fn relative_path(path: &Path, dir: &Path) -> PathBuf {
+    let (Some(to), Some(from)) = (resolved(path), resolved(dir)) else {
+        return path.into();
+    };
+    let (to, from): (Vec<Component>, Vec<Component>) =
+        (to.components().collect(), from.components().collect());
+    if to.first() != from.first() {
+        return path.into();
+    }
+    let common = to.iter().zip(&from).take_while(|(a, b)| a == b).count();
+    let mut rel = PathBuf::new();
+    for _ in common..from.len() {
+        rel.push("..");
+    }
+    for c in &to[common..] {
+        rel.push(c);
+    }
+    if rel.as_os_str().is_empty() {
+        rel.push(".");
+    }
+    rel
+}
+
+/// `p` made absolute, with symbolic links resolved in the longest part of
+/// it that exists.
+fn resolved(p: &Path) -> Option<PathBuf> {
+    let abs = std::path::absolute(p).ok()?;
+    let mut rest = Vec::new();
+    let mut at = abs.as_path();
+    loop {
+        if let Ok(mut c) = std::fs::canonicalize(at) {
+            c.extend(rest.iter().rev());
+            return Some(c);
+        }
+        rest.push(at.file_name()?.to_owned());
+        at = at.parent()?;
+    }
 }
 
 /// Reads a JSON document and checks its `version` before decoding the
@@ -136,4 +188,28 @@ pub(crate) fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, Run
             serde_json::from_value(upgrade(value)).map_err(|e| bad(e.to_string()))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relative_path;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn paths_are_made_relative_to_a_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out");
+        let run = out.join("squid-forward");
+        std::fs::create_dir_all(&run).unwrap();
+        assert_eq!(relative_path(&run, &out), PathBuf::from("squid-forward"));
+        assert_eq!(
+            relative_path(&d.path().join("runs/a"), &out),
+            PathBuf::from("../runs/a")
+        );
+        assert_eq!(relative_path(&out, &out), PathBuf::from("."));
+        assert_eq!(
+            relative_path(Path::new("/a/b/c"), Path::new("/a/x")),
+            PathBuf::from("../b/c")
+        );
+    }
 }

@@ -18,6 +18,10 @@
 //!   directory of step runs ([`peak::is_peak`]).
 //! - `ab.json` ([`ab::write`], [`ab::read`]): an A/B experiment's record
 //!   (`cacheoff_ab::AbReport`), in a directory of its runs.
+//! - A lineup's `summary.json` ([`lineup::LineupSummary`]) and
+//!   `products.toml` ([`lineup::Products`]), in the directory of its
+//!   products' runs, naming them by paths relative to it
+//!   ([`relative_path`]).
 //! - Rules decided once: which phase is measured ([`measured_phase`]), and
 //!   records built from the run-time's [`IntervalStats`] and [`RunStats`]
 //!   (every derived figure comes from `cacheoff_stats::Entry`).
@@ -28,6 +32,7 @@
 pub mod ab;
 mod agents;
 mod files;
+pub mod lineup;
 mod manifest;
 mod outage;
 pub mod peak;
@@ -39,7 +44,9 @@ pub mod spe;
 pub mod spending;
 
 pub use agents::{partial, AgentRecord, AgentState};
-pub use files::{FORMAT_VERSION, INTERVALS_FILE, MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE};
+pub use files::{
+    relative_path, FORMAT_VERSION, INTERVALS_FILE, MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE,
+};
 pub use manifest::{now_rfc3339, Build, Host, Manifest, Mode, MANIFEST_FORMAT};
 pub use outage::{write_downtime, Outage, DOWNTIME_FILE, DOWNTIME_FORMAT};
 pub use records::{measured_phase, IntervalRecord, Summary, SUMMARY_FORMAT};

@@ -1,32 +1,19 @@
 //! Two runs compared: B − A for the headline figures (`cacheoff_ab::FIGURES`)
 //! with its 95% interval and verdict, from batch means of each run's
 //! measured-phase interval series and Welch's t (`cacheoff_ab::judge_runs`;
-//! docs/ab.md), laid out as a table for the HTML and Markdown pages.
+//! docs/ab.md) into `summary.json`'s `ab` (`cacheoff_rundir::lineup::AbSummary`),
+//! laid out as a table for the HTML and Markdown pages.
 
 use super::Row;
 use crate::html::esc;
 use crate::Run;
 use cacheoff_ab::{judge_runs, FigureResult, RunSeries, Verdict, METHOD_BATCHES};
-use serde::{Deserialize, Serialize};
+use cacheoff_rundir::lineup::AbSummary;
 use serde_json::Value;
 use std::fmt::Write;
 
 /// Confidence level of the intervals.
 pub const LEVEL: f64 = 0.95;
-
-/// B (the second run compared) against A (the first).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AbSummary {
-    /// The products as shown.
-    pub a: String,
-    pub b: String,
-    /// Always `batch-means-welch`.
-    pub method: String,
-    pub level: f64,
-    /// In the order of `cacheoff_ab::FIGURES`, the figures both runs'
-    /// measured phases have in their intervals.
-    pub figures: Vec<FigureResult>,
-}
 
 /// What `judge_runs` reads of a run: the measured phase's name (also for a
 /// run killed before its summary) and the interval rows as written.
@@ -40,19 +27,17 @@ fn json_of(run: &Run) -> (Value, Vec<Value>) {
     (summary, rows)
 }
 
-impl AbSummary {
-    /// Run `b` (shown as `b_name`) against run `a`.
-    pub fn of(a: &Run, b: &Run, a_name: &str, b_name: &str) -> AbSummary {
-        let (sa, ia) = json_of(a);
-        let (sb, ib) = json_of(b);
-        let side = |summary, intervals| RunSeries { summary, intervals };
-        AbSummary {
-            a: a_name.into(),
-            b: b_name.into(),
-            method: METHOD_BATCHES.into(),
-            level: LEVEL,
-            figures: judge_runs(&side(&sa, &ia), &side(&sb, &ib), LEVEL),
-        }
+/// Run `b` (shown as `b_name`) judged against run `a`.
+pub(super) fn judge(a: &Run, b: &Run, a_name: &str, b_name: &str) -> AbSummary {
+    let (sa, ia) = json_of(a);
+    let (sb, ib) = json_of(b);
+    let side = |summary, intervals| RunSeries { summary, intervals };
+    AbSummary {
+        a: a_name.into(),
+        b: b_name.into(),
+        method: METHOD_BATCHES.into(),
+        level: LEVEL,
+        figures: judge_runs(&side(&sa, &ia), &side(&sb, &ib), LEVEL),
     }
 }
 
@@ -196,8 +181,9 @@ pub(super) fn html(o: &mut String, s: &AbSummary, a: &Row, b: &Row) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{markdown, Products};
+    use crate::compare::markdown;
     use crate::html::sample;
+    use cacheoff_rundir::lineup::Products;
 
     /// A watched run (A), and B, whose intervals all reply 10 a second,
     /// half of them hits.

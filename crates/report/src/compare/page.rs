@@ -406,7 +406,8 @@ th{{cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom}}th
 mod tests {
     use super::*;
     use crate::compare::sample::row;
-    use crate::compare::{Downtime, Msl};
+    use crate::compare::Downtime;
+    use cacheoff_rundir::lineup::Msl;
     use std::path::PathBuf;
 
     /// The Markdown table's cells of the row whose first cell starts with

@@ -1,11 +1,15 @@
-//! `products.toml`: what each compared run measured, what it cost, and the
-//! product's other tests (downtime run, MSL verdict). Keys:
-//! docs/lineup.md.
+//! `products.toml`: which run directory is which product, what it cost,
+//! and the product's other tests (downtime run, MSL verdict, conformance
+//! score). A lineup writes it into its directory; `cacheoff compare
+//! --products` reads one written by hand too. Keys: docs/lineup.md.
 
-use crate::ReportError;
-use cacheoff_rundir::Mode;
+use crate::files::write_atomic;
+use crate::{Mode, RunDirError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+
+/// The products file's name in a lineup's directory.
+pub const PRODUCTS_FILE: &str = "products.toml";
 
 /// `products.toml`: one `[[product]]` per run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -69,13 +73,13 @@ impl Conformance {
 
 /// The MSL test's result as a products file records it (the rules judge
 /// it: `cacheoff_rundir::rules`).
-pub use cacheoff_rundir::rules::MslResult as Msl;
+pub use crate::rules::MslResult as Msl;
 
 impl Products {
     /// Reads a products file; run and downtime paths are taken relative to
     /// the file's directory.
-    pub fn load(path: &Path) -> Result<Products, ReportError> {
-        let bad = |why: String| ReportError::Products {
+    pub fn load(path: &Path) -> Result<Products, RunDirError> {
+        let bad = |why: String| RunDirError::Read {
             path: path.into(),
             why,
         };
@@ -94,6 +98,14 @@ impl Products {
     /// to where the file will be.
     pub fn to_toml(&self) -> String {
         toml::to_string(self).expect("products serialize as TOML")
+    }
+
+    /// Writes the file to `path` (atomically), paths as held.
+    pub fn write(&self, path: &Path) -> Result<(), RunDirError> {
+        write_atomic(path, self.to_toml().as_bytes()).map_err(|source| RunDirError::Write {
+            path: path.into(),
+            source,
+        })
     }
 
     fn check(&self) -> Result<(), String> {
@@ -122,8 +134,9 @@ impl Products {
         Ok(())
     }
 
-    /// The product whose run is `dir`.
-    pub(crate) fn find(&self, dir: &Path) -> Option<&Product> {
+    /// The product whose run is `dir` (the same directory, however
+    /// named).
+    pub fn find(&self, dir: &Path) -> Option<&Product> {
         let canon = |p: &Path| std::fs::canonicalize(p).ok();
         let want = canon(dir)?;
         self.product
@@ -177,9 +190,10 @@ mod tests {
                 },
             ],
         };
-        let text = built.to_toml();
+        built.write(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, built.to_toml());
         assert!(text.contains("mode = \"reverse\""), "{text}");
-        std::fs::write(&path, &text).unwrap();
         let mut back = Products::load(&path).unwrap();
         for p in &mut back.product {
             p.run = p.run.strip_prefix(dir.path()).unwrap().into();
