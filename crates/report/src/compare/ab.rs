@@ -7,13 +7,10 @@
 use super::Row;
 use crate::html::esc;
 use crate::Run;
-use cacheoff_ab::{judge_runs, FigureResult, RunSeries, Verdict, METHOD_BATCHES};
+use cacheoff_ab::{judge_runs, FigureResult, RunSeries, Verdict, LEVEL, METHOD_BATCHES};
 use cacheoff_rundir::lineup::AbSummary;
 use serde_json::Value;
 use std::fmt::Write;
-
-/// Confidence level of the intervals.
-pub const LEVEL: f64 = 0.95;
 
 /// What `judge_runs` reads of a run: the measured phase's name (also for a
 /// run killed before its summary) and the interval rows as written.
