@@ -241,7 +241,7 @@ fn a_cache_kept_from_an_earlier_run_serves_no_hit_to_the_next() {
     let proxy = proxy::reference(64 << 20);
     // One port for both runs, free when chosen (servers bind with
     // SO_REUSEADDR, so the second run can take it again).
-    let port = support::free_port();
+    let port = cacheoff_testkit::free_port();
     let runs: Vec<_> = (0..2)
         .map(|_| {
             let mut w = simple(800.0, 40, 8, 0.5, 2.0);

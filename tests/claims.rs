@@ -97,7 +97,7 @@ fn without_a_proxy_nothing_is_claimed() {
 fn squid_s_x_cache_is_read_and_true() {
     use cacheoff_products::{Mode, ProductSpec, Settings};
     let dir = tempfile::tempdir().unwrap();
-    let listen = std::net::SocketAddr::from(([127, 0, 0, 1], support::free_port()));
+    let listen = std::net::SocketAddr::from(([127, 0, 0, 1], cacheoff_testkit::free_port()));
     let settings = Settings {
         listen,
         mem: 64 << 20,

@@ -5,7 +5,7 @@ use crate::support;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 use support::process::{cacheoff, command, signal, stderr, stdout};
-use support::wait;
+use support::run::wait_for_intervals;
 
 /// Runs `cacheoff args...`, which must fail as a usage error (exit code
 /// 2) that names `needle`; returns its message.
@@ -160,7 +160,7 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
 
     let child = spawn("int");
     // Once the 5 s warm-up interval is on disk.
-    wait::wait_for_intervals(&dir.path().join("int"), 1);
+    wait_for_intervals(&dir.path().join("int"), 1);
     signal(child.id(), "-INT");
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -177,7 +177,7 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
     assert_eq!(s["total"]["xacts"].as_u64(), Some(sum));
 
     let mut child = spawn("kill");
-    wait::wait_for_intervals(&dir.path().join("kill"), 1);
+    wait_for_intervals(&dir.path().join("kill"), 1);
     signal(child.id(), "-KILL");
     child.wait().unwrap();
     let run = dir.path().join("kill");
@@ -209,7 +209,7 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
         .spawn()
         .unwrap();
     // A second in, requests wait for their 20 s replies.
-    wait::wait_for_intervals(&dir.path().join("twice"), 1);
+    wait_for_intervals(&dir.path().join("twice"), 1);
     signal(child.id(), "-INT");
     // The test itself, not a wait for something: 300 ms after the first
     // signal the run is still draining (its replies take 20 s).
@@ -237,11 +237,7 @@ fn sigint_stops_gracefully_and_sigkill_loses_no_finished_interval() {
 
 #[test]
 fn a_run_against_an_address_where_nothing_listens_exits_2_at_once() {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .to_string();
+    let closed = format!("127.0.0.1:{}", cacheoff_testkit::free_port());
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let started = std::time::Instant::now();

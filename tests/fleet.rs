@@ -16,7 +16,9 @@ use cacheoff_fleet::{
 };
 use cacheoff_run::{build, run_setup, RunResult, Setup};
 use cacheoff_rundir::{AgentState, RunDir};
-use cacheoff_testkit::{rss, threads_named};
+use cacheoff_testkit::{
+    closed_now, closed_within, origin, read_all, rss, threads_named, Origin, Reply,
+};
 use cacheoff_workload::{ObjectSpace, Workload};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -264,7 +266,7 @@ fn a_lost_agent_leaves_a_partial_run_naming_its_share() {
     let killer = {
         let (path, pid) = (dir.path().to_path_buf(), b.id());
         std::thread::spawn(move || {
-            support::wait::wait_for_intervals(&path, 1);
+            support::run::wait_for_intervals(&path, 1);
             support::process::signal(pid, "-KILL");
         })
     };
@@ -500,32 +502,9 @@ measured = true
     }
 }
 
-/// A server nobody should reach: it counts the connections it gets.
-struct Victim {
-    addr: SocketAddr,
-    reached: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-fn victim() -> Victim {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    let reached = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let count = reached.clone();
-    // Lives as long as the test binary: a thread blocked in accept.
-    std::thread::spawn(move || {
-        for c in l.incoming() {
-            if c.is_ok() {
-                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            }
-        }
-    });
-    Victim { addr, reached }
-}
-
-impl Victim {
-    fn reached(&self) -> usize {
-        self.reached.load(std::sync::atomic::Ordering::SeqCst)
-    }
+/// A server nobody should reach: its `connections` are those it got.
+fn victim() -> Origin {
+    origin(|_| Reply::Close)
 }
 
 fn fleet_with(agents: &[(SocketAddr, Role)], trust: CoordinatorTrust) -> Fleet {
@@ -551,8 +530,8 @@ fn a_coordinator_without_the_fleet_s_credentials_cannot_make_an_agent_send_one_r
 
     // A stranger speaking the protocol in the clear: the agent wants TLS
     // and says nothing back, not even its version.
-    let mut raw = TcpStream::connect(a.addr).unwrap();
     let digest = wire::workload_digest(&w);
+    let mut lines = Vec::new();
     for msg in [
         ToAgent::Hello {
             version: cacheoff_fleet::version_of(&build()),
@@ -561,13 +540,10 @@ fn a_coordinator_without_the_fleet_s_credentials_cannot_make_an_agent_send_one_r
         },
         prepare(&w, digest),
     ] {
-        let mut line = serde_json::to_vec(&msg).unwrap();
-        line.push(b'\n');
-        let _ = std::io::Write::write_all(&mut raw, &line);
+        lines.extend(serde_json::to_vec(&msg).unwrap());
+        lines.push(b'\n');
     }
-    raw.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut heard = Vec::new();
-    let _ = std::io::Read::read_to_end(&mut raw, &mut heard);
+    let heard = read_all(a.addr, &lines).unwrap_or_default();
     let heard = String::from_utf8_lossy(&heard);
     assert!(
         !heard.contains("cacheoff") && !heard.contains(env!("CARGO_PKG_VERSION")),
@@ -583,7 +559,7 @@ fn a_coordinator_without_the_fleet_s_credentials_cannot_make_an_agent_send_one_r
         let f = run_fleet(
             dir.path(),
             w.clone(),
-            Via::Proxy(victim.addr),
+            Via::Proxy(victim.addr()),
             fleet_with(&[(a.addr, Role::Both)], trust),
         )
         .expect_err("a stranger is refused");
@@ -591,7 +567,11 @@ fn a_coordinator_without_the_fleet_s_credentials_cannot_make_an_agent_send_one_r
         assert!(format!("{:#}", f.error).contains(why), "{:#}", f.error);
         assert!(!dir.path().join("manifest.json").exists());
     }
-    assert_eq!(victim.reached(), 0, "not a single connection to the target");
+    assert_eq!(
+        victim.connections(),
+        0,
+        "not a single connection to the target"
+    );
 
     // The fleet's own coordinator runs beside it all.
     let dir = tempfile::tempdir().unwrap();
@@ -601,7 +581,7 @@ fn a_coordinator_without_the_fleet_s_credentials_cannot_make_an_agent_send_one_r
     a.serving.join().unwrap().unwrap();
     assert!(r.summary.total.xacts > 0);
     assert_eq!(r.summary.total.errors.total, 0);
-    assert_eq!(victim.reached(), 0);
+    assert_eq!(victim.connections(), 0);
 }
 
 #[test]
@@ -617,7 +597,7 @@ fn a_coordinator_of_the_fleet_cannot_aim_an_agent_outside_its_allow_list() {
     let f = run_fleet(
         dir.path(),
         w.clone(),
-        Via::Proxy(victim.addr),
+        Via::Proxy(victim.addr()),
         fleet(&[(a.addr, Role::Both)]),
     )
     .expect_err("outside the allow-list");
@@ -625,7 +605,7 @@ fn a_coordinator_of_the_fleet_cannot_aim_an_agent_outside_its_allow_list() {
     let why = format!("{:#}", f.error);
     assert!(
         why.contains("outside this agent's --allow-target")
-            && why.contains(&victim.addr.to_string()),
+            && why.contains(&victim.addr().to_string()),
         "{why}"
     );
     assert!(!dir.path().join("manifest.json").exists());
@@ -644,7 +624,7 @@ fn a_coordinator_of_the_fleet_cannot_aim_an_agent_outside_its_allow_list() {
         other => panic!("{other:?}"),
     };
     tx.send(&ToAgent::Servers {
-        servers: vec![mine[0], victim.addr],
+        servers: vec![mine[0], victim.addr()],
     })
     .unwrap();
     let why = refusal(r.recv(Some(Duration::from_secs(30))).unwrap());
@@ -667,7 +647,11 @@ fn a_coordinator_of_the_fleet_cannot_aim_an_agent_outside_its_allow_list() {
     a.serving.join().unwrap().unwrap();
     assert_eq!(r.summary.total.errors.total, 0);
     assert!(support::proxy::hits(&proxy) + support::proxy::misses(&proxy) > 0);
-    assert_eq!(victim.reached(), 0, "not a single connection to the target");
+    assert_eq!(
+        victim.connections(),
+        0,
+        "not a single connection to the target"
+    );
 }
 
 #[test]
@@ -768,15 +752,7 @@ fn strangers_holding_links_neither_lock_out_the_coordinator_nor_grow_the_agent()
     // Every held link is closed by the agent: at once beyond its limits,
     // at the handshake deadline otherwise.
     for mut s in held {
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let mut buf = [0u8; 64];
-        let ended = loop {
-            match std::io::Read::read(&mut s, &mut buf) {
-                Ok(0) | Err(_) => break true,
-                Ok(_) => continue,
-            }
-        };
-        assert!(ended);
+        assert!(closed_within(&mut s, Duration::from_secs(30)).0);
     }
     // The coordinator's run, once they are gone, as beside them.
     let w = simple(100.0, 10, 2, 0.5, 1.5);
@@ -804,12 +780,7 @@ fn the_coordinator_gets_in_while_strangers_hold_every_link() {
         let mut held = Vec::new();
         while Instant::now() < until {
             // Those the agent has not cut yet.
-            held.retain(|s: &TcpStream| {
-                let mut b = [0u8; 1];
-                s.set_nonblocking(true).unwrap();
-                matches!(std::io::Read::read(&mut &*s, &mut b),
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
-            });
+            held.retain(|s: &TcpStream| !closed_now(s));
             while held.len() < 8 {
                 let Ok(s) = TcpStream::connect(addr) else {
                     break;
@@ -896,7 +867,7 @@ fn two_agents_on_one_host_as_the_docs_show_them_run_a_clean_merged_run() {
     let watchdog = {
         let done = done.clone();
         std::thread::spawn(move || {
-            if !support::wait::within(Duration::from_secs(180), || {
+            if !cacheoff_testkit::within(Duration::from_secs(180), || {
                 done.load(std::sync::atomic::Ordering::SeqCst)
             }) {
                 // The whole group: bash and the agents it started.

@@ -7,8 +7,12 @@
 use crate::support;
 
 use cacheoff_stats::Entry;
+use cacheoff_testkit::{origin, Origin, Reply, TIMEOUT};
 use cacheoff_workload::{HttpVersion, Workload};
-use std::net::SocketAddr;
+use std::io::{self, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use support::run::{assert_every_planned_request_ended, planned, run, simple};
 
 fn workload(tls: bool, http: HttpVersion) -> Workload {
@@ -89,61 +93,52 @@ fn http2_in_the_clear_uses_prior_knowledge() {
     assert!(t.xacts > c.conns_opened, "{c:?}");
 }
 
-/// A forward proxy that only tunnels: `CONNECT host:port`, then bytes
-/// both ways, counting the tunnels it opened.
-fn tunnel_proxy() -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicU64>) {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let opened = std::sync::Arc::new(AtomicU64::new(0));
+/// A forward proxy that only tunnels: the kit's origin reads each
+/// `CONNECT host:port`, then bytes go both ways; it counts the tunnels it
+/// opened.
+fn tunnel_proxy() -> (Origin, Arc<AtomicU64>) {
+    let opened = Arc::new(AtomicU64::new(0));
     let count = opened.clone();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    listener.set_nonblocking(true).unwrap();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            loop {
-                let (mut client, _) = listener.accept().await.unwrap();
-                let count = count.clone();
-                tokio::spawn(async move {
-                    let mut head = Vec::new();
-                    while !head.ends_with(b"\r\n\r\n") {
-                        let mut b = [0u8; 1];
-                        if client.read(&mut b).await.unwrap_or(0) == 0 {
-                            return;
-                        }
-                        head.push(b[0]);
-                    }
-                    let text = String::from_utf8_lossy(&head).into_owned();
-                    let target = text.split(' ').nth(1).unwrap_or("").to_string();
-                    let Ok(mut server) = tokio::net::TcpStream::connect(&target).await else {
-                        let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n").await;
-                        return;
-                    };
-                    count.fetch_add(1, Ordering::Relaxed);
-                    client
-                        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                        .await
-                        .unwrap();
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                });
-            }
-        });
+    let proxy = origin(move |seen| {
+        let (target, count) = (seen.target.clone(), count.clone());
+        Reply::write(move |client| {
+            let Ok(server) = TcpStream::connect(&target) else {
+                client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n")?;
+                return Err(io::ErrorKind::ConnectionAborted.into());
+            };
+            count.fetch_add(1, Ordering::Relaxed);
+            client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")?;
+            splice(client, server)?;
+            // The tunnel is over: no further request on this connection.
+            Err(io::ErrorKind::ConnectionAborted.into())
+        })
     });
-    (addr, opened)
+    (proxy, opened)
+}
+
+/// Copies bytes both ways until both sides have ended, passing each
+/// side's end on to the other (as `tokio::io::copy_bidirectional`).
+fn splice(client: &mut TcpStream, mut server: TcpStream) -> io::Result<()> {
+    // Reads wait no longer than the kit's client does: a hang ends.
+    server.set_read_timeout(Some(TIMEOUT))?;
+    let (mut from_client, mut to_server) = (client.try_clone()?, server.try_clone()?);
+    let up = std::thread::spawn(move || {
+        let _ = io::copy(&mut from_client, &mut to_server);
+        let _ = to_server.shutdown(Shutdown::Write);
+    });
+    let _ = io::copy(&mut server, client);
+    let _ = client.shutdown(Shutdown::Write);
+    let _ = up.join();
+    Ok(())
 }
 
 #[test]
 fn https_through_a_forward_proxy_goes_through_connect_tunnels() {
     let (proxy, opened) = tunnel_proxy();
-    let (_dir, t) = checked_run(workload(true, HttpVersion::Http1), Some(proxy));
+    let (_dir, t) = checked_run(workload(true, HttpVersion::Http1), Some(proxy.addr()));
     let c = counts(&t);
     assert!(c.tunnels > 0);
-    assert_eq!(c.tunnels, opened.load(std::sync::atomic::Ordering::Relaxed));
+    assert_eq!(c.tunnels, opened.load(Ordering::Relaxed));
     assert_eq!(c.tls_handshakes, c.tunnels, "TLS inside every tunnel");
     assert_eq!(t.tunnel_ms.count, c.tunnels);
 }

@@ -5,11 +5,13 @@
 
 use crate::support;
 
+use cacheoff_testkit::until;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
-use support::{process, wait};
+use support::process;
+use support::run::intervals_written;
 
 /// A short lineup: a small cache and a compressed plateau, a quick
 /// downtime test.
@@ -247,8 +249,8 @@ fn an_interrupted_lineup_stops_its_product_and_keeps_what_finished() {
         .unwrap();
     // Squid's run has started once its run directory has an interval.
     let squid_run = out.join("squid-forward/run");
-    wait::wait_until("squid's run", Duration::from_secs(300), || {
-        wait::intervals_written(&squid_run) > 0
+    until("squid's run", Duration::from_secs(300), || {
+        intervals_written(&squid_run) > 0
     });
     process::signal(child.id(), "-INT");
     let status = child.wait().unwrap();

@@ -11,12 +11,13 @@ use crate::support;
 use cacheoff_agent::StopHandle;
 use cacheoff_metrics::{encode, Format, ProxyCollector, Registry, RunMetrics, Server, SpeMetrics};
 use cacheoff_rundir::spe::{CollectorSpan, Interval, ProxySpan};
+use cacheoff_testkit::{free_port, until, within, Client};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::Write;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use support::{free_port, repo_file};
+use support::repo_file;
 
 /// Every family the commands export, each with its first labelled
 /// sample, in the classic text format: a run's, the reference proxy's
@@ -145,20 +146,17 @@ fn the_grafana_dashboard_uses_only_exported_metrics() {
     }
 }
 
-/// `GET path` on a new connection: the body, if the status is 200.
+/// `GET path` on a new connection: the body, if the status is 200;
+/// `None` while nothing listens there.
 fn get(addr: SocketAddr, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(20))).ok()?;
+    let mut c = Client::try_connect(addr).ok()?;
     write!(
-        s,
+        c.s,
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
     )
     .ok()?;
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).ok()?;
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.1 200").then(|| body.to_string())
+    let r = c.try_reply(false)?;
+    (r.status == 200).then(|| r.text())
 }
 
 /// The value of the sample `name{labels}` in a scrape, exactly as written.
@@ -320,13 +318,13 @@ fn prometheus_scraping_a_run_computes_its_summary() {
             .unwrap(),
     );
     let started = Instant::now();
-    support::wait::wait_until("prometheus ready", Duration::from_secs(60), || {
+    until("prometheus ready", Duration::from_secs(60), || {
         get(api, "/-/ready").is_some()
     });
     // Prometheus hands targets to its scrapers some seconds after it is
     // ready; the run starts once they scrape (its `up` series exists, 0
     // while nothing listens), so the first scrape sees every counter at 0.
-    support::wait::wait_until("prometheus to scrape", Duration::from_secs(60), || {
+    until("prometheus to scrape", Duration::from_secs(60), || {
         query(api, "count(up{job=\"cacheoff\"})").is_some()
     });
     let out = tmp.path().join("run");
@@ -351,7 +349,7 @@ fn prometheus_scraping_a_run_computes_its_summary() {
         .spawn()
         .unwrap();
     // The run, then its wait for a scrape of the final figures.
-    let ended = support::wait::within(Duration::from_secs(120), || {
+    let ended = within(Duration::from_secs(120), || {
         matches!(run.try_wait(), Ok(Some(_)))
     });
     if !ended {
@@ -367,7 +365,7 @@ fn prometheus_scraping_a_run_computes_its_summary() {
     let dhr = total["dhr"]["measured"].as_f64().unwrap();
     assert!(xacts > 0.0 && dhr > 0.0, "{total}");
     // Prometheus has the final scrape once it shows the run finished.
-    support::wait::wait_until(
+    until(
         "prometheus to see the run's end",
         Duration::from_secs(30),
         || query(api, "max_over_time(cacheoff_run_finished[10m])") == Some(1.0),

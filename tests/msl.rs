@@ -5,9 +5,10 @@
 
 use crate::support;
 
+use cacheoff_testkit::{origin, raw, raw_and_close, Origin, Reply};
 use serde_json::Value;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::io::{self, Write};
+use std::net::SocketAddr;
 use std::time::Duration;
 use support::process::{cacheoff, stderr, stdout};
 
@@ -36,36 +37,24 @@ enum Close {
     KeepOpen,
 }
 
-/// A tiny HTTP server on 127.0.0.1, port 0, that stays up (listening) for
-/// the rest of the test process, as a product does.
-fn server(close: Close) -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        let mut kept = Vec::new();
-        for mut c in l.incoming().flatten() {
-            let mut head = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                match c.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => head.extend_from_slice(&buf[..n]),
-                }
-            }
-            let _ = c.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok");
-            match close {
-                Close::Fin => drop(c),
-                Close::Reset => {
-                    socket2::SockRef::from(&c)
-                        .set_linger(Some(Duration::ZERO))
-                        .unwrap();
-                    drop(c);
-                }
-                Close::KeepOpen => kept.push(c),
-            }
-        }
-    });
-    addr
+/// What the test server answers, whatever it is asked.
+const REPLY: &[u8] = b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+/// A test server: the kit's origin on 127.0.0.1, port 0, a real Linux
+/// listener whose accepted sockets the kernel keeps in TIME-WAIT when
+/// they close first. It listens as long as the test keeps it, as a
+/// product does.
+fn server(close: Close) -> Origin {
+    origin(move |_| match close {
+        Close::Fin => raw_and_close(REPLY),
+        Close::Reset => Reply::write(|s| {
+            s.write_all(REPLY)?;
+            socket2::SockRef::from(&*s).set_linger(Some(Duration::ZERO))?;
+            Err(io::ErrorKind::ConnectionAborted.into())
+        }),
+        // Then waits for a next request: the connection stays open.
+        Close::KeepOpen => raw(REPLY),
+    })
 }
 
 /// `cacheoff msl ADDR --json`: exit status and the JSON object.
@@ -83,7 +72,8 @@ fn a_linux_listener_keeps_time_wait_60_s_and_passes() {
     if !root() {
         return;
     }
-    let (code, v) = msl_json(server(Close::Fin));
+    let server = server(Close::Fin);
+    let (code, v) = msl_json(server.addr());
     let tw = v["time_wait_s"].as_f64().unwrap();
     eprintln!("Linux listener: {v}");
     assert!((55.0..=65.0).contains(&tw), "{v}");
@@ -100,7 +90,8 @@ fn a_server_that_resets_leaves_no_time_wait_and_fails() {
     if !root() {
         return;
     }
-    let (code, v) = msl_json(server(Close::Reset));
+    let server = server(Close::Reset);
+    let (code, v) = msl_json(server.addr());
     eprintln!("RST server: {v}");
     assert!(v["time_wait_s"].as_f64().unwrap() < 1.0, "{v}");
     assert_eq!(v["pass"], false, "{v}");
@@ -116,7 +107,8 @@ fn without_the_guard_our_kernel_s_rst_ends_the_time_wait() {
     }
     // The product's ACK to the first probe draws a RST from our kernel,
     // which kills a Linux TIME-WAIT (net.ipv4.tcp_rfc1337=0, the default).
-    let mut cfg = cacheoff_msl::MslConfig::new(server(Close::Fin));
+    let server = server(Close::Fin);
+    let mut cfg = cacheoff_msl::MslConfig::new(server.addr());
     cfg.guard = false;
     cfg.timeout = Duration::from_secs(20);
     let r = cacheoff_msl::measure(&cfg).unwrap();
@@ -131,7 +123,8 @@ fn a_product_that_keeps_the_connection_open_cannot_be_tested() {
     if !root() {
         return;
     }
-    let out = cacheoff(&["msl", &server(Close::KeepOpen).to_string(), "--json"]);
+    let server = server(Close::KeepOpen);
+    let out = cacheoff(&["msl", &server.addr().to_string(), "--json"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stdout(&out).is_empty());
     let err = stderr(&out);
@@ -148,7 +141,7 @@ fn nothing_listening_is_a_set_up_error() {
     if !root() {
         return;
     }
-    let port = support::free_port();
+    let port = cacheoff_testkit::free_port();
     let out = cacheoff(&["msl", &format!("127.0.0.1:{port}")]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("cannot connect"), "{}", stderr(&out));

@@ -14,13 +14,13 @@ use crate::support;
 
 use cacheoff_rundir::{AgentState, IntervalRecord, Run, RunDir};
 use cacheoff_stats::{Counts, Entry, Latency};
+use cacheoff_testkit::{until, within};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use support::wait::{wait_until, within};
 
 /// The hosts, each a namespace with one address on the bridge.
 const HOSTS: [(&str, u8); 5] = [("px", 2), ("c1", 3), ("c2", 4), ("srv", 5), ("co", 6)];
@@ -331,7 +331,7 @@ fn run_args(out: &Path) -> Vec<String> {
 /// The one run directory an agent's `--data` holds, once it exists.
 fn wait_for_local_log(data: &Path, limit: Duration) -> PathBuf {
     let mut found = None;
-    wait_until(&format!("a run in {}", data.display()), limit, || {
+    until(&format!("a run in {}", data.display()), limit, || {
         found = std::fs::read_dir(data).ok().and_then(|d| {
             d.filter_map(Result::ok)
                 .map(|e| e.path())
@@ -628,7 +628,7 @@ impl Lab {
         if let Some(k) = kill {
             let a = &fleet.agents[k];
             let log = wait_for_local_log(&self.data(a), Duration::from_secs(30));
-            support::wait::wait_for_intervals(&log, 1);
+            support::run::wait_for_intervals(&log, 1);
             std::thread::sleep(Duration::from_secs(3));
             support::process::signal(self.procs[a.proc].child.id(), "-KILL");
             let s = t.elapsed().as_secs_f64();

@@ -5,14 +5,13 @@
 
 use crate::support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use cacheoff_testkit::{binary, exchange, origin, until, Origin};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
-use support::{process, wait};
+use support::process;
 
 /// The origin's object `n`: deterministic bytes, some of them large.
 fn body(n: u64) -> Vec<u8> {
@@ -24,49 +23,17 @@ fn body(n: u64) -> Vec<u8> {
     (0..len).map(|i| (i as u64 * 31 + n * 7) as u8).collect()
 }
 
-/// A plain origin: `GET /obj/N` returns `body(N)`, cachable for an hour.
-fn origin() -> (SocketAddr, Arc<AtomicU64>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    let served = Arc::new(AtomicU64::new(0));
-    let counter = served.clone();
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            let counter = counter.clone();
-            std::thread::spawn(move || {
-                let mut r = BufReader::new(s.try_clone().unwrap());
-                loop {
-                    let mut line = String::new();
-                    if r.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let n: u64 = line
-                        .split_whitespace()
-                        .nth(1)
-                        .and_then(|p| p.strip_prefix("/obj/"))
-                        .and_then(|n| n.parse().ok())
-                        .unwrap_or(0);
-                    loop {
-                        let mut h = String::new();
-                        if r.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
-                            break;
-                        }
-                    }
-                    counter.fetch_add(1, Ordering::SeqCst);
-                    let b = body(n);
-                    let head = format!(
-                        "HTTP/1.1 200 OK\r\nCache-Control: public, max-age=3600\r\nContent-Length: {}\r\n\r\n",
-                        b.len()
-                    );
-                    if s.write_all(head.as_bytes()).is_err() || s.write_all(&b).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (addr, served)
+/// A plain origin: `GET /obj/N` returns `body(N)`, cachable for an hour;
+/// its `count` is the requests it has had.
+fn objects() -> Origin {
+    origin(|seen| {
+        let n = seen
+            .path
+            .strip_prefix("/obj/")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        binary(200, &[("Cache-Control", "public, max-age=3600")], body(n))
+    })
 }
 
 struct ProxyProcess {
@@ -99,28 +66,15 @@ fn start_proxy(disk: &Path) -> ProxyProcess {
 
 /// Fetches object `n` through the proxy: (X-Cache, body).
 fn fetch(proxy: SocketAddr, origin: SocketAddr, n: u64) -> (String, Vec<u8>) {
-    let mut s = TcpStream::connect(proxy).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write!(
-        s,
-        "GET http://{origin}/obj/{n} HTTP/1.1\r\nHost: {origin}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a head")
-        + 4;
-    let head = String::from_utf8_lossy(&raw[..split]).to_string();
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    let x_cache = head
-        .lines()
-        .find_map(|l| l.strip_prefix("X-Cache: "))
-        .unwrap_or("")
-        .to_string();
-    (x_cache, raw[split..].to_vec())
+    let r = exchange(
+        proxy,
+        format!(
+            "GET http://{origin}/obj/{n} HTTP/1.1\r\nHost: {origin}\r\nConnection: close\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.head_text());
+    (r.header("X-Cache").unwrap_or_default(), r.body)
 }
 
 fn files_under(dir: &Path) -> usize {
@@ -141,7 +95,8 @@ fn files_under(dir: &Path) -> usize {
 
 #[test]
 fn the_disk_store_survives_kill_9_and_never_serves_a_damaged_object() {
-    let (origin, served) = origin();
+    let objects = objects();
+    let (origin, served) = (objects.addr(), || objects.count());
     let dir = tempfile::tempdir().unwrap();
     let disk = dir.path().join("cache");
 
@@ -151,13 +106,13 @@ fn the_disk_store_survives_kill_9_and_never_serves_a_damaged_object() {
         assert_eq!((x.as_str(), b.len()), ("MISS", body(n).len()));
     }
     // Disk writes follow the replies; wait until all 30 are on disk.
-    wait::wait_until("30 objects on disk", Duration::from_secs(60), || {
+    until("30 objects on disk", Duration::from_secs(60), || {
         files_under(&disk.join("objects")) == 30
     });
     // Kill it while large objects are being fetched and written: once the
     // origin has had all four requests.
     let addr = p.addr;
-    let asked = served.load(Ordering::SeqCst);
+    let asked = served();
     let in_flight: Vec<_> = (100..104)
         .map(|k| {
             std::thread::spawn(move || {
@@ -165,10 +120,10 @@ fn the_disk_store_survives_kill_9_and_never_serves_a_damaged_object() {
             })
         })
         .collect();
-    wait::wait_until(
+    until(
         "the large fetches at the origin",
         Duration::from_secs(60),
-        || served.load(Ordering::SeqCst) >= asked + 4,
+        || served() >= asked + 4,
     );
     p.child.kill().unwrap();
     p.child.wait().unwrap();
@@ -183,17 +138,13 @@ fn the_disk_store_survives_kill_9_and_never_serves_a_damaged_object() {
         0,
         "leftovers of the kill were removed"
     );
-    let before = served.load(Ordering::SeqCst);
+    let before = served();
     for n in 0..30 {
         let (x, b) = fetch(p.addr, origin, n);
         assert_eq!(x, "HIT", "object {n} was on disk before the kill");
         assert!(b == body(n), "object {n} differs from the origin's");
     }
-    assert_eq!(
-        served.load(Ordering::SeqCst),
-        before,
-        "no origin fetches for hits"
-    );
+    assert_eq!(served(), before, "no origin fetches for hits");
     // The objects in flight at the kill: whole or absent, never torn.
     for k in 100..104 {
         let n = k * 10 + 9;
@@ -223,7 +174,7 @@ fn the_disk_store_survives_kill_9_and_never_serves_a_damaged_object() {
         0,
         "leftovers of the kill were removed"
     );
-    let before = served.load(Ordering::SeqCst);
+    let before = served();
     let mut misses = 0;
     for n in (0..30).chain((100..104).map(|k| k * 10 + 9)) {
         let (x, b) = fetch(p.addr, origin, n);
@@ -231,7 +182,7 @@ fn the_disk_store_survives_kill_9_and_never_serves_a_damaged_object() {
         misses += usize::from(x == "MISS");
     }
     assert_eq!(misses, 1, "exactly the damaged object was fetched again");
-    assert_eq!(served.load(Ordering::SeqCst), before + 1);
+    assert_eq!(served(), before + 1);
     p.child.kill().unwrap();
     p.child.wait().unwrap();
 }

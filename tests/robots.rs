@@ -17,7 +17,7 @@ use support::run::{
 
 #[test]
 fn an_unreachable_proxy_counts_connect_errors_and_the_run_still_finishes() {
-    let port = support::free_port();
+    let port = cacheoff_testkit::free_port();
     let w = simple(200.0, 10, 2, 1.0, 1.0);
     let plan = planned(&w);
     let (_dir, r) = run(w, Some(SocketAddr::from(([127, 0, 0, 1], port))));

@@ -9,8 +9,9 @@ use crate::support;
 
 use cacheoff_multiplier::{Config, ProxyUnderTest};
 use cacheoff_proxy::{Fault, Faults, Proxy, Role};
+use cacheoff_testkit::{accepting, free_port, hold, origin, until};
 use std::collections::HashMap;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 use support::process::{cacheoff, stderr, stdout};
@@ -71,8 +72,9 @@ fn a_replayed_trace_compares_every_proxy_on_the_same_requests() {
     let reference = child(collector.addr(), None);
     let corrupt = child(collector.addr(), Some(Fault::FlipByte));
     let mut squid = support::proxy::squid_under(collector.addr(), dir.path());
-    // Accepts connections and never answers: its copies pile up.
-    let stalled = TcpListener::bind("127.0.0.1:0").unwrap();
+    // Accepts connections and never answers, longer than the replay
+    // lasts: its copies pile up.
+    let stalled = origin(|_| hold(Duration::from_secs(600)));
     let proxies = vec![
         ProxyUnderTest {
             name: "reference".into(),
@@ -88,7 +90,7 @@ fn a_replayed_trace_compares_every_proxy_on_the_same_requests() {
         },
         ProxyUnderTest {
             name: "stalled".into(),
-            addr: stalled.local_addr().unwrap(),
+            addr: stalled.addr(),
         },
     ];
     let spe = dir.path().join("spe");
@@ -233,7 +235,7 @@ fn the_multiplier_command_writes_its_summary_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let collector = support::proxy::start(|c| c.role = Role::Collector);
     let reference = child(collector.addr(), None);
-    let listen = format!("127.0.0.1:{}", support::free_port());
+    let listen = format!("127.0.0.1:{}", free_port());
     let out = dir.path().join("spe");
     let mut m = support::process::command()
         .args([
@@ -255,8 +257,8 @@ fn the_multiplier_command_writes_its_summary_on_sigterm() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    support::wait::wait_until("the Multiplier listens", Duration::from_secs(60), || {
-        support::wait::accepting(listen.parse().unwrap())
+    until("the Multiplier listens", Duration::from_secs(60), || {
+        accepting(listen.parse().unwrap())
     });
     let trace = dir.path().join("t.clf");
     let o = cacheoff(&[

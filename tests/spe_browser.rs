@@ -24,13 +24,12 @@ use crate::support;
 
 use cacheoff_multiplier::{Config, ProxyUnderTest};
 use cacheoff_proxy::{DestRule, Proxy, Role};
+use cacheoff_testkit::{binary, origin_on, Origin, Reply};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -182,87 +181,32 @@ fn page_paths() -> Vec<String> {
     p
 }
 
-/// A tiny origin server on 127.0.0.2 (any port): cachable replies, and a
-/// count of requests per path.
-struct Origin {
-    addr: SocketAddr,
-    requests: Arc<Mutex<BTreeMap<String, u32>>>,
-}
-
+/// The origin on 127.0.0.2 (any port): the page's objects, cachable, and
+/// a 404 for anything else; it counts the requests per path.
 fn origin() -> Origin {
-    let l = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2 (loopback)");
-    let addr = l.local_addr().unwrap();
-    let requests = Arc::new(Mutex::new(BTreeMap::new()));
-    let counts = requests.clone();
-    // Lives until the test's process ends; every connection's reads and
-    // writes have a deadline.
-    std::thread::spawn(move || {
-        for s in l.incoming().flatten() {
-            let counts = counts.clone();
-            std::thread::spawn(move || serve(s, &counts));
+    origin_on("127.0.0.2:0".parse().unwrap(), |seen| {
+        match object(&seen.path) {
+            Some((ctype, body)) => binary(
+                200,
+                &[
+                    ("Content-Type", ctype),
+                    ("Cache-Control", "public, max-age=3600"),
+                    ("Last-Modified", LAST_MODIFIED),
+                ],
+                body,
+            ),
+            None => Reply::new(404, &[("Cache-Control", "no-store")], ""),
         }
-    });
-    Origin { addr, requests }
+    })
 }
 
-fn serve(mut s: TcpStream, counts: &Mutex<BTreeMap<String, u32>>) {
-    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-    let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
-    let mut buf = Vec::new();
-    loop {
-        let end = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
-            }
-            let mut chunk = [0u8; 4096];
-            match s.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-            if buf.len() > 64 * 1024 {
-                return;
-            }
-        };
-        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-        buf.drain(..end);
-        let mut line = head.lines().next().unwrap_or("").split_whitespace();
-        let (method, target) = (line.next().unwrap_or(""), line.next().unwrap_or(""));
-        // Absolute form too, whoever sends it.
-        let path = match target.strip_prefix("http://") {
-            Some(rest) => &rest[rest.find('/').unwrap_or(rest.len())..],
-            None => target,
-        };
-        *counts.lock().unwrap().entry(path.to_string()).or_default() += 1;
-        let reply = match object(path) {
-            Some((ctype, body)) => {
-                let mut r = format!(
-                    "HTTP/1.1 200 OK\r\nDate: {}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n\
-                     Cache-Control: public, max-age=3600\r\nLast-Modified: {LAST_MODIFIED}\r\n\r\n",
-                    cacheoff_http::date::format(unix_now()),
-                    body.len()
-                )
-                .into_bytes();
-                if method != "head" {
-                    r.extend(body);
-                }
-                r
-            }
-            None => {
-                b"HTTP/1.1 404 Not Found\r\nCache-Control: no-store\r\nContent-Length: 0\r\n\r\n"
-                    .to_vec()
-            }
-        };
-        if s.write_all(&reply).is_err() || head.contains("\nconnection: close") {
-            return;
-        }
+/// Requests the origin had, per path.
+fn requests(origin: &Origin) -> BTreeMap<String, u32> {
+    let mut n = BTreeMap::new();
+    for seen in origin.all() {
+        *n.entry(seen.path).or_default() += 1;
     }
-}
-
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
+    n
 }
 
 /// What one user's page recorded, from the DOM Chromium dumped.
@@ -355,7 +299,7 @@ fn two_chromium_users_get_the_collectors_bytes_and_every_proxy_a_copy() {
     let t0 = Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let origin = origin();
-    let base = format!("http://{}", origin.addr);
+    let base = format!("http://{}", origin.addr());
 
     let collector_log = dir.path().join("collector.log");
     let collector = support::proxy::start(|c| {
@@ -364,7 +308,7 @@ fn two_chromium_users_get_the_collectors_bytes_and_every_proxy_a_copy() {
         c.access_log = Some(collector_log.clone());
         // Whatever Chromium asks for on its own goes no further than the
         // Collector: only the origin is a destination.
-        c.allow_dest = Some(vec![origin.addr.to_string().parse::<DestRule>().unwrap()]);
+        c.allow_dest = Some(vec![origin.addr().to_string().parse::<DestRule>().unwrap()]);
     });
     let logs: Vec<_> = ["alpha", "beta"]
         .iter()
@@ -519,7 +463,7 @@ fn two_chromium_users_get_the_collectors_bytes_and_every_proxy_a_copy() {
 
     // The origin saw each object once: the Collector fetched it, and the
     // proxies' misses went through the Collector.
-    let at_origin = origin.requests.lock().unwrap().clone();
+    let at_origin = requests(&origin);
     let expected: BTreeMap<String, u32> = paths.iter().map(|p| (p.clone(), 1)).collect();
     assert_eq!(at_origin, expected);
     eprintln!("took {:?}", t0.elapsed());

@@ -32,7 +32,7 @@ pub fn signal(pid: u32, sig: &str) {
 /// SIGTERM, then up to `grace` for `child` to exit before it is killed.
 pub fn terminate(child: &mut Child, grace: Duration) {
     signal(child.id(), "-TERM");
-    if !super::wait::within(grace, || matches!(child.try_wait(), Ok(Some(_)))) {
+    if !cacheoff_testkit::within(grace, || matches!(child.try_wait(), Ok(Some(_)))) {
         let _ = child.kill();
         let _ = child.wait();
     }

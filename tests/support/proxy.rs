@@ -56,7 +56,7 @@ pub fn squid_under(
     use cacheoff_products::{Mode, ProductSpec, Settings};
     let spec = ProductSpec::builtin("squid").unwrap();
     let settings = Settings {
-        listen: std::net::SocketAddr::from(([127, 0, 0, 1], super::free_port())),
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], cacheoff_testkit::free_port())),
         mem: 64 << 20,
         disk: None,
         addrmap: None,

@@ -231,9 +231,25 @@ pub fn run_reverse(
 pub fn stop_after(dir: &Path, intervals: usize, stop: &StopHandle) -> JoinHandle<()> {
     let (dir, stop): (PathBuf, _) = (dir.to_path_buf(), stop.clone());
     std::thread::spawn(move || {
-        super::wait::wait_for_intervals(&dir, intervals);
+        wait_for_intervals(&dir, intervals);
         stop.stop();
     })
+}
+
+/// Complete (newline-ended) lines in a run's `intervals.jsonl` so far.
+pub fn intervals_written(run: &Path) -> usize {
+    std::fs::read(run.join("intervals.jsonl"))
+        .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+        .unwrap_or(0)
+}
+
+/// Waits until the run in `run` has written `n` intervals.
+pub fn wait_for_intervals(run: &Path, n: usize) {
+    cacheoff_testkit::until(
+        &format!("{n} intervals in {}", run.display()),
+        std::time::Duration::from_secs(60),
+        || intervals_written(run) >= n,
+    );
 }
 
 /// What `w`'s plan asks for on `workers` workers: the open-loop arrivals

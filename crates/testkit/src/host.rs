@@ -1,6 +1,6 @@
-//! This process and its sockets, as tests measure them: a free port, the
-//! resident set, threads, a connection that takes little at a time, and
-//! whether a peer has closed.
+//! This process and its sockets, as tests measure them: a free port,
+//! whether something listens, the resident set, threads, a connection
+//! that takes little at a time, and whether a peer has closed.
 
 use std::io::{self, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -11,6 +11,12 @@ use std::time::{Duration, Instant};
 pub fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
     l.local_addr().unwrap().port()
+}
+
+/// Whether something accepts connections on `addr` now (a process the
+/// test started, once it listens: poll it with [`crate::until`]).
+pub fn accepting(addr: SocketAddr) -> bool {
+    TcpStream::connect(addr).is_ok()
 }
 
 /// This process's resident set, in bytes.

@@ -1,6 +1,7 @@
 //! The scripted origin for tests: `cacheoff_conform`'s, with one script
 //! for every path and the replies tests need beside the structured one
-//! ([`Reply::new`]): exact bytes, at a chosen pace, or never.
+//! ([`Reply::new`], [`binary`] for a body of any bytes): exact bytes, at
+//! a chosen pace, or never.
 
 pub use cacheoff_conform::{Origin, Reply, Seen};
 use std::io::{self, Read, Write};
@@ -23,6 +24,20 @@ pub fn origin_on(
     let o = Origin::bind(addr).unwrap_or_else(|e| panic!("an origin on {addr}: {e}"));
     o.fallback(Arc::new(script));
     o
+}
+
+/// [`Reply::new`] with a body of any bytes (an image, a large object):
+/// `Date` and `Content-Length` added unless given, no body for `HEAD`.
+pub fn binary(status: u16, headers: &[(&str, &str)], body: impl Into<Vec<u8>>) -> Reply {
+    Reply::Send {
+        status,
+        headers: headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect(),
+        body: body.into(),
+        delay: Duration::ZERO,
+    }
 }
 
 /// These bytes exactly, in one write (a head the test wrote, a malformed

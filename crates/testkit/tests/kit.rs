@@ -3,9 +3,10 @@
 
 use cacheoff_http::Framing;
 use cacheoff_testkit::{
-    chunked, closed_now, closed_within, endless, exchange, hold, origin, paced, pieces,
-    raw_and_close, read_all, until, Client, Reply,
+    accepting, binary, chunked, closed_now, closed_within, endless, exchange, free_port, hold,
+    origin, paced, pieces, raw_and_close, read_all, until, Client, Reply,
 };
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -66,6 +67,33 @@ fn bodies_stay_out_of_the_log_when_asked_but_scripts_get_them() {
     );
     assert_eq!(r.text(), "5");
     assert!(o.all()[0].body.is_empty());
+}
+
+#[test]
+fn a_body_of_any_bytes_arrives_whole_with_its_length() {
+    // Every byte value, past what one read takes.
+    let bytes: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+    let body = bytes.clone();
+    let o = origin(move |_| binary(200, &[("Content-Type", "image/png")], body.clone()));
+    let r = exchange(o.addr(), b"GET /img HTTP/1.1\r\nHost: o\r\n\r\n");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-length").as_deref(), Some("70000"));
+    assert_eq!(r.header("content-type").as_deref(), Some("image/png"));
+    assert!(r.header("date").is_some());
+    assert!(r.body == bytes);
+    let head = exchange(o.addr(), b"HEAD /img HTTP/1.1\r\nHost: o\r\n\r\n");
+    assert_eq!(head.header("content-length").as_deref(), Some("70000"));
+    assert!(head.body.is_empty());
+}
+
+#[test]
+fn a_listener_accepts_and_a_free_port_does_not() {
+    let o = origin(|_| Reply::Close);
+    assert!(accepting(o.addr()));
+    until("the probe's connection", Duration::from_secs(60), || {
+        o.connections() == 1
+    });
+    assert!(!accepting(SocketAddr::from(([127, 0, 0, 1], free_port()))));
 }
 
 #[test]
