@@ -6,14 +6,15 @@
 
 use crate::support;
 
+use cacheoff_agent::StopHandle;
 use cacheoff_base::Dur;
 use cacheoff_rundir::RunDir;
 use cacheoff_workload::{Arrivals, Dist, Quantity};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use support::run::{
-    assert_every_planned_request_ended, changing, phase_names, planned, polymix_content,
-    polymix_requests, run, simple,
+    assert_every_planned_request_ended, changing, phase_names, planned, planned_on,
+    polymix_content, polymix_requests, run, run_into, simple,
 };
 
 #[test]
@@ -111,14 +112,14 @@ fn latency_is_measured_from_the_intended_start_and_from_the_connection() {
     assert_every_planned_request_ended(&plan, t);
     assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
     // Polygraph's clock starts once the connection is had: the think time
-    // and a little more (on a busy machine, more), never the wait for the
-    // connection, which grows to seconds here. The intended start adds it.
+    // at least, never the wait for the connection, which grows to seconds
+    // here (the faster the machine, the less; never less than the plan's
+    // shortfall makes it). The intended start adds it.
     let pg = &t.rt_polygraph_ms.all;
     assert!(
-        pg.mean >= 100.0 && pg.mean < 300.0,
+        pg.mean >= 100.0 && pg.p50 >= 100.0,
         "Polygraph clock {pg:?}"
     );
-    assert!(pg.p50 >= 100.0, "Polygraph clock {pg:?}");
     assert_waits_left_out(t, 100.0);
     assert!(t.send_lag_ms.max > 300.0, "lag max {}", t.send_lag_ms.max);
 }
@@ -218,14 +219,18 @@ fn the_polygraph_clock_counts_the_connect_but_not_the_wait_for_a_connection() {
     // One connection each.
     assert_eq!(t.conns.opened, t.xacts);
     let pg = &t.rt_polygraph_ms.all;
-    // From the send, every transaction is quick: the relay answers at
-    // once (mean send time = mean intended start + mean send lag), far
-    // below the 1 s connects even on a busy machine.
-    let from_send = t.rt_ms.all.mean - t.send_lag_ms.mean;
-    assert!(from_send < 500.0, "from the send {from_send} ms");
     // Polygraph's clock includes the 1 s connects of all but the first.
     assert!(pg.max >= 1000.0 && pg.p50 >= 1000.0, "{pg:?}");
     assert!(pg.mean >= 700.0, "{pg:?}");
+    // The clock from the send does not (mean send time = mean intended
+    // start + mean send lag): Polygraph's is longer by the connects, at
+    // least 1 s for all but the first of 4 to 6.
+    let from_send = t.rt_ms.all.mean - t.send_lag_ms.mean;
+    assert!(
+        pg.mean - from_send >= 700.0,
+        "Polygraph clock {} ms, from the send {from_send} ms",
+        pg.mean
+    );
     // The intended start adds the waits for the one slot (0.5 s, 1 s and
     // 1.5 s for the third to the fifth).
     assert_waits_left_out(t, 250.0);
@@ -335,67 +340,112 @@ fn constant_arrivals_keep_the_rate() {
     );
 }
 
-/// One-way delay of the emulated links. Each case below is a whole
-/// number of them; a tenth of a second leaves a busy machine most of a
-/// delay of room before a case would look like one with a delay more.
-const DELAY_MS: f64 = 100.0;
+/// One-way delay of the emulated links, in milliseconds.
+const DELAY_MS: u64 = 100;
 
-/// Asserts that the median `p50` took `delays` one-way delays: never
-/// less, and less than one delay more.
-fn assert_delays(p50: f64, delays: f64, what: &str) {
-    let want = delays * DELAY_MS;
+/// One-way delays a new connection's handshake costs on a link before its
+/// first request travels.
+const HANDSHAKE: u64 = 2;
+
+/// Asserts what `links` emulated links did to run `t`, where each
+/// transaction needs `delays` one-way delays on each link beyond a new
+/// connection's handshake: they charged exactly those (`link_wait_us`: no
+/// round trip more or fewer), and the median transaction, planned to take
+/// `median` delays, took at least as long (a delay is never shorter than
+/// planned; how much longer is the machine's, which `bench/planned-latency.sh`
+/// measures).
+fn assert_delays(t: &cacheoff_stats::Entry, links: u64, delays: u64, median: u64, what: &str) {
+    let c = t.raw_counts();
+    let charged = links * (c.conns_opened * HANDSHAKE + c.xacts * delays);
+    assert_eq!(
+        c.link_wait_us,
+        charged * DELAY_MS * 1000,
+        "{what}: {} xacts on {} connections",
+        c.xacts,
+        c.conns_opened
+    );
+    let p50 = t.rt_polygraph_ms.all.p50;
+    let want = (median * DELAY_MS) as f64;
     assert!(
-        p50 >= want - 1.0 && p50 < want + 0.9 * DELAY_MS,
-        "{what}: {p50} ms for {delays} delays of {DELAY_MS} ms"
+        p50 >= want - 1.0,
+        "{what}: {p50} ms for {median} delays of {DELAY_MS} ms"
     );
 }
 
 fn link() -> cacheoff_workload::LinkConfig {
     cacheoff_workload::LinkConfig {
-        delay: Dur::secs(DELAY_MS / 1000.0),
+        delay: Dur::secs(DELAY_MS as f64 / 1000.0),
         loss: 0.0,
     }
 }
 
+/// One robot with one connection slot and one origin server at 1.5
+/// requests a second, each connection carrying `reuse` transactions of
+/// `size` bytes, with `tune` setting the links: the run's total, every
+/// planned request ended without error. On one worker: a worker's last
+/// snapshot follows the drain of its own robots' transactions, so it holds
+/// every wait its server charged them (a worker with none in flight sends
+/// its own at the schedule's end, and what its servers count for another
+/// worker's last transactions after that is not in the run's figures).
+fn wan_run(
+    reuse: f64,
+    size: f64,
+    tune: impl FnOnce(&mut cacheoff_workload::Workload),
+) -> cacheoff_stats::Entry {
+    let mut w = simple(1.5, 1, 1, 0.5, 4.0);
+    w.robots.max_conns = 1;
+    w.robots.conn_reuse = Dist::constant(Quantity::Count, reuse);
+    w.content[0].size = Dist::constant(Quantity::Size, size);
+    tune(&mut w);
+    let plan = planned_on(&w, 1);
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_into(dir.path(), w, None, 1, &StopHandle::new());
+    let t = r.summary.total;
+    assert_every_planned_request_ended(&plan, &t);
+    assert_eq!(t.errors.total, 0, "{:?}", t.errors.by_kind);
+    assert!(t.xacts >= 3, "{plan:?}");
+    t
+}
+
 #[test]
 fn wan_emulation_adds_the_expected_round_trips() {
-    let case = |reuse: f64, size: f64| {
-        let mut w = simple(1.5, 1, 1, 0.5, 4.0);
-        w.robots.max_conns = 1;
-        w.robots.conn_reuse = Dist::constant(Quantity::Count, reuse);
-        w.content[0].size = Dist::constant(Quantity::Size, size);
-        w.servers.link = Some(link());
-        let (_dir, r) = run(w, None);
-        assert_eq!(r.summary.total.errors.total, 0);
-        r.summary.total.rt_polygraph_ms.all.p50
-    };
+    let case = |reuse: f64, size: f64| wan_run(reuse, size, |w| w.servers.link = Some(link()));
     // From the connection, as Polygraph (the emulated handshake is in it).
     // New connection each time: SYN, SYN-ACK, request, response.
-    assert_delays(case(1.0, 1024.0), 4.0, "new connection");
-    // Persistent connection: request and response.
-    assert_delays(case(1000.0, 1024.0), 2.0, "reused connection");
+    let t = case(1.0, 1024.0);
+    assert_eq!(t.conns.opened, t.xacts);
+    assert_delays(&t, 1, 2, 4, "new connection");
+    // Persistent connection: request and response; one connection for the
+    // whole run (its idle gaps are far below the keep-alive timeouts), so
+    // only the first transaction pays the handshake.
+    let t = case(1000.0, 1024.0);
+    assert_eq!(t.conns.opened, 1);
+    assert_delays(&t, 1, 2, 2, "reused connection");
     // 100 KB needs four slow-start rounds: 3 more round trips.
-    assert_delays(case(1000.0, 100.0 * 1024.0), 8.0, "100 KB");
+    let t = case(1000.0, 100.0 * 1024.0);
+    assert_eq!(t.conns.opened, 1);
+    assert_delays(&t, 1, 8, 8, "100 KB");
 }
 
 #[test]
 fn client_side_wan_emulation_adds_the_same_round_trips() {
     let case = |reuse: f64, size: f64, servers_too: bool| {
-        let mut w = simple(1.5, 1, 1, 0.5, 4.0);
-        w.robots.max_conns = 1;
-        w.robots.conn_reuse = Dist::constant(Quantity::Count, reuse);
-        w.content[0].size = Dist::constant(Quantity::Size, size);
-        w.robots.link = Some(link());
-        w.servers.link = servers_too.then(link);
-        let (_dir, r) = run(w, None);
-        assert_eq!(r.summary.total.errors.total, 0);
-        r.summary.total.rt_polygraph_ms.all.p50
+        wan_run(reuse, size, |w| {
+            w.robots.link = Some(link());
+            w.servers.link = servers_too.then(link);
+        })
     };
     // The robot's end: the handshake and the request before it writes,
     // the response held as it arrives: 4 delays on a new connection.
-    assert_delays(case(1.0, 1024.0, false), 4.0, "new connection");
+    let t = case(1.0, 1024.0, false);
+    assert_eq!(t.conns.opened, t.xacts);
+    assert_delays(&t, 1, 2, 4, "new connection");
     // 100 KB read in four slow-start rounds: 2 + 3 x 2 delays.
-    assert_delays(case(1000.0, 100.0 * 1024.0, false), 8.0, "100 KB");
+    let t = case(1000.0, 100.0 * 1024.0, false);
+    assert_eq!(t.conns.opened, 1);
+    assert_delays(&t, 1, 8, 8, "100 KB");
     // Both sides emulated: both links crossed, 2 x 2 delays.
-    assert_delays(case(1000.0, 1024.0, true), 4.0, "both sides");
+    let t = case(1000.0, 1024.0, true);
+    assert_eq!(t.conns.opened, 1);
+    assert_delays(&t, 2, 2, 4, "both sides");
 }

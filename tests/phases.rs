@@ -4,6 +4,7 @@
 
 use crate::support;
 
+use cacheoff_proxy::ProxyStats;
 use cacheoff_rundir::RunDir;
 use cacheoff_workload::expected_offered;
 use support::proxy;
@@ -180,13 +181,10 @@ fn datacomm_1_offers_55_percent_and_an_ideal_cache_achieves_it() {
         m.dhr.offered
     );
     assert_eq!(m.dhr.measured, 0.0);
-    // Misses pay the think time (3 s on average), once.
+    // Misses pay the think time (3 s on average). (That they pay it once
+    // is a time, `bench/planned-latency.sh`'s.)
     let miss = &m.rt_polygraph_ms.miss;
-    assert!(
-        miss.mean > 2800.0 && miss.mean < 4000.0,
-        "miss {}",
-        miss.mean
-    );
+    assert!(miss.mean > 2800.0, "miss {}", miss.mean);
 
     // Through an ideal cache, every hit it can make is made. (Fast hits finish
     // inside a short phase more often than slow misses, which shifts both
@@ -205,10 +203,23 @@ fn datacomm_1_offers_55_percent_and_an_ideal_cache_achieves_it() {
         m.dhr.measured,
         m.dhr.ideal
     );
-    // Most hits are immediate, far from a miss's 3 s; those collapsed
-    // onto a fetch in progress wait for it, which raises the mean but not
-    // the median.
-    assert!(m.rt_ms.hit.p50 < 1000.0, "hit p50 {}", m.rt_ms.hit.p50);
+    // A hit skips the origin's 3 s: every hit the robots counted (by the
+    // echo, a reply fetched for another transaction) the proxy served from
+    // its store, with no fetch of its own. Those collapsed onto a fetch in
+    // progress waited for it, which raises the hits' mean; they are too
+    // few to be the median hit. (How long hits take against misses is
+    // `bench/planned-latency.sh`'s.)
+    let hits = proxy::hits(&proxy);
+    let collapsed = ProxyStats::get(&proxy.stats().collapsed);
+    eprintln!(
+        "hits {hits}, collapsed {collapsed}, hit p50 {}",
+        m.rt_ms.hit.p50
+    );
+    assert_eq!(cached.summary.total.rt_ms.hit.count, hits);
+    assert!(
+        m.rt_ms.hit.count > 1000 && 2 * collapsed < hits,
+        "{collapsed} of {hits} hits waited for a fetch"
+    );
 }
 
 #[test]

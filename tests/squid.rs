@@ -188,7 +188,7 @@ fn squid_answers_every_request_type_correctly() {
 #[ignore = "needs Debian's squid; .ci/run installs it and runs this"]
 fn squid_runs_a_compressed_polymix_3() {
     let w = compressed("polymix-3", 200.0, 15.0, Some(16 << 20));
-    let (r, _log) = run_through_squid(w);
+    let (r, log) = run_through_squid(w);
     let t = &r.summary.total;
     let top2 = phase(&r.summary, "top2");
     eprintln!(
@@ -205,8 +205,27 @@ fn squid_runs_a_compressed_polymix_3() {
     assert_eq!(r.summary.phases.len(), 12);
     assert!(t.errors.percent < 1.0, "{:?}", t.errors.by_kind);
     assert!(top2.dhr.measured > 25.0, "DHR {}", top2.dhr.measured);
-    // Hits skip the think time and the WAN.
-    assert!(top2.rt_ms.hit.mean < top2.rt_ms.miss.mean / 5.0);
+    // Hits skip the think time and the WAN: each hit the robots counted
+    // (by the echo, a reply fetched for another transaction) Squid logged
+    // as served from its store, with no origin fetch; its other hit lines
+    // are transactions that failed or were aborted, at most. (How long
+    // hits take against misses is `bench/planned-latency.sh`'s.)
+    let stored = log.lines().filter(|l| from_store(l)).count() as u64;
+    let hits = t.rt_ms.hit.count;
+    assert!(
+        hits > 1000 && hits <= stored && stored <= hits + t.errors.total + t.aborts.robot,
+        "robots counted {hits} hits, Squid logged {stored}"
+    );
+}
+
+/// Whether an access log line (`squid` format) is a reply Squid served
+/// from its store without asking the origin: a `*_HIT` code (`TCP_HIT`,
+/// `TCP_MEM_HIT`, `TCP_IMS_HIT`, ...); a refresh is `TCP_REFRESH_*`.
+fn from_store(line: &str) -> bool {
+    line.split_whitespace()
+        .nth(3)
+        .and_then(|code| code.split('/').next())
+        .is_some_and(|c| c.ends_with("_HIT"))
 }
 
 /// What Squid spent through a run of `w` with `extra` configuration:

@@ -48,6 +48,15 @@ impl Local {
         self.stats.borrow_mut().record_error(kind);
     }
 
+    /// Waits out what an emulated link charges, counted so that a run
+    /// shows the delays it was given (`link_wait_us`).
+    pub async fn link_wait(&self, d: std::time::Duration) {
+        if !d.is_zero() {
+            self.stats.borrow_mut().counters.link_wait_us += d.as_micros() as u64;
+            tokio::time::sleep(d).await;
+        }
+    }
+
     /// The current `Date` header value, formatted once per second.
     pub fn with_date<T>(&self, f: impl FnOnce(&str) -> T) -> T {
         let secs = std::time::SystemTime::now()

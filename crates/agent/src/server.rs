@@ -154,8 +154,8 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
             }
         }
         if let Some(end) = &mut link {
-            let travel = end.request((head.head_len + body_len) as u64);
-            tokio::time::sleep(travel).await;
+            ctx.link_wait(end.request((head.head_len + body_len) as u64))
+                .await;
         }
         let keep_alive = head.keep_alive && served + 1 < limit;
         let Some(crate::reply::Answer {
@@ -183,7 +183,11 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
                 .await
                 .map(|_| false)
         } else if !rounds.is_empty() {
-            tokio::time::timeout_at(due, write_paced(&mut s, &out, seed, body_len, &rounds)).await
+            tokio::time::timeout_at(
+                due,
+                write_paced(&ctx, &mut s, &out, seed, body_len, &rounds),
+            )
+            .await
         } else if body_len <= ONE_WRITE {
             body::append(&mut out, seed, 0, body_len);
             tokio::time::timeout_at(due, s.write_all(&out))
@@ -232,6 +236,7 @@ async fn write_range<S: AsyncWrite + Unpin>(
 
 /// Writes the response in the link's rounds, waiting before each.
 async fn write_paced<S: AsyncWrite + Unpin>(
+    ctx: &Local,
     s: &mut S,
     head: &[u8],
     seed: u64,
@@ -240,7 +245,7 @@ async fn write_paced<S: AsyncWrite + Unpin>(
 ) -> bool {
     let mut at = 0;
     for &(wait, n) in rounds {
-        tokio::time::sleep(wait).await;
+        ctx.link_wait(wait).await;
         if !write_range(s, head, seed, body_len, at, at + n).await {
             return false;
         }

@@ -178,6 +178,7 @@ counter_table! {
         TlsResumed tls_resumed: "TLS handshakes that resumed an earlier session",
         Tunnels tunnels: "CONNECT tunnels a forward proxy opened for robots (HTTPS through a proxy: no hit can be seen inside one)",
         H2Refused h2_refused: "connections on which robots offered HTTP/2 and the server chose HTTP/1.1 (ALPN); they carry HTTP/1.1",
+        LinkWaitUs link_wait_us: "microseconds the emulated WAN links (robots.link, servers.link) held requests and responses, both ends added",
     }
     gauges {
         conns_open: "robot connections open at the end of the interval",

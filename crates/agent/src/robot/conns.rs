@@ -6,7 +6,7 @@
 
 use super::h2::{H2Conn, Lane};
 use crate::link::{End, Link};
-use crate::local::{Clients, OpenGuard};
+use crate::local::{Clients, Local, OpenGuard};
 use cacheoff_base::rng::{seeded, Rng, SimRng};
 use cacheoff_stats::ErrorKind;
 use cacheoff_tls::Stream;
@@ -37,12 +37,13 @@ enum Io {
 
 /// A connection's socket and, with `robots.link`, the robot's end of the
 /// emulated link (the same [`End`] an origin server keeps for
-/// `servers.link`): a request waits out its travel before it is written,
-/// and response bytes are read no further than the current slow-start
-/// round and held for the round's wait as they arrive.
+/// `servers.link`) with the worker that counts its waits: a request waits
+/// out its travel before it is written, and response bytes are read no
+/// further than the current slow-start round and held for the round's
+/// wait as they arrive.
 pub struct Wire {
     io: Io,
-    link: Option<End>,
+    link: Option<(End, Rc<Local>)>,
     /// A stream's own count as open (a lane's is its connection's).
     _open: Option<OpenGuard>,
 }
@@ -50,8 +51,8 @@ pub struct Wire {
 impl Wire {
     /// Writes a request, once it has travelled over the link.
     pub async fn send(&mut self, request: &[u8]) -> io::Result<()> {
-        if let Some(end) = &mut self.link {
-            tokio::time::sleep(end.request(request.len() as u64)).await;
+        if let Some((end, local)) = &mut self.link {
+            local.link_wait(end.request(request.len() as u64)).await;
         }
         match &mut self.io {
             Io::Stream(s) => s.write_all(request).await,
@@ -78,11 +79,11 @@ impl Wire {
             Io::Stream(s) => s,
             Io::H2(lane) => return lane.read_buf(buf).await,
         };
-        let Some(end) = &mut self.link else {
+        let Some((end, local)) = &mut self.link else {
             return s.read_buf(buf).await;
         };
         let n = s.take(end.room()).read_buf(buf).await?;
-        hold(end, n).await;
+        hold(end, local, n).await;
         Ok(n)
     }
 
@@ -92,23 +93,20 @@ impl Wire {
             Io::Stream(s) => s,
             Io::H2(lane) => return lane.read(buf).await,
         };
-        let Some(end) = &mut self.link else {
+        let Some((end, local)) = &mut self.link else {
             return s.read(buf).await;
         };
         let room = usize::try_from(end.room()).map_or(buf.len(), |r| r.min(buf.len()));
         let n = s.read(&mut buf[..room]).await?;
-        hold(end, n).await;
+        hold(end, local, n).await;
         Ok(n)
     }
 }
 
 /// Holds `n` bytes just read for as long as the link would have taken.
-async fn hold(end: &mut End, n: usize) {
+async fn hold(end: &mut End, local: &Local, n: usize) {
     if n > 0 {
-        let wait = end.pass(n as u64);
-        if !wait.is_zero() {
-            tokio::time::sleep(wait).await;
-        }
+        local.link_wait(end.pass(n as u64)).await;
     }
 }
 
@@ -291,11 +289,10 @@ impl Pool {
         let (limit, link) = {
             let mut rng = self.rng.borrow_mut();
             let limit = (w.robots.conn_reuse.sample(&mut *rng) as u32).max(1);
-            let link = w
-                .robots
-                .link
-                .as_ref()
-                .map(|l| End::new(Link::new(l), seeded(rng.gen())));
+            let link = w.robots.link.as_ref().map(|l| {
+                let end = End::new(Link::new(l), seeded(rng.gen()));
+                (end, clients.local.clone())
+            });
             (limit, link)
         };
         if h2 {
