@@ -14,7 +14,7 @@
 #
 # Usage: ops/busy-ci.sh [CARGO TEST ARGS...]
 #   With arguments they replace `--workspace -q --no-fail-fast -- --include-ignored`,
-#   e.g. `ops/busy-ci.sh --test direct` for one test binary.
+#   e.g. `ops/busy-ci.sh --test runs direct::` for one test file.
 # Environment: BUSY_CI_HOGS (default: nproc) stressors; BUSY_CI_LIMIT
 #   (default 4h) the hog's own time limit, should the trap never run.
 set -euo pipefail

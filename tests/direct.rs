@@ -192,7 +192,7 @@ fn the_polygraph_clock_counts_the_connect_but_not_the_wait_for_a_connection() {
     w.robots.max_conns = 1;
     w.robots.arrivals = Arrivals::Constant;
     w.robots.conn_reuse = Dist::constant(Quantity::Count, 1.0);
-    w.servers.port = support::free_port();
+    w.servers.port = cacheoff_testkit::free_port();
     let plan = planned(&w);
     // 2.5 s at 2/s.
     assert!((4..=6).contains(&plan.total), "{plan:?}");

@@ -5,6 +5,7 @@ use crate::support;
 
 use cacheoff_agent::StopHandle;
 use cacheoff_run::RunResult;
+use cacheoff_testkit::{accepting, free_port, within};
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -14,7 +15,7 @@ use support::run::{
     assert_every_planned_request_ended, compressed, from_text, phase, planned, run_into, simple,
     WORKERS,
 };
-use support::{process, repo_file, wait};
+use support::{process, repo_file};
 
 struct Squid {
     child: Child,
@@ -46,7 +47,7 @@ fn start_squid(dir: &Path) -> Squid {
 /// Squid with ops/squid/squid.conf and `extra` lines after it; a
 /// `cache_dir` in them is made first (`squid -z`).
 fn start_squid_with(dir: &Path, extra: &str) -> Squid {
-    let port = support::free_port();
+    let port = free_port();
     let conf = repo_file("ops/squid/squid.conf")
         .replace("@PORT@", &port.to_string())
         .replace("@DIR@", dir.to_str().unwrap())
@@ -71,7 +72,7 @@ fn start_squid_with(dir: &Path, extra: &str) -> Squid {
         .expect("start squid");
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     assert!(
-        wait::within(Duration::from_secs(30), || wait::accepting(addr)),
+        within(Duration::from_secs(30), || accepting(addr)),
         "squid did not listen on {addr}; cache.log:\n{}",
         std::fs::read_to_string(dir.join("cache.log")).unwrap_or_default()
     );

@@ -17,16 +17,6 @@ pub mod process;
 pub mod proxy;
 pub mod run;
 
-/// The kit's, under the names tests/direct.rs and tests/squid.rs still
-/// use (another change is editing them); unused in the binaries without
-/// them.
-#[allow(unused_imports)]
-pub use cacheoff_testkit::free_port;
-pub mod wait {
-    #[allow(unused_imports)]
-    pub use cacheoff_testkit::{accepting, within};
-}
-
 use std::path::Path;
 
 /// A file of this repository (`docs/...`, `ops/...`) as text.
