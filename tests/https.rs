@@ -8,7 +8,7 @@ use crate::support;
 
 use cacheoff_stats::Entry;
 use cacheoff_testkit::{origin, Origin, Reply, TIMEOUT};
-use cacheoff_workload::{HttpVersion, Workload};
+use cacheoff_workload::{Dist, HttpVersion, Quantity, Workload};
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,6 +83,23 @@ fn http2_over_tls_multiplexes_a_robots_requests_over_few_connections() {
     // one after every 128 transactions on it), far fewer than HTTP/1.1's.
     assert!(c.conns_opened <= 60 * 12 + c.xacts / 128 + 1, "{c:?}");
     assert!(t.xacts > c.conns_opened, "{c:?}");
+}
+
+/// Issue 35's CI: under load a robot opened an HTTP/2 connection per
+/// request that came due while its first one to that server was still
+/// being set up (879 for 720 robot-server pairs). Here one robot's
+/// requests come due every half millisecond, many during its first TLS
+/// handshake: they all wait for that one connection.
+#[test]
+fn http2_requests_wait_for_the_connection_being_opened_to_their_server() {
+    let mut w = simple(2000.0, 1, 1, 0.5, 1.0);
+    w.robots.tls = true;
+    w.robots.http = HttpVersion::Http2;
+    w.robots.max_conns = 8;
+    w.robots.conn_reuse = Dist::constant(Quantity::Count, 1e6);
+    let (_dir, t) = checked_run(w, None);
+    let c = counts(&t);
+    assert_eq!(c.conns_opened, 1, "{c:?}");
 }
 
 #[test]

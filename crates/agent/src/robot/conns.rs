@@ -18,6 +18,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
+use tokio::sync::Notify;
 
 /// Head reads (and the body bytes that come with them).
 pub const HEAD_CHUNK: usize = 4 * 1024;
@@ -169,6 +170,9 @@ pub struct Pool {
     idle: RefCell<Vec<Conn>>,
     /// Live HTTP/2 connections, by target: new lanes open on them.
     h2: RefCell<Vec<(Target, Rc<H2Conn>)>>,
+    /// HTTP/2 connections being opened, by target: a request for the same
+    /// target waits for it instead of opening another, as a browser does.
+    h2_opening: RefCell<Vec<(Target, Rc<Notify>)>>,
     /// Slots held by tasks running transactions.
     pub drivers: Cell<u32>,
 }
@@ -180,6 +184,7 @@ impl Pool {
             rng: RefCell::new(rng),
             idle: RefCell::new(Vec::new()),
             h2: RefCell::new(Vec::new()),
+            h2_opening: RefCell::new(Vec::new()),
             drivers: Cell::new(0),
         }
     }
@@ -244,10 +249,27 @@ impl Pool {
         let shared = clients.shared();
         let w = &shared.workload;
         let h2 = w.robots.http == HttpVersion::Http2;
+        // Held while this opens an HTTP/2 connection to `target`.
+        let mut _opening = None;
         if h2 {
-            if let Some(c) = self.live_h2(target, w.timeouts.keep_alive.0) {
-                return Ok(Conn::new(lane_wire(&c), target, u32::MAX, began));
+            loop {
+                if let Some(c) = self.live_h2(target, w.timeouts.keep_alive.0) {
+                    return Ok(Conn::new(lane_wire(&c), target, u32::MAX, began));
+                }
+                let other = self
+                    .h2_opening
+                    .borrow()
+                    .iter()
+                    .find(|(t, _)| *t == target)
+                    .map(|(_, n)| n.clone());
+                match other {
+                    // Its outcome, then look again (a failed one leaves
+                    // this request to open its own).
+                    Some(done) => done.notified().await,
+                    None => break,
+                }
             }
+            _opening = Some(Opening::new(self, target));
         }
         let (addr, tunnel) = match (target, shared.via.addr()) {
             (Target::Proxy, Some(a)) => (a, false),
@@ -349,6 +371,33 @@ impl Pool {
         stats.counters.conns_opened += 1;
         stats.firsts.record_conn(shared.secs_at(Instant::now()));
         Ok(stream)
+    }
+}
+
+/// An HTTP/2 connection being opened by one request; the requests for
+/// the same target waiting on it are woken when it is dropped (opened,
+/// failed or abandoned).
+struct Opening<'a> {
+    pool: &'a Pool,
+    target: Target,
+    done: Rc<Notify>,
+}
+
+impl<'a> Opening<'a> {
+    fn new(pool: &'a Pool, target: Target) -> Opening<'a> {
+        let done = Rc::new(Notify::new());
+        pool.h2_opening.borrow_mut().push((target, done.clone()));
+        Opening { pool, target, done }
+    }
+}
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        self.pool
+            .h2_opening
+            .borrow_mut()
+            .retain(|(t, n)| !(*t == self.target && Rc::ptr_eq(n, &self.done)));
+        self.done.notify_waiters();
     }
 }
 
