@@ -63,17 +63,26 @@ pub fn run(a: &ReplayArgs, argv: &[String]) -> Result<RunResult, Failure> {
 pub fn write_sample(a: &TraceArgs) -> Result<(), Failure> {
     let format = Format::parse(&a.format, None).map_err(Failure::usage)?;
     let w = cacheoff_workload::load(&a.workload, &Overrides::default()).map_err(Failure::usage)?;
-    let records = crate::sample_trace::from_plan(&w, a.requests);
+    // A plan too short for the trace asked is lengthened, or refused at
+    // once with what it holds.
+    let w = crate::sample_trace::fit(&w, a.requests).map_err(|held| {
+        Failure::usage(anyhow::anyhow!(
+            "{}: its plan gives {held} requests, fewer than --requests {}, and its measured phase issues none to lengthen",
+            w.name,
+            a.requests
+        ))
+    })?;
+    let records = crate::sample_trace::PlanTrace::new(&w, a.requests);
     let file = std::fs::File::create(&a.out)
         .with_context(|| format!("cannot create {}", a.out.display()))
         .map_err(Failure::usage)?;
     let gz = a.out.extension().is_some_and(|e| e == "gz");
     let written = if gz {
         let mut enc = flate2::write::GzEncoder::new(file, flate2::Compression::default());
-        cacheoff_trace::sample::write(&format, records.into_iter(), &mut enc)
+        cacheoff_trace::sample::write(&format, records, &mut enc)
             .and_then(|()| enc.finish().map(drop))
     } else {
-        cacheoff_trace::sample::write(&format, records.into_iter(), file)
+        cacheoff_trace::sample::write(&format, records, file)
     };
     written
         .with_context(|| format!("cannot write {}", a.out.display()))

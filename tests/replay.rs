@@ -185,3 +185,81 @@ fn a_trace_replays_to_a_surrogate_at_the_rate_asked() {
     let traced = trace_json["trace_duration_s"].as_f64().unwrap();
     assert!((traced / speed - 1.0).abs() < 0.01, "{trace_json}");
 }
+
+/// Runs `cacheoff ARGS`, failing the test if it has not ended within
+/// `limit` (it would hang for ever otherwise).
+fn ended_within(args: &[&str], limit: std::time::Duration) -> std::process::Output {
+    let mut child = support::process::command()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ended = cacheoff_testkit::within(limit, || child.try_wait().unwrap().is_some());
+    if !ended {
+        let _ = child.kill();
+        panic!("cacheoff {args:?} still running after {limit:?}");
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_trace_longer_than_the_plan_lengthens_its_measured_phase() {
+    // `simple`'s plan holds about 28,000 requests: four times more used to
+    // loop for ever past the plan's end.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("long.log");
+    let o = ended_within(
+        &[
+            "trace",
+            "simple",
+            "--format",
+            "squid",
+            "--requests",
+            "120000",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        std::time::Duration::from_secs(300),
+    );
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(text.lines().count(), 120_000);
+    // In time order, past the plan's 70 s: the measured phase went on.
+    let times: Vec<f64> = text
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|t| t[0] <= t[1]));
+    assert!(
+        times[times.len() - 1] - times[0] > 70.0,
+        "{:?}",
+        times.last()
+    );
+
+    // A plan whose measured phase issues nothing cannot be lengthened: it
+    // is refused at once, with what it holds.
+    let idle = dir.path().join("idle.toml");
+    std::fs::write(
+        &idle,
+        "name = \"idle\"\npeak_rate = \"100/s\"\n[[content]]\nname = \"o\"\nshare = 1.0\nsize = \"const(1KB)\"\ncachable = 1.0\n\
+         [[phases]]\nname = \"warm\"\nduration = \"2s\"\n\
+         [[phases]]\nname = \"meas\"\nduration = \"2s\"\nload_begin = 0.0\nload_end = 0.0\nmeasured = true\n",
+    )
+    .unwrap();
+    let o = ended_within(
+        &[
+            "trace",
+            idle.to_str().unwrap(),
+            "--format",
+            "csv",
+            "--requests",
+            "100000",
+            "-o",
+            dir.path().join("idle.log").to_str().unwrap(),
+        ],
+        std::time::Duration::from_secs(120),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("its plan gives"), "{}", stderr(&o));
+}

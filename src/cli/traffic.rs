@@ -192,7 +192,9 @@ pub struct TraceArgs {
     /// The format to write.
     #[arg(long, value_name = "squid|clf|oracle-general|wikimedia|csv")]
     pub format: String,
-    /// Requests to write.
+    /// Requests to write. A plan that ends sooner is lengthened (more of
+    /// its measured phase); one whose measured phase issues nothing is
+    /// refused at once, with the number it holds.
     #[arg(long, default_value = "10000", value_name = "N")]
     pub requests: usize,
     /// Output file (`.gz` compresses it).
