@@ -12,6 +12,8 @@
 //! - [`ceiling`]: [`ceiling::CeilingCalc`] takes the records in one pass and
 //!   gives [`ceiling::Ceilings`]: the document-hit ratios of an infinite
 //!   cache, an LRU cache and Belady's MIN of a given size.
+//! - [`curve`]: [`curve::LruCurve`] gives byte-weighted LRU's exact request
+//!   and byte hit ratios at many cache sizes in one pass.
 //! - [`sample`]: [`sample::synthetic`] makes a seeded trace and
 //!   [`sample::write`] writes it in any format, so tests and examples never
 //!   need a downloaded trace.
@@ -23,6 +25,7 @@
 
 pub mod ceiling;
 mod csvfmt;
+pub mod curve;
 mod error;
 mod format;
 mod input;

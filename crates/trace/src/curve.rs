@@ -1,0 +1,293 @@
+//! Byte-weighted LRU hit ratios at many cache sizes in one pass (the
+//! exact LRU curve), by stack distance.
+//!
+//! With every object no larger than the cache, an LRU cache of `C` bytes
+//! holds the longest run of most recently used objects whose sizes sum to
+//! at most `C` (eviction takes from the tail until the newcomer fits; a hit
+//! moves an object within that run). So a request hits iff the sizes of the
+//! distinct objects used since its key's last use, plus its own, sum to at
+//! most `C`. A Fenwick tree over last-use positions gives that sum: each use
+//! adds the object's size at its new position and takes it from its old.
+//! An object larger than `C` is never stored at that size (nor evicts
+//! anything), so the sum at size `C` must leave it out: objects fall in the
+//! class of the smallest size asked that holds them, one tree per class,
+//! and the sum at a size adds the classes up to it. Positions are renumbered
+//! when they run out, so memory follows the distinct objects, not the
+//! requests. An object keeps the size it was first seen with, as
+//! [`crate::ceiling`]'s LRU does.
+
+use std::collections::HashMap;
+
+/// LRU hit counts at each of a list of cache sizes: [`LruCurve::access`]
+/// each eligible request in order.
+#[derive(Debug)]
+pub struct LruCurve {
+    /// Cache sizes in bytes, ascending.
+    sizes: Vec<u64>,
+    /// One tree per size class (objects no larger than `sizes[c]` and
+    /// larger than `sizes[c - 1]`).
+    trees: Vec<Fenwick>,
+    /// Key → (last-use position, size, class).
+    objects: HashMap<u64, (usize, u64, usize)>,
+    /// The next position to use.
+    now: usize,
+    hits: Vec<u64>,
+    hit_bytes: Vec<u64>,
+    requests: u64,
+    bytes: u64,
+}
+
+/// Request and byte hit ratios (%) at each size.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Curve {
+    pub sizes: Vec<u64>,
+    pub rhr: Vec<f64>,
+    pub bhr: Vec<f64>,
+}
+
+impl LruCurve {
+    /// The curve at `sizes` (bytes; sorted and deduplicated here).
+    pub fn new(sizes: &[u64]) -> LruCurve {
+        let mut sizes = sizes.to_vec();
+        sizes.sort_unstable();
+        sizes.dedup();
+        let k = sizes.len();
+        LruCurve {
+            trees: (0..k).map(|_| Fenwick::new(1024)).collect(),
+            sizes,
+            objects: HashMap::new(),
+            now: 0,
+            hits: vec![0; k],
+            hit_bytes: vec![0; k],
+            requests: 0,
+            bytes: 0,
+        }
+    }
+
+    /// One request of `key`, `size` bytes (an object keeps the size it was
+    /// first seen with).
+    pub fn access(&mut self, key: u64, size: u64) {
+        if self.now == self.trees.first().map_or(usize::MAX, Fenwick::len) {
+            self.renumber();
+        }
+        let at = self.now;
+        self.now += 1;
+        self.requests += 1;
+        let (size, class) = match self.objects.get(&key) {
+            Some(&(last, size, class)) => {
+                self.count_hits(last, at, size, class);
+                if let Some(t) = self.trees.get_mut(class) {
+                    t.add(last, -(size as i64));
+                }
+                (size, class)
+            }
+            None => (size, self.sizes.partition_point(|&c| c < size)),
+        };
+        self.bytes += size;
+        if let Some(t) = self.trees.get_mut(class) {
+            t.add(at, size as i64);
+        }
+        self.objects.insert(key, (at, size, class));
+    }
+
+    /// A repeat use at `at` of an object last used at `last`.
+    fn count_hits(&mut self, last: usize, at: usize, size: u64, class: usize) {
+        let mut between = 0u64;
+        for (c, tree) in self.trees.iter().enumerate() {
+            between += tree.between(last, at);
+            if c >= class && between + size <= self.sizes[c] {
+                self.hits[c] += 1;
+                self.hit_bytes[c] += size;
+            }
+        }
+    }
+
+    /// Gives every known object a new position in the order of its last
+    /// use, from 0, in trees sized for twice as many.
+    fn renumber(&mut self) {
+        let mut live: Vec<(usize, u64)> =
+            self.objects.iter().map(|(&k, &(p, _, _))| (p, k)).collect();
+        live.sort_unstable();
+        let len = (2 * live.len()).max(1024);
+        for t in &mut self.trees {
+            *t = Fenwick::new(len);
+        }
+        for (i, (_, key)) in live.iter().enumerate() {
+            let o = self.objects.get_mut(key).expect("a live key");
+            o.0 = i;
+            if let Some(t) = self.trees.get_mut(o.2) {
+                t.add(i, o.1 as i64);
+            }
+        }
+        self.now = live.len();
+    }
+
+    /// Requests seen.
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
+    pub fn curve(&self) -> Curve {
+        let pct = |part: u64, whole: u64| {
+            if whole == 0 {
+                0.0
+            } else {
+                part as f64 * 100.0 / whole as f64
+            }
+        };
+        Curve {
+            sizes: self.sizes.clone(),
+            rhr: self.hits.iter().map(|&h| pct(h, self.requests)).collect(),
+            bhr: self.hit_bytes.iter().map(|&h| pct(h, self.bytes)).collect(),
+        }
+    }
+}
+
+/// Sums over positions, updated and queried in O(log n).
+#[derive(Debug)]
+struct Fenwick(Vec<i64>);
+
+impl Fenwick {
+    fn new(len: usize) -> Fenwick {
+        Fenwick(vec![0; len + 1])
+    }
+
+    fn len(&self) -> usize {
+        self.0.len() - 1
+    }
+
+    fn add(&mut self, at: usize, v: i64) {
+        let mut i = at + 1;
+        while i < self.0.len() {
+            self.0[i] += v;
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    /// The sum over positions `..end`.
+    fn prefix(&self, end: usize) -> i64 {
+        let (mut i, mut s) = (end, 0);
+        while i > 0 {
+            s += self.0[i];
+            i -= i & i.wrapping_neg();
+        }
+        s
+    }
+
+    /// The sum over positions strictly between `a` and `b`.
+    fn between(&self, a: usize, b: usize) -> u64 {
+        (self.prefix(b) - self.prefix(a + 1)) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// LRU at one size, simulated: the reference the curve is held to.
+    fn simulate(trace: &[(u64, u64)], cap: u64) -> (u64, u64) {
+        let mut first_size: HashMap<u64, u64> = HashMap::new();
+        let mut stored: HashMap<u64, (u64, u64)> = HashMap::new(); // key -> (last use, size)
+        let mut order: BTreeMap<u64, u64> = BTreeMap::new(); // last use -> key
+        let (mut used, mut hits, mut hit_bytes) = (0, 0, 0);
+        for (t, &(key, size)) in trace.iter().enumerate() {
+            let t = t as u64;
+            let size = *first_size.entry(key).or_insert(size);
+            if let Some((last, _)) = stored.get(&key).copied() {
+                hits += 1;
+                hit_bytes += size;
+                order.remove(&last);
+                order.insert(t, key);
+                stored.insert(key, (t, size));
+                continue;
+            }
+            if size > cap {
+                continue;
+            }
+            while used + size > cap {
+                let (_, victim) = order.pop_first().expect("something to evict");
+                used -= stored.remove(&victim).expect("stored").1;
+            }
+            used += size;
+            order.insert(t, key);
+            stored.insert(key, (t, size));
+        }
+        (hits, hit_bytes)
+    }
+
+    /// A trace of `n` requests over `keys` keys, skewed popularity and
+    /// sizes spread over three orders of magnitude, from `seed`.
+    fn trace(n: usize, keys: u64, seed: u64) -> Vec<(u64, u64)> {
+        let mut x = seed | 1;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        (0..n)
+            .map(|_| {
+                let u = (next() % 1_000_000) as f64 / 1e6;
+                let key = ((u * u * u) * keys as f64) as u64;
+                let size = 100 + (key.wrapping_mul(2_654_435_761) % 1000) * (1 + key % 97);
+                (key, size)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_curve_equals_lru_simulated_at_every_size() {
+        for seed in [1, 7, 42] {
+            let t = trace(20_000, 3_000, seed);
+            let sizes = [
+                0,
+                500,
+                5_000,
+                50_000,
+                200_000,
+                1_000_000,
+                5_000_000,
+                100_000_000,
+            ];
+            let mut c = LruCurve::new(&sizes);
+            for &(k, s) in &t {
+                c.access(k, s);
+            }
+            for (i, &cap) in c.sizes.clone().iter().enumerate() {
+                let (hits, bytes) = simulate(&t, cap);
+                assert_eq!(
+                    (c.hits[i], c.hit_bytes[i]),
+                    (hits, bytes),
+                    "seed {seed}, {cap} bytes"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn positions_are_renumbered_without_changing_a_hit() {
+        // Far more requests than the first trees' 1,024 positions.
+        let t = trace(50_000, 200, 3);
+        let mut c = LruCurve::new(&[10_000, 60_000]);
+        for &(k, s) in &t {
+            c.access(k, s);
+        }
+        assert!(c.trees[0].len() < 5_000, "{}", c.trees[0].len());
+        for (i, cap) in [10_000, 60_000].into_iter().enumerate() {
+            assert_eq!((c.hits[i], c.hit_bytes[i]), simulate(&t, cap));
+        }
+        // Ratios of all requests and bytes. (Not monotone in the size: a
+        // small cache that bypasses large objects can hit more requests.)
+        let curve = c.curve();
+        let bytes: u64 = {
+            let mut first = HashMap::new();
+            t.iter().map(|&(k, s)| *first.entry(k).or_insert(s)).sum()
+        };
+        for i in 0..2 {
+            assert_eq!(curve.rhr[i], c.hits[i] as f64 * 100.0 / t.len() as f64);
+            assert_eq!(curve.bhr[i], c.hit_bytes[i] as f64 * 100.0 / bytes as f64);
+        }
+        assert_eq!(c.requests(), t.len() as u64);
+    }
+}
