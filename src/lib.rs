@@ -9,6 +9,7 @@ pub mod ab_cmd;
 pub mod agent_cmd;
 pub mod cli;
 pub mod conform_cmd;
+mod curve_cmd;
 pub mod lineup;
 mod lineup_cmd;
 pub mod msl_cmd;
@@ -70,6 +71,7 @@ pub fn run(cli: cli::Cli) -> Result<(), Failure> {
             replay_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())
         }
         cli::Command::Trace(args) => replay_cmd::write_sample(&args),
+        cli::Command::Curve(args) => curve_cmd::run(&args),
         cli::Command::Ab(args) => ab_cmd::run(&args).map(|_| ()),
         cli::Command::Peak(args) => {
             peak_cmd::run(&args, &std::env::args().collect::<Vec<_>>()).map(|_| ())

@@ -263,3 +263,78 @@ fn a_trace_longer_than_the_plan_lengthens_its_measured_phase() {
     assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
     assert!(stderr(&o).contains("its plan gives"), "{}", stderr(&o));
 }
+
+#[test]
+fn curve_gives_lru_at_every_size_and_meets_the_infinite_cache_at_the_footprint() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.log");
+    make_trace(&trace, "squid", 20_000);
+    let json = |args: &[&str]| -> Value {
+        let o = cacheoff(args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_str(&stdout(&o)).unwrap()
+    };
+    let t = trace.to_str().unwrap();
+    let c = json(&["curve", t, "--json"]);
+    let sizes: Vec<u64> = serde_json::from_value(c["sizes"].clone()).unwrap();
+    let fp = c["footprint_bytes"].as_u64().unwrap();
+    assert_eq!(c["requests"], 20_000);
+    // The default: 12 sizes from 0.1% of the footprint to all of it.
+    assert_eq!(sizes.len(), 12);
+    assert_eq!((sizes[0], sizes[11]), (fp / 1000, fp), "{c}");
+    let lru = &c["curves"]["lru"];
+    let inf = &c["curves"]["infinite"];
+    for k in ["rhr", "bhr"] {
+        let v: Vec<f64> = serde_json::from_value(lru[k].clone()).unwrap();
+        assert_eq!(v.len(), 12);
+        assert!(v.iter().all(|&x| (0.0..=100.0).contains(&x)), "{v:?}");
+        // As large as every object: LRU never evicts, the infinite cache.
+        assert!((v[11] - inf[k].as_f64().unwrap()).abs() < 1e-9, "{k}: {c}");
+        assert!(v[0] < v[11], "{k}: {v:?}");
+    }
+    // Sizes as a list or a range; a workload's plan as the input.
+    let listed = json(&["curve", t, "--sizes", "1MB,64MB", "--json"]);
+    assert_eq!(listed["sizes"], serde_json::json!([1 << 20, 64 << 20]));
+    let plan = json(&["curve", "simple", "--sizes", "1MB..1GB", "--json"]);
+    assert_eq!(plan["sizes"].as_array().unwrap().len(), 12);
+    assert!(plan["requests"].as_u64().unwrap() > 20_000, "{plan}");
+    // A malformed line is named, and nothing is printed as a curve.
+    std::fs::write(dir.path().join("bad.log"), "not a trace line\n").unwrap();
+    let o = cacheoff(&[
+        "curve",
+        dir.path().join("bad.log").to_str().unwrap(),
+        "--format",
+        "squid",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("bad.log"), "{}", stderr(&o));
+}
+
+#[test]
+fn the_curve_commands_in_docs_traces_md_run_as_shown() {
+    let docs = support::repo_file("docs/traces.md");
+    let at = docs.find("## Hit ratio against cache size").unwrap();
+    let block = &docs[at..];
+    let block = &block[block.find("```sh\n").unwrap() + 6..];
+    let block = &block[..block.find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let mut ran = 0;
+    for line in block.lines() {
+        let line = line.split("  #").next().unwrap().trim();
+        let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+        let o = support::process::command()
+            .args(&args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{line}: {}", stderr(&o));
+        if args[0] == "curve" {
+            assert!(
+                stdout(&o).contains("LRU") || stdout(&o).contains("\"lru\""),
+                "{line}"
+            );
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 3);
+}

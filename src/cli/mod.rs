@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 mod ab;
 mod conform;
+mod curve;
 mod fleet;
 mod lineup;
 mod peak;
@@ -16,6 +17,7 @@ mod workload;
 pub use ab::AbArgs;
 pub use cacheoff_run::Surrogate;
 pub use conform::ConformArgs;
+pub use curve::CurveArgs;
 pub use fleet::{AgentArgs, FleetArgs, TrustArgs};
 pub use lineup::LineupArgs;
 pub use peak::PeakArgs;
@@ -65,6 +67,9 @@ pub enum Command {
     /// Write a sample trace in any trace format, made from a workload's
     /// plan (`cacheoff replay` reads it back).
     Trace(TraceArgs),
+    /// Hit ratio against cache size of a trace or a workload's plan: an
+    /// infinite cache's, and LRU's exactly at every size in one pass.
+    Curve(CurveArgs),
     /// The SPE Multiplier: a forward proxy for clients that serves them the
     /// Collector's replies and copies every request to the proxies under
     /// test, comparing and timing their replies; runs until SIGINT/SIGTERM.

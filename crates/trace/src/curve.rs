@@ -16,6 +16,7 @@
 //! requests. An object keeps the size it was first seen with, as
 //! [`crate::ceiling`]'s LRU does.
 
+use crate::{Method, Record};
 use std::collections::HashMap;
 
 /// LRU hit counts at each of a list of cache sizes: [`LruCurve::access`]
@@ -127,6 +128,11 @@ impl LruCurve {
         self.requests
     }
 
+    /// Hits and hit bytes at each size, ascending.
+    pub fn hits(&self) -> (&[u64], &[u64]) {
+        (&self.hits, &self.hit_bytes)
+    }
+
     pub fn curve(&self) -> Curve {
         let pct = |part: u64, whole: u64| {
             if whole == 0 {
@@ -140,6 +146,99 @@ impl LruCurve {
             rhr: self.hits.iter().map(|&h| pct(h, self.requests)).collect(),
             bhr: self.hit_bytes.iter().map(|&h| pct(h, self.bytes)).collect(),
         }
+    }
+}
+
+/// Whether a request may hit in a cache at all: a GET the trace does not
+/// mark uncachable (as [`crate::ceiling`] counts).
+pub fn eligible(r: &Record) -> bool {
+    r.method == Method::Get && r.cachable != Some(false)
+}
+
+/// Distinct eligible objects and the bytes they take (each at the size it
+/// was first seen with): what an infinite cache holds.
+pub fn footprint(records: impl Iterator<Item = Record>) -> (u64, u64) {
+    let mut seen = std::collections::HashSet::new();
+    let mut bytes = 0u64;
+    for r in records.filter(eligible) {
+        if seen.insert(r.key) {
+            bytes = bytes.saturating_add(r.size);
+        }
+    }
+    (seen.len() as u64, bytes)
+}
+
+/// `n` cache sizes spaced evenly on a log scale from `low` to `high`
+/// bytes (at least 1 byte each).
+pub fn log_sizes(low: u64, high: u64, n: usize) -> Vec<u64> {
+    let (lo, hi) = ((low.max(1)) as f64, (high.max(low).max(1)) as f64);
+    (0..n)
+        .map(|i| {
+            let x = if n > 1 {
+                i as f64 / (n - 1) as f64
+            } else {
+                1.0
+            };
+            (lo * (hi / lo).powf(x)).round().max(1.0) as u64
+        })
+        .collect()
+}
+
+/// A trace's hit ratios against cache size: percent of all its requests
+/// and bytes, ineligible ones included (they never hit).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Survey {
+    pub requests: u64,
+    pub objects: u64,
+    pub footprint_bytes: u64,
+    /// An infinite cache: every eligible request of an object but the
+    /// first hits (request %, byte %).
+    pub infinite: (f64, f64),
+    pub lru: Curve,
+}
+
+/// The curves of `records` at `sizes`, in one pass.
+pub fn survey(records: impl Iterator<Item = Record>, sizes: &[u64]) -> Survey {
+    let mut lru = LruCurve::new(sizes);
+    let (mut requests, mut bytes) = (0u64, 0u64);
+    let mut first: HashMap<u64, u64> = HashMap::new();
+    let (mut inf_hits, mut inf_bytes, mut footprint) = (0u64, 0u64, 0u64);
+    for r in records {
+        requests += 1;
+        bytes = bytes.saturating_add(r.size);
+        if !eligible(&r) {
+            continue;
+        }
+        match first.get(&r.key) {
+            Some(&size) => {
+                inf_hits += 1;
+                inf_bytes += size;
+            }
+            None => {
+                first.insert(r.key, r.size);
+                footprint = footprint.saturating_add(r.size);
+            }
+        }
+        lru.access(r.key, r.size);
+    }
+    let pct = |part: u64, whole: u64| {
+        if whole == 0 {
+            0.0
+        } else {
+            part as f64 * 100.0 / whole as f64
+        }
+    };
+    let (hits, hit_bytes) = lru.hits();
+    Survey {
+        requests,
+        objects: first.len() as u64,
+        footprint_bytes: footprint,
+        infinite: (pct(inf_hits, requests), pct(inf_bytes, bytes)),
+        lru: Curve {
+            sizes: lru.sizes.clone(),
+            rhr: hits.iter().map(|&h| pct(h, requests)).collect(),
+            bhr: hit_bytes.iter().map(|&h| pct(h, bytes)).collect(),
+        },
     }
 }
 
@@ -289,5 +388,41 @@ mod tests {
             assert_eq!(curve.bhr[i], c.hit_bytes[i] as f64 * 100.0 / bytes as f64);
         }
         assert_eq!(c.requests(), t.len() as u64);
+    }
+
+    #[test]
+    fn at_one_size_the_curve_is_the_ceiling_s_lru_which_libcachesim_agrees_with() {
+        let files = crate::sample::sample_files();
+        assert!(files.len() >= 5);
+        for (name, format, bytes) in files {
+            let read = || {
+                crate::TraceReader::from_reader(
+                    std::io::Cursor::new(bytes.clone()),
+                    Some(format.clone()),
+                    name,
+                )
+                .unwrap()
+                .map(|r| r.unwrap())
+            };
+            let (_, fp) = footprint(read());
+            for cap in [fp / 50, fp / 5, fp] {
+                let mut calc = crate::ceiling::CeilingCalc::new(cap);
+                read().for_each(|r| calc.add(&r));
+                let c = calc.finish();
+                let s = survey(read(), &[cap]);
+                assert!(
+                    (s.lru.rhr[0] - c.lru).abs() < 1e-9,
+                    "{name} at {cap}: {} vs {}",
+                    s.lru.rhr[0],
+                    c.lru
+                );
+                assert!((s.infinite.0 - c.infinite).abs() < 1e-9, "{name}");
+                assert_eq!(s.requests, c.requests);
+                assert!(
+                    cap < fp || s.lru.rhr[0] > 0.0,
+                    "{name}: no hit at the footprint"
+                );
+            }
+        }
     }
 }
