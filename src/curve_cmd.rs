@@ -1,6 +1,7 @@
 //! `cacheoff curve`: a trace's (or a workload plan's) hit ratios against
-//! cache size — an infinite cache's, and exact byte-weighted LRU's at every
-//! size in one pass (`cacheoff_trace::curve`).
+//! cache size — an infinite cache's, exact byte-weighted LRU's at every
+//! size in one pass, FIFO's and S3-FIFO's simulated at each
+//! (`cacheoff_trace::curve`).
 
 use crate::cli::CurveArgs;
 use crate::Failure;
@@ -121,26 +122,33 @@ fn json(s: &Survey) -> serde_json::Value {
         "curves": {
             "infinite": {"rhr": s.infinite.0, "bhr": s.infinite.1},
             "lru": {"rhr": s.lru.rhr, "bhr": s.lru.bhr},
+            "fifo": {"rhr": s.fifo.rhr, "bhr": s.fifo.bhr},
+            "s3fifo": {"rhr": s.s3fifo.rhr, "bhr": s.s3fifo.bhr},
         },
     })
 }
 
 fn table(s: &Survey) -> String {
     let mut out = format!(
-        "{} requests, {} objects, footprint {}\ninfinite cache: {:.2}% of requests, {:.2}% of bytes\n\n{:>12}  {:>9}  {:>9}\n",
+        "{} requests, {} objects, footprint {}\ninfinite cache: {:.2}% of requests, {:.2}% of bytes\n\nhit ratio, % of requests / % of bytes\n{:>12}  {:>15}  {:>15}  {:>15}\n",
         s.requests,
         s.objects,
         Bytes(s.footprint_bytes),
         s.infinite.0,
         s.infinite.1,
         "cache size",
-        "LRU rhr%",
-        "LRU bhr%"
+        "LRU",
+        "FIFO",
+        "S3-FIFO"
     );
-    for ((size, rhr), bhr) in s.lru.sizes.iter().zip(&s.lru.rhr).zip(&s.lru.bhr) {
+    for (i, size) in s.lru.sizes.iter().enumerate() {
+        let pair = |c: &cacheoff_trace::curve::Curve| format!("{:.2} / {:.2}", c.rhr[i], c.bhr[i]);
         out.push_str(&format!(
-            "{:>12}  {rhr:>9.2}  {bhr:>9.2}\n",
-            Bytes(*size).to_string()
+            "{:>12}  {:>15}  {:>15}  {:>15}\n",
+            Bytes(*size).to_string(),
+            pair(&s.lru),
+            pair(&s.fifo),
+            pair(&s.s3fifo)
         ));
     }
     out

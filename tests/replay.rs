@@ -282,15 +282,20 @@ fn curve_gives_lru_at_every_size_and_meets_the_infinite_cache_at_the_footprint()
     // The default: 12 sizes from 0.1% of the footprint to all of it.
     assert_eq!(sizes.len(), 12);
     assert_eq!((sizes[0], sizes[11]), (fp / 1000, fp), "{c}");
-    let lru = &c["curves"]["lru"];
     let inf = &c["curves"]["infinite"];
-    for k in ["rhr", "bhr"] {
-        let v: Vec<f64> = serde_json::from_value(lru[k].clone()).unwrap();
-        assert_eq!(v.len(), 12);
-        assert!(v.iter().all(|&x| (0.0..=100.0).contains(&x)), "{v:?}");
-        // As large as every object: LRU never evicts, the infinite cache.
-        assert!((v[11] - inf[k].as_f64().unwrap()).abs() < 1e-9, "{k}: {c}");
-        assert!(v[0] < v[11], "{k}: {v:?}");
+    for policy in ["lru", "fifo", "s3fifo"] {
+        for k in ["rhr", "bhr"] {
+            let v: Vec<f64> = serde_json::from_value(c["curves"][policy][k].clone()).unwrap();
+            assert_eq!(v.len(), 12);
+            assert!(v.iter().all(|&x| (0.0..=100.0).contains(&x)), "{v:?}");
+            // As large as every object: nothing is evicted, the infinite
+            // cache.
+            assert!(
+                (v[11] - inf[k].as_f64().unwrap()).abs() < 1e-9,
+                "{policy} {k}: {c}"
+            );
+            assert!(v[0] < v[11], "{policy} {k}: {v:?}");
+        }
     }
     // Sizes as a list or a range; a workload's plan as the input.
     let listed = json(&["curve", t, "--sizes", "1MB,64MB", "--json"]);

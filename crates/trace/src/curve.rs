@@ -15,8 +15,12 @@
 //! when they run out, so memory follows the distinct objects, not the
 //! requests. An object keeps the size it was first seen with, as
 //! [`crate::ceiling`]'s LRU does.
+//!
+//! FIFO and S3-FIFO (the reference proxy's policy, its own code from
+//! `cacheoff_cache::policy`) are simulated at each size ([`Simulated`]).
 
 use crate::{Method, Record};
+use cacheoff_cache::Eviction;
 use std::collections::HashMap;
 
 /// LRU hit counts at each of a list of cache sizes: [`LruCurve::access`]
@@ -149,6 +153,93 @@ impl LruCurve {
     }
 }
 
+/// Policies simulated beside the exact LRU curve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Simulate {
+    /// First in, first out: a hit changes nothing.
+    Fifo,
+    /// The reference proxy's policy (`cacheoff_cache::policy::S3Fifo`).
+    S3Fifo,
+}
+
+/// One policy simulated at one cache size, as the reference proxy's
+/// store drives its policy: a miss is inserted, then keys are evicted
+/// while the bytes exceed the size; an object larger than the size is
+/// never stored.
+pub struct Simulated {
+    cap: u64,
+    policy: Box<dyn Eviction>,
+    stored: std::collections::HashSet<u64>,
+    hits: u64,
+    hit_bytes: u64,
+}
+
+impl Simulated {
+    pub fn new(policy: Simulate, cap: u64) -> Simulated {
+        let policy: Box<dyn Eviction> = match policy {
+            Simulate::Fifo => Box::new(Fifo::default()),
+            Simulate::S3Fifo => cacheoff_cache::Policy::S3Fifo.build(cap),
+        };
+        Simulated {
+            cap,
+            policy,
+            stored: Default::default(),
+            hits: 0,
+            hit_bytes: 0,
+        }
+    }
+
+    pub fn access(&mut self, key: u64, size: u64) {
+        if self.stored.contains(&key) {
+            self.hits += 1;
+            self.hit_bytes += size;
+            self.policy.hit(key);
+            return;
+        }
+        if size > self.cap {
+            return;
+        }
+        self.policy.insert(key, size);
+        self.stored.insert(key);
+        while self.policy.bytes() > self.cap {
+            match self.policy.evict() {
+                Some(victim) => {
+                    self.stored.remove(&victim);
+                }
+                None => break,
+            }
+        }
+    }
+}
+
+/// FIFO with byte sizes: the oldest insertion goes first.
+#[derive(Debug, Default)]
+struct Fifo {
+    queue: std::collections::VecDeque<(u64, u64)>,
+    bytes: u64,
+}
+
+impl Eviction for Fifo {
+    fn insert(&mut self, key: u64, size: u64) {
+        self.queue.push_back((key, size));
+        self.bytes += size;
+    }
+    fn update(&mut self, _: u64, _: u64) {}
+    fn hit(&mut self, _: u64) {}
+    fn remove(&mut self, _: u64) {}
+    fn evict(&mut self) -> Option<u64> {
+        let (key, size) = self.queue.pop_front()?;
+        self.bytes -= size;
+        Some(key)
+    }
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
+    fn len(&self) -> usize {
+        self.queue.len()
+    }
+}
+
 /// Whether a request may hit in a cache at all: a GET the trace does not
 /// mark uncachable (as [`crate::ceiling`] counts).
 pub fn eligible(r: &Record) -> bool {
@@ -195,11 +286,15 @@ pub struct Survey {
     /// first hits (request %, byte %).
     pub infinite: (f64, f64),
     pub lru: Curve,
+    pub fifo: Curve,
+    pub s3fifo: Curve,
 }
 
 /// The curves of `records` at `sizes`, in one pass.
 pub fn survey(records: impl Iterator<Item = Record>, sizes: &[u64]) -> Survey {
     let mut lru = LruCurve::new(sizes);
+    let sims = |p| -> Vec<Simulated> { lru.sizes.iter().map(|&c| Simulated::new(p, c)).collect() };
+    let (mut fifo, mut s3fifo) = (sims(Simulate::Fifo), sims(Simulate::S3Fifo));
     let (mut requests, mut bytes) = (0u64, 0u64);
     let mut first: HashMap<u64, u64> = HashMap::new();
     let (mut inf_hits, mut inf_bytes, mut footprint) = (0u64, 0u64, 0u64);
@@ -209,17 +304,22 @@ pub fn survey(records: impl Iterator<Item = Record>, sizes: &[u64]) -> Survey {
         if !eligible(&r) {
             continue;
         }
-        match first.get(&r.key) {
+        let size = match first.get(&r.key) {
             Some(&size) => {
                 inf_hits += 1;
                 inf_bytes += size;
+                size
             }
             None => {
                 first.insert(r.key, r.size);
                 footprint = footprint.saturating_add(r.size);
+                r.size
             }
+        };
+        lru.access(r.key, size);
+        for sim in fifo.iter_mut().chain(s3fifo.iter_mut()) {
+            sim.access(r.key, size);
         }
-        lru.access(r.key, r.size);
     }
     let pct = |part: u64, whole: u64| {
         if whole == 0 {
@@ -229,7 +329,14 @@ pub fn survey(records: impl Iterator<Item = Record>, sizes: &[u64]) -> Survey {
         }
     };
     let (hits, hit_bytes) = lru.hits();
+    let simulated = |sims: &[Simulated]| Curve {
+        sizes: lru.sizes.clone(),
+        rhr: sims.iter().map(|s| pct(s.hits, requests)).collect(),
+        bhr: sims.iter().map(|s| pct(s.hit_bytes, bytes)).collect(),
+    };
     Survey {
+        fifo: simulated(&fifo),
+        s3fifo: simulated(&s3fifo),
         requests,
         objects: first.len() as u64,
         footprint_bytes: footprint,
@@ -424,5 +531,35 @@ mod tests {
                 );
             }
         }
+    }
+
+    fn record(key: u64, size: u64) -> Record {
+        crate::text::record(0, key, size)
+    }
+
+    #[test]
+    fn fifo_keeps_order_where_lru_rewards_a_hit() {
+        // Three one-byte objects fit: A B C A D A.
+        let t = [1, 2, 3, 1, 4, 1].map(|k| record(k, 1));
+        let s = survey(t.into_iter(), &[3]);
+        // FIFO: A hits, D pushes A out, A misses; LRU keeps A both times.
+        assert_eq!(s.fifo.rhr[0], 100.0 / 6.0);
+        assert_eq!(s.lru.rhr[0], 200.0 / 6.0);
+    }
+
+    #[test]
+    fn at_the_footprint_every_policy_is_the_infinite_cache() {
+        let t: Vec<Record> = trace(20_000, 2_000, 9)
+            .into_iter()
+            .map(|(k, s)| record(k, s))
+            .collect();
+        let (_, fp) = footprint(t.iter().cloned());
+        let s = survey(t.into_iter(), &[fp / 100, fp]);
+        for c in [&s.lru, &s.fifo, &s.s3fifo] {
+            assert_eq!((c.rhr[1], c.bhr[1]), s.infinite, "{c:?}");
+            assert!(c.rhr[0] < c.rhr[1], "{c:?}");
+        }
+        // Where it must choose, S3-FIFO is not FIFO.
+        assert_ne!(s.s3fifo.rhr[0], s.fifo.rhr[0]);
     }
 }
