@@ -95,7 +95,7 @@ pub fn run(a: ReplayPlan, argv: &[String]) -> Result<RunResult, RunError> {
         replay_s,
     ));
     console::print(&format!(
-        "ceilings at {}: infinite {:.2}%, LRU {:.2}%, Belady {:.2}% DHR",
+        "ceilings at {}: infinite {:.2}%, LRU {:.2}%, Belady, size-blind {:.2}% DHR",
         Bytes(cache_bytes),
         ceilings.infinite,
         ceilings.lru,
@@ -141,7 +141,7 @@ pub fn run(a: ReplayPlan, argv: &[String]) -> Result<RunResult, RunError> {
     measure(workload, target, &a.output, how, argv, |r| {
         if let Some(c) = r.summary.ceiling {
             console::print(&format!(
-                "DHR measured {:.2}% (offered {:.2}%); the trace allows {:.2}% (infinite cache), {:.2}% (LRU), {:.2}% (Belady)",
+                "DHR measured {:.2}% (offered {:.2}%); the trace allows {:.2}% (infinite cache), {:.2}% (LRU), {:.2}% (Belady, size-blind: not a bound)",
                 r.summary.total.dhr.measured, r.summary.total.dhr.offered, c.infinite, c.lru, c.belady
             ));
         }

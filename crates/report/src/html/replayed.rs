@@ -28,7 +28,10 @@ pub(super) fn section(o: &mut String, r: &Replayed, total: &Entry) {
         ("measured (the proxy under test)", total.dhr.measured),
         ("offered (revisits of cachable objects)", total.dhr.offered),
         ("infinite cache", r.ceiling.infinite),
-        ("Belady (farthest next use)", r.ceiling.belady),
+        (
+            "Belady, size-blind (farthest next use: not a bound)",
+            r.ceiling.belady,
+        ),
         ("LRU", r.ceiling.lru),
     ];
     for (name, v) in rows {
