@@ -52,11 +52,12 @@ fn caught_as(fault: Fault, share: f64, w: Workload, kind: &str) {
     );
     // The robots kept their plan while the proxy misbehaved. A pacer stuck
     // behind a bad reply (seconds of timeout, several a second) would issue
-    // nearly every request late; two of these runs sharing CI's two cores
-    // make a percent or two late (1.7% seen), a CPU hog beside them more.
+    // every request late (more than 10 ms); a busy machine makes some late
+    // however well the pacer does: 1.7% with two of these runs on 2 cores,
+    // 52% beside CI's three other test streams.
     let meas = phase(&r.summary, "meas");
     assert!(
-        meas.issued_late_percent < 50.0,
+        meas.issued_late_percent < 90.0,
         "{name}: {}% issued late",
         meas.issued_late_percent
     );
